@@ -1,0 +1,34 @@
+// maxkernel: the command-line front end. Subcommands drive the engine directly, without an editor.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/check_command.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: maxkernel <command> [options]\n"
+    "commands:\n"
+    "  check     static checks of Pallas kernels (text, JSON or SARIF)\n"
+    "  version   print the version\n"
+    "run `maxkernel <command> --help` for a command's options\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "check") return mk::cli::run_check(args);
+  if (command == "version" || command == "--version") {
+    std::cout << "maxkernel 0.1.0\n";
+    return 0;
+  }
+  std::cerr << "maxkernel: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

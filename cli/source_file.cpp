@@ -1,0 +1,59 @@
+#include "cli/source_file.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "lsp/syntax/python_tree.h"
+
+namespace mk::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> collect_python_files(const std::vector<std::string>& paths,
+                                           std::vector<std::string>& errors) {
+  std::vector<fs::path> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> found;
+      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+           it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        const auto name = it->path().filename().string();
+        if (it->is_directory() && (name.starts_with(".") || name == "__pycache__" || name == "node_modules")) {
+          it.disable_recursion_pending();
+          continue;
+        }
+        if (it->is_regular_file() && it->path().extension() == ".py") found.push_back(it->path());
+      }
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(p, ec)) {
+      out.emplace_back(p);
+    } else {
+      errors.push_back(p + ": no such file or directory");
+    }
+  }
+  return out;
+}
+
+AnalysedFile analyse_file(const fs::path& path, const knowledge::TpuGeneration& target) {
+  AnalysedFile f;
+  f.path = path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    f.read_error = "cannot read " + path.string();
+    return f;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  f.text = buf.str();
+  f.lines = text::LineIndex(f.text);
+  syntax::PythonTree tree;
+  tree.parse(f.text);
+  f.analysis = analysis::analyze_document(tree.root(), f.text, target);
+  return f;
+}
+
+}  // namespace mk::cli

@@ -1,0 +1,28 @@
+// A Python file on disk, parsed and analysed the same way the server analyses an open document.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lsp/analysis/document_analysis.h"
+#include "lsp/text/line_index.h"
+
+namespace mk::cli {
+
+struct AnalysedFile {
+  std::filesystem::path path;
+  std::string text;
+  text::LineIndex lines;
+  analysis::DocumentAnalysis analysis;
+  std::string read_error;  // non-empty when the file could not be read
+
+  text::Utf16Position position(uint32_t offset) const { return lines.position_of(text, offset); }
+};
+
+// Expands folders to the .py files under them (sorted), keeps files as given.
+std::vector<std::filesystem::path> collect_python_files(const std::vector<std::string>& paths,
+                                                        std::vector<std::string>& errors);
+AnalysedFile analyse_file(const std::filesystem::path& path, const knowledge::TpuGeneration& target);
+
+}  // namespace mk::cli

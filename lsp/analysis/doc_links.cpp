@@ -1,0 +1,34 @@
+#include "lsp/analysis/doc_links.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "lsp/analysis/findings.h"
+
+namespace mk::analysis {
+
+namespace {
+
+std::string docs_base() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      const auto candidate = dir / "docs" / "diagnostics.md";
+      if (std::filesystem::exists(candidate, ec)) return "file://" + candidate.string();
+    }
+  }
+  return "docs/diagnostics.md";
+}
+
+}  // namespace
+
+std::string diagnostic_doc_url(std::string_view code) {
+  static const std::string base = docs_base();
+  for (const DiagnosticCode& c : diagnostic_codes()) {
+    if (code == c.code) return base + "#" + c.slug;
+  }
+  return base;
+}
+
+}  // namespace mk::analysis

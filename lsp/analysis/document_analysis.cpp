@@ -1,0 +1,15 @@
+#include "lsp/analysis/document_analysis.h"
+
+#include "lsp/pallas/kernel_extractor.h"
+
+namespace mk::analysis {
+
+DocumentAnalysis analyze_document(TSNode root, std::string_view source,
+                                  const knowledge::TpuGeneration& target) {
+  DocumentAnalysis out;
+  out.model = pallas::extract_pallas_model(root, source);
+  out.findings = check_model(out.model, target);
+  return out;
+}
+
+}  // namespace mk::analysis

@@ -1,0 +1,68 @@
+// Constant evaluation of Python expressions over a tree-sitter tree: literals, tuples, arithmetic,
+// names bound once in an enclosing scope, module-level dict entries, imports. Unknown stays unknown.
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "lsp/pallas/value.h"
+
+namespace mk::pallas {
+
+// What a name is bound to in one scope (module, function or lambda).
+struct Binding {
+  enum class Kind { Value, Parameter, Import, Definition, Opaque };
+  Kind kind = Kind::Value;
+  TSNode value{};           // Value: the assigned expression; Definition: the def node
+  int unpack_index = -1;    // for `a, b = (x, y)`: which element of `value`
+  std::string qualified;    // Import: the qualified name
+  std::string why;          // Opaque / Parameter: reason the value is unknown
+};
+
+class Evaluator {
+ public:
+  Evaluator(TSNode root, std::string_view source);
+
+  Value eval(TSNode expression);
+  // The qualified name an expression refers to ("jax.experimental.pallas.pallas_call"), or "".
+  std::string qualified_name(TSNode expression);
+  // Resolves a name as seen from `at`.
+  Value lookup(std::string_view name, TSNode at);
+  // The module-level binding of a name, if any (task conventions use this).
+  const std::vector<Binding>* module_binding(std::string_view name);
+  // Every module-imported qualified name (for backend detection).
+  std::vector<std::string> imported_modules();
+
+  std::string_view source() const { return source_; }
+  TSNode root() const { return root_; }
+
+ private:
+  using Scope = std::unordered_map<std::string, std::vector<Binding>>;
+
+  const Scope& scope_of(TSNode scope_node);
+  void collect_block(TSNode block, Scope& scope);
+  void collect_statement(TSNode statement, Scope& scope);
+  void collect_parameters(TSNode parameters, Scope& scope, std::string_view owner);
+  void bind_target(TSNode target, TSNode value, int index, Scope& scope);
+  Value eval_binding(const Binding& binding, std::string_view name);
+  Value eval_call(TSNode call);
+  Value eval_binary(TSNode node);
+  Value eval_subscript(TSNode node);
+  Value eval_attribute(TSNode node);
+  Value eval_sequence(TSNode node);
+
+  TSNode root_;
+  std::string_view source_;
+  std::unordered_map<uint64_t, Scope> scopes_;
+  std::unordered_set<uint64_t> in_progress_;
+  int depth_ = 0;
+};
+
+int64_t floor_div(int64_t a, int64_t b);
+
+}  // namespace mk::pallas

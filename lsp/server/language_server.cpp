@@ -1,0 +1,386 @@
+#include "lsp/server/language_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "lsp/analysis/describe.h"
+#include "lsp/server/commands.h"
+#include "lsp/server/lsp_convert.h"
+
+namespace mk::server {
+
+using nlohmann::json;
+using rpc::ParamReader;
+using rpc::Reply;
+namespace ec = rpc::error_code;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kSlowTurn = std::chrono::milliseconds(100);
+
+text::Utf16Position read_position(const ParamReader& p) {
+  return {p.unsigned_integer("line"), p.unsigned_integer("character")};
+}
+
+text::Utf16Range read_range(const ParamReader& p) {
+  return {read_position(p.object("start")), read_position(p.object("end"))};
+}
+
+}  // namespace
+
+LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::string_view)> sink)
+    : options_(options),
+      writer_(std::move(sink)),
+      dispatcher_([this](const json& m) { send(m); }),
+      outgoing_([this](const json& m) { send(m); }) {
+  register_handlers();
+  if (options_.enable_test_methods) register_test_methods();
+}
+
+LanguageServer::~LanguageServer() = default;
+
+void LanguageServer::send(const json& message) {
+  // Invalid UTF-8 from a document must not make serialisation throw: replace it.
+  writer_.write(message.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void LanguageServer::notify(const std::string& method, json params) {
+  send(rpc::make_notification(method, std::move(params)));
+}
+
+const knowledge::TpuGeneration& LanguageServer::target() const {
+  const auto* gen = knowledge::find_tpu_generation(settings_.target);
+  return gen ? *gen : knowledge::tpu_generations().front();
+}
+
+// ----- loop ---------------------------------------------------------------------------------
+
+void LanguageServer::reader_loop(rpc::ByteSource& input) {
+  rpc::FrameReader reader(input, options_.max_message_bytes);
+  for (;;) {
+    rpc::FrameReader::Result r = reader.next();
+    if (r.status == rpc::FrameReader::Status::Eof) {
+      if (!r.error.empty()) spdlog::warn("input: {}", r.error);
+      queue_.push(rpc::EndOfInput{});
+      return;
+    }
+    if (r.status == rpc::FrameReader::Status::Error) {
+      spdlog::warn("input: {}", r.error);
+      continue;
+    }
+    if (!r.error.empty()) spdlog::warn("input: {}", r.error);
+    json message;
+    try {
+      message = json::parse(r.body);
+    } catch (const json::parse_error& e) {
+      spdlog::warn("input: message is not valid JSON: {}", e.what());
+      send(rpc::make_error_response(nullptr, {ec::kParseError, std::string("parse error: ") + e.what()}));
+      continue;
+    }
+    if (!message.is_object()) {
+      dispatcher_.reject_invalid(message, "a JSON-RPC message must be an object");
+      continue;
+    }
+    const bool has_id = message.contains("id");
+    if (has_id && !message["id"].is_string() && !message["id"].is_number_integer() && !message["id"].is_null()) {
+      dispatcher_.reject_invalid(message, "id must be a string or an integer");
+      continue;
+    }
+    if (message.contains("method")) {
+      if (!message["method"].is_string()) {
+        dispatcher_.reject_invalid(message, "method must be a string");
+        continue;
+      }
+      if (message.contains("params") && !message["params"].is_object() && !message["params"].is_array()) {
+        if (has_id) {
+          send(rpc::make_error_response(message["id"], {ec::kInvalidParams, "params must be an object or an array"}));
+        }
+        continue;
+      }
+      if (message["method"] == "$/cancelRequest") {
+        // Handled here, so a request the main loop is busy with sees its token flip.
+        if (message.contains("params") && message["params"].is_object() && message["params"].contains("id")) {
+          dispatcher_.cancel(message["params"]["id"]);
+        }
+        continue;
+      }
+      queue_.push(std::move(message));
+    } else if (has_id && (message.contains("result") || message.contains("error"))) {
+      queue_.push(std::move(message));  // a response to one of our requests
+    } else {
+      dispatcher_.reject_invalid(message, "neither a request, a notification nor a response");
+    }
+  }
+}
+
+int LanguageServer::run(rpc::ByteSource& input) {
+  std::atomic<bool> reader_done{false};
+  std::thread reader([&] {
+    reader_loop(input);
+    reader_done = true;
+  });
+  bool input_ended = false;
+  while (!exit_requested_ && !input_ended) {
+    auto deadline = outgoing_.expire(Clock::now()).value_or(Clock::now() + std::chrono::hours(1));
+    std::optional<rpc::Event> event = queue_.pop(deadline);
+    if (!event) continue;
+    const auto started = Clock::now();
+    std::string what = "task";
+    if (auto* message = std::get_if<json>(&*event)) {
+      what = message->value("method", std::string("response"));
+      handle_message(*message);
+    } else if (auto* task = std::get_if<rpc::Task>(&*event)) {
+      (*task)();
+    } else {
+      input_ended = true;
+    }
+    if (queue_.empty()) flush_dirty_documents();
+    const auto took = Clock::now() - started;
+    if (took > kSlowTurn) {
+      spdlog::warn("slow main-loop turn: {} took {} ms", what,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    }
+  }
+  outgoing_.fail_all("the server is exiting");
+  if (reader_done) {
+    reader.join();
+  } else {
+    reader.detach();  // blocked on a read of stdin; the process is about to exit
+  }
+  if (input_ended && !exit_requested_) spdlog::info("input closed without exit");
+  return shutdown_requested_ ? 0 : 1;
+}
+
+void LanguageServer::handle_message(const json& message) {
+  if (!message.contains("method")) {
+    if (!outgoing_.handle_response(message)) spdlog::debug("response to unknown request {}", message["id"].dump());
+    return;
+  }
+  dispatcher_.dispatch(message);
+}
+
+bool LanguageServer::edit_pending(const std::string& uri) const {
+  return queue_.any_message([&](const json& m) {
+    if (m.value("method", "") != "textDocument/didChange" && m.value("method", "") != "textDocument/didClose") {
+      return false;
+    }
+    try {
+      return m.at("params").at("textDocument").at("uri") == uri;
+    } catch (const json::exception&) {
+      return false;
+    }
+  });
+}
+
+void LanguageServer::flush_dirty_documents() {
+  auto dirty = std::move(dirty_);
+  dirty_.clear();
+  for (const std::string& uri : dirty) {
+    if (OpenDocument* doc = documents_.find(uri)) publish_diagnostics(*doc);
+  }
+}
+
+void LanguageServer::publish_diagnostics(OpenDocument& doc) {
+  json diagnostics = json::array();
+  if (doc.python) diagnostics = to_diagnostics(doc.text, doc.analyse(target()));
+  notify("textDocument/publishDiagnostics",
+         {{"uri", doc.text.uri()}, {"version", doc.text.version()}, {"diagnostics", diagnostics}});
+}
+
+OpenDocument& LanguageServer::document_for(const ParamReader& params) {
+  const std::string uri = params.object("textDocument").string("uri");
+  OpenDocument* doc = documents_.find(uri);
+  if (!doc) throw rpc::RpcError(ec::kInvalidParams, "params.textDocument.uri: document is not open: " + uri);
+  if (edit_pending(uri)) throw rpc::RpcError(ec::kContentModified, "the document changed; request again");
+  return *doc;
+}
+
+// ----- configuration ------------------------------------------------------------------------
+
+void LanguageServer::apply_configuration(const json& value) {
+  const std::string before = settings_.target;
+  std::vector<std::string> problems;
+  apply_settings(value, settings_, problems);
+  for (const std::string& p : problems) notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
+  if (settings_.target != before) {
+    spdlog::info("target generation: {}", settings_.target);
+    for (auto& [uri, doc] : documents_.all()) {
+      if (doc->python) dirty_.push_back(uri);
+    }
+    if (client_.inlay_hint_refresh) {
+      outgoing_.send("workspace/inlayHint/refresh", nullptr, [](const json*, const rpc::Error*) {});
+    }
+  }
+}
+
+void LanguageServer::pull_configuration() {
+  outgoing_.send(
+      "workspace/configuration", {{"items", json::array({{{"section", "maxkernel"}}})}},
+      [this](const json* result, const rpc::Error* error) {
+        if (error) {
+          spdlog::warn("workspace/configuration failed: {}", error->message);
+          return;
+        }
+        if (result && result->is_array() && !result->empty()) apply_configuration((*result)[0]);
+      },
+      options_.client_request_timeout);
+}
+
+// ----- handlers -----------------------------------------------------------------------------
+
+void LanguageServer::register_handlers() {
+  dispatcher_.set_request_gate([this](const std::string& method) -> std::optional<rpc::Error> {
+    if (method == "initialize") {
+      if (initialized_) return rpc::Error{ec::kInvalidRequest, "initialize was already called"};
+      return std::nullopt;
+    }
+    if (!initialized_) return rpc::Error{ec::kServerNotInitialized, "the server is not initialized"};
+    if (shutdown_requested_) return rpc::Error{ec::kInvalidRequest, "the server is shutting down"};
+    return std::nullopt;
+  });
+  dispatcher_.set_notification_gate([this](const std::string& method) { return initialized_ || method == "exit"; });
+
+  dispatcher_.on_request("initialize", [this](const ParamReader& p, Reply r) { on_initialize(p, r); });
+  dispatcher_.on_notification("initialized", [](const ParamReader&) {});
+  dispatcher_.on_request("shutdown", [this](const ParamReader&, Reply r) {
+    shutdown_requested_ = true;
+    r.result(nullptr);
+  });
+  dispatcher_.on_notification("exit", [this](const ParamReader&) { exit_requested_ = true; });
+
+  dispatcher_.on_notification("textDocument/didOpen", [this](const ParamReader& p) { on_did_open(p); });
+  dispatcher_.on_notification("textDocument/didChange", [this](const ParamReader& p) { on_did_change(p); });
+  dispatcher_.on_notification("textDocument/didSave", [](const ParamReader&) {});
+  dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
+    const std::string uri = p.object("textDocument").string("uri");
+    documents_.close(uri);
+    notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
+  });
+  dispatcher_.on_notification("workspace/didChangeConfiguration", [this](const ParamReader& p) {
+    if (client_.configuration) {
+      pull_configuration();
+    } else if (const json* s = p.optional_raw("settings")) {
+      apply_configuration(*s);
+    }
+  });
+
+  dispatcher_.on_request("textDocument/hover", [this](const ParamReader& p, Reply r) { on_hover(p, r); });
+  dispatcher_.on_request("textDocument/codeLens", [this](const ParamReader& p, Reply r) {
+    OpenDocument& doc = document_for(p);
+    if (!doc.python) return r.result(json::array());
+    r.result(to_code_lenses(doc.text, doc.analyse(target())));
+  });
+  dispatcher_.on_request("textDocument/inlayHint", [this](const ParamReader& p, Reply r) {
+    OpenDocument& doc = document_for(p);
+    if (!doc.python) return r.result(json::array());
+    const text::Utf16Range range = read_range(p.object("range"));
+    r.result(to_inlay_hints(doc.text, doc.analyse(target()), target(), doc.text.offset_of(range.start),
+                            doc.text.offset_of(range.end)));
+  });
+  dispatcher_.on_request("textDocument/documentSymbol", [this](const ParamReader& p, Reply r) {
+    OpenDocument& doc = document_for(p);
+    if (!doc.python) return r.result(json::array());
+    r.result(to_document_symbols(doc.text, doc.analyse(target()), client_.hierarchical_symbols));
+  });
+  dispatcher_.on_request("workspace/executeCommand",
+                         [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
+}
+
+void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
+  if (const json* caps = params.optional_raw("capabilities")) client_ = resolve_client_capabilities(*caps);
+  if (const json* options = params.optional_raw("initializationOptions")) {
+    std::vector<std::string> problems;
+    apply_settings(*options, settings_, problems);
+    for (const auto& p : problems) spdlog::warn("initializationOptions: {}", p);
+  }
+  initialized_ = true;
+  reply.result({{"capabilities", server_capabilities()},
+                {"serverInfo", {{"name", "maxkernel-lsp"}, {"version", "0.1.0"}}}});
+}
+
+void LanguageServer::on_did_open(const ParamReader& params) {
+  const ParamReader td = params.object("textDocument");
+  const std::string uri = td.string("uri");
+  const std::string language = td.optional_string("languageId").value_or("python");
+  const bool python = language == "python" || uri.ends_with(".py");
+  documents_.open(uri, td.optional_integer("version").value_or(0), td.string("text"), python);
+  dirty_.push_back(uri);
+}
+
+void LanguageServer::on_did_change(const ParamReader& params) {
+  const ParamReader td = params.object("textDocument");
+  const std::string uri = td.string("uri");
+  OpenDocument* doc = documents_.find(uri);
+  if (!doc) {
+    spdlog::warn("didChange for a document that is not open: {}", uri);
+    return;
+  }
+  const json& changes = params.raw("contentChanges");
+  if (!changes.is_array()) params.fail("contentChanges", "expected an array");
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const ParamReader change(changes[i], params.path() + ".contentChanges[" + std::to_string(i) + "]");
+    const std::string new_text = change.string("text");
+    if (change.optional_raw("range")) {
+      const text::ByteEdit edit = doc->text.apply_change(read_range(change.object("range")), new_text);
+      if (doc->python) doc->tree.edit_and_reparse(edit, doc->text.text());
+    } else {
+      doc->text.replace_all(new_text);
+      if (doc->python) doc->tree.parse(doc->text.text());
+    }
+  }
+  if (auto version = td.optional_integer("version")) doc->text.set_version(*version);
+  doc->analysis.reset();
+  dirty_.push_back(uri);
+}
+
+void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
+  OpenDocument& doc = document_for(params);
+  if (!doc.python) return reply.result(nullptr);
+  const size_t offset = doc.text.offset_of(read_position(params.object("position")));
+  const auto& a = doc.analyse(target());
+  const pallas::Kernel* k = kernel_at(a, offset);
+  if (!k) return reply.result(nullptr);
+  const std::string md = analysis::hover_markdown(*k, target());
+  reply.result({{"contents", {{"kind", client_.markdown_hover ? "markdown" : "plaintext"}, {"value", md}}},
+                {"range", to_range(doc.text, k->call_span)}});
+}
+
+void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {
+  const std::string command = params.string("command");
+  for (const KernelCommand& c : kernel_commands()) {
+    if (command != c.id) continue;
+    const std::string message = std::string("MaxKernel: \"") + c.title + "\" is not available yet; it arrives with " +
+                                c.arrives + ".";
+    notify("window/showMessage", {{"type", 3}, {"message", message}});
+    return reply.result({{"status", "unavailable"}, {"message", message}});
+  }
+  throw rpc::RpcError(ec::kInvalidParams, "params.command: unknown command '" + command + "'");
+}
+
+void LanguageServer::register_test_methods() {
+  // A long request that honours cancellation, to test $/cancelRequest deterministically.
+  dispatcher_.on_request("maxkernel/test/sleep", [](const ParamReader& p, Reply r) {
+    const auto until = Clock::now() + std::chrono::milliseconds(p.integer("ms"));
+    while (Clock::now() < until) {
+      if (r.token().cancelled()) return r.error(ec::kRequestCancelled, "cancelled");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    r.result({{"slept", true}});
+  });
+  // Makes the server send any request to the client and report what came back.
+  dispatcher_.on_request("maxkernel/test/clientRequest", [this](const ParamReader& p, Reply r) {
+    const json* request_params = p.optional_raw("params");
+    outgoing_.send(
+        p.string("method"), request_params ? *request_params : json(nullptr),
+        [r](const json* result, const rpc::Error* error) {
+          if (error) return r.result({{"error", {{"code", error->code}, {"message", error->message}}}});
+          r.result({{"result", *result}});
+        },
+        std::chrono::milliseconds(p.optional_integer("timeoutMs").value_or(30000)));
+  });
+  dispatcher_.on_request("maxkernel/test/forgetToReply", [](const ParamReader&, Reply) {});
+}
+
+}  // namespace mk::server

@@ -1,0 +1,75 @@
+// The language server: owns the LSP lifecycle, documents and configuration, and answers requests
+// from the engine. One main loop owns all mutable state; the reader thread only parses frames and
+// handles $/cancelRequest; replies go through one serialised writer.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "knowledge/tpu_generations.h"
+#include "lsp/protocol/dispatcher.h"
+#include "lsp/protocol/framing.h"
+#include "lsp/protocol/message_queue.h"
+#include "lsp/protocol/outgoing_requests.h"
+#include "lsp/server/capabilities.h"
+#include "lsp/server/document_store.h"
+#include "lsp/server/settings.h"
+
+namespace mk::server {
+
+struct ServerOptions {
+  size_t max_message_bytes = 64u << 20;
+  bool enable_test_methods = false;  // maxkernel/test/* methods for the transcript tests
+  std::chrono::milliseconds client_request_timeout{30000};
+};
+
+class LanguageServer {
+ public:
+  LanguageServer(ServerOptions options, std::function<void(std::string_view)> sink);
+  ~LanguageServer();
+
+  // Reads frames from `input` until `exit` or end of input; returns the process exit code
+  // (0 after shutdown, 1 otherwise).
+  int run(rpc::ByteSource& input);
+
+ private:
+  void register_handlers();
+  void reader_loop(rpc::ByteSource& input);
+  void handle_message(const nlohmann::json& message);
+  void send(const nlohmann::json& message);
+  void notify(const std::string& method, nlohmann::json params);
+  void flush_dirty_documents();
+  void publish_diagnostics(OpenDocument& doc);
+  const knowledge::TpuGeneration& target() const;
+  // True when an edit to `uri` is already queued, so a result computed now would be stale.
+  bool edit_pending(const std::string& uri) const;
+  OpenDocument& document_for(const rpc::ParamReader& params);
+  void apply_configuration(const nlohmann::json& value);
+  void pull_configuration();
+
+  // handlers
+  void on_initialize(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_did_open(const rpc::ParamReader& params);
+  void on_did_change(const rpc::ParamReader& params);
+  void on_hover(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
+  void register_test_methods();
+
+  ServerOptions options_;
+  rpc::FrameWriter writer_;
+  rpc::MessageQueue queue_;
+  rpc::Dispatcher dispatcher_;
+  rpc::OutgoingRequests outgoing_;
+  DocumentStore documents_;
+  ClientCapabilities client_;
+  Settings settings_;
+  bool initialized_ = false;
+  bool shutdown_requested_ = false;
+  bool exit_requested_ = false;
+  std::vector<std::string> dirty_;  // documents whose diagnostics must be re-published
+};
+
+}  // namespace mk::server

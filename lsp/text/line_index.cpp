@@ -1,0 +1,113 @@
+#include "lsp/text/line_index.h"
+
+#include <algorithm>
+
+namespace mk::text {
+namespace {
+
+// Length in bytes and UTF-16 units of the UTF-8 sequence starting at utf8[i].
+struct CodePoint {
+  size_t bytes;
+  uint32_t units;
+};
+
+CodePoint decode_at(std::string_view utf8, size_t i) {
+  const auto lead = static_cast<unsigned char>(utf8[i]);
+  size_t need = 0;
+  if (lead < 0x80) return {1, 1};
+  if ((lead & 0xE0) == 0xC0) {
+    need = 2;
+  } else if ((lead & 0xF0) == 0xE0) {
+    need = 3;
+  } else if ((lead & 0xF8) == 0xF0) {
+    need = 4;
+  } else {
+    return {1, 1};  // stray continuation or invalid lead byte
+  }
+  if (i + need > utf8.size()) return {1, 1};
+  for (size_t k = 1; k < need; ++k) {
+    if ((static_cast<unsigned char>(utf8[i + k]) & 0xC0) != 0x80) return {1, 1};
+  }
+  return {need, need == 4 ? 2u : 1u};
+}
+
+}  // namespace
+
+uint32_t utf16_length(std::string_view utf8) {
+  uint32_t units = 0;
+  for (size_t i = 0; i < utf8.size();) {
+    const CodePoint cp = decode_at(utf8, i);
+    units += cp.units;
+    i += cp.bytes;
+  }
+  return units;
+}
+
+size_t utf8_prefix_for_utf16(std::string_view utf8, uint32_t units) {
+  size_t i = 0;
+  uint32_t seen = 0;
+  while (i < utf8.size()) {
+    const CodePoint cp = decode_at(utf8, i);
+    // A position inside a surrogate pair rounds down to the code point's start.
+    if (seen + cp.units > units) break;
+    seen += cp.units;
+    i += cp.bytes;
+  }
+  return i;
+}
+
+LineIndex::LineIndex(std::string_view text) {
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      newline_offsets_.push_back(i);
+      line_starts_.push_back(i + 1);
+    } else if (c == '\r') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        newline_offsets_.push_back(i + 1);
+        ++i;
+      }
+      line_starts_.push_back(i + 1);
+    }
+  }
+}
+
+size_t LineIndex::line_content_end(std::string_view text, uint32_t line) const {
+  size_t end = line + 1 < line_starts_.size() ? line_starts_[line + 1] : text.size();
+  if (end > line_starts_[line] && line + 1 < line_starts_.size()) {
+    --end;  // the terminator's last byte
+    if (text[end] == '\n' && end > line_starts_[line] && text[end - 1] == '\r') --end;
+  }
+  return end;
+}
+
+uint32_t LineIndex::line_of_offset(size_t offset) const {
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  return static_cast<uint32_t>(std::distance(line_starts_.begin(), it) - 1);
+}
+
+size_t LineIndex::offset_of(std::string_view text, Utf16Position position) const {
+  if (position.line >= line_starts_.size()) return text.size();
+  const size_t start = line_starts_[position.line];
+  const size_t end = line_content_end(text, position.line);
+  return start + utf8_prefix_for_utf16(text.substr(start, end - start), position.character);
+}
+
+Utf16Position LineIndex::position_of(std::string_view text, size_t offset) const {
+  offset = std::min(offset, text.size());
+  const uint32_t line = line_of_offset(offset);
+  const size_t start = line_starts_[line];
+  const size_t end = std::min(offset, line_content_end(text, line));
+  return {line, utf16_length(text.substr(start, end - start))};
+}
+
+BytePoint LineIndex::point_of(std::string_view text, size_t offset) const {
+  offset = std::min(offset, text.size());
+  auto it = std::lower_bound(newline_offsets_.begin(), newline_offsets_.end(), offset);
+  const auto row = static_cast<uint32_t>(std::distance(newline_offsets_.begin(), it));
+  const size_t row_start = row == 0 ? 0 : newline_offsets_[row - 1] + 1;
+  return {row, static_cast<uint32_t>(offset - row_start)};
+}
+
+}  // namespace mk::text

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs everything MaxKernel needs to build and test, idempotently.
+#   apt:  compilers, CMake, the C++ libraries, clang (sanitizers, libFuzzer), sshd for host tests
+#   npm:  tree-sitter-python (grammar compiled into the binary), pinned
+#   pip:  a venv at .venv with JAX (CPU), pytest and ruff, pinned
+# Usage: scripts/setup.sh [--no-apt]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libboost-dev
+  libtree-sitter-dev libgtest-dev libsqlite3-dev
+  clang clang-format libclang-rt-14-dev
+  openssh-server openssh-client
+)
+TREE_SITTER_PYTHON_VERSION=0.23.6
+PY_REQUIREMENTS="$root/scripts/requirements.txt"
+
+missing_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  echo "${missing[@]:-}"
+}
+
+if [[ "${1:-}" != "--no-apt" ]]; then
+  need="$(missing_apt)"
+  if [[ -n "$need" ]]; then
+    echo "setup: apt installing: $need"
+    sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends $need >/dev/null
+  fi
+fi
+
+# tree-sitter-python grammar sources (parser.c + scanner.c), pinned; ABI 14 loads in libtree-sitter 0.20.7.
+grammar_dir="$root/third_party/tree-sitter-python"
+if [[ ! -f "$grammar_dir/src/parser.c" ]] || ! grep -q "\"version\": \"$TREE_SITTER_PYTHON_VERSION\"" "$grammar_dir/package.json" 2>/dev/null; then
+  echo "setup: fetching tree-sitter-python@$TREE_SITTER_PYTHON_VERSION from npm"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "tree-sitter-python@$TREE_SITTER_PYTHON_VERSION" >/dev/null)
+  rm -rf "$grammar_dir" && mkdir -p "$grammar_dir"
+  tar -xzf "$tmp"/tree-sitter-python-*.tgz -C "$grammar_dir" --strip-components=1
+  rm -rf "$tmp"
+fi
+
+# Python venv: JAX on the CPU for real worker processes, pytest for transcript tests, ruff for the benchmark.
+if [[ ! -x "$root/.venv/bin/python" ]]; then
+  python3 -m venv "$root/.venv"
+fi
+stamp="$root/.venv/.requirements.sha"
+want="$(sha256sum "$PY_REQUIREMENTS" | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  echo "setup: pip installing $(tr '\n' ' ' < "$PY_REQUIREMENTS")"
+  "$root/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+  "$root/.venv/bin/python" -m pip install -q -r "$PY_REQUIREMENTS"
+  echo "$want" > "$stamp"
+fi
+echo "setup: done"
