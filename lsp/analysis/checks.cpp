@@ -222,6 +222,11 @@ class KernelChecker {
     const auto physical = target_.vmem_bytes;
     const auto limit = k_.vmem_limit_bytes ? k_.vmem_limit_bytes : target_.scoped_vmem_limit();
     const std::string bound = est.complete ? "" : "at least ";
+    if (physical && k_.vmem_limit_bytes && *k_.vmem_limit_bytes > *physical) {
+      add("MK007", Severity::Warning, k_.call_span,
+          "vmem_limit_bytes is " + format_bytes(*k_.vmem_limit_bytes) + " but " + target_.name + " has only " +
+              format_bytes(*physical) + " of VMEM per core");
+    }
     if (physical && est.known_bytes > *physical) {
       add("MK007", Severity::Error, k_.call_span,
           "VMEM per grid step is " + bound + format_bytes(est.known_bytes) +

@@ -38,6 +38,7 @@ class LspClient:
         self.server_requests = dict(server_requests or {})
         self.received_server_requests = []
         self.stderr_lines = []
+        self._stderr_changed = threading.Condition()
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
@@ -62,7 +63,17 @@ class LspClient:
 
     def _read_stderr(self):
         for line in self.proc.stderr:
-            self.stderr_lines.append(line.decode(errors="replace"))
+            with self._stderr_changed:
+                self.stderr_lines.append(line.decode(errors="replace"))
+                self._stderr_changed.notify_all()
+
+    def wait_stderr(self, substring, timeout=10):
+        """Waits until the server has logged a line containing `substring`."""
+        with self._stderr_changed:
+            ok = self._stderr_changed.wait_for(
+                lambda: any(substring in line for line in self.stderr_lines), timeout)
+        assert ok, f"server never logged {substring!r}; stderr: {''.join(self.stderr_lines[-20:])}"
+
 
     def _answer_server_request(self, msg):
         self.received_server_requests.append(msg)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds MaxKernel and runs every test suite. Each suite prints its own closing line; the script
+# ends with an overall "N passed, N failed" line and exits non-zero if any suite failed.
+#   MAXKERNEL_SKIP_SANITIZERS=1  skips the ASan/UBSan build (quicker local runs)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+py="$root/.venv/bin/python"
+passed=0
+failed=0
+failed_names=()
+
+suite() {  # suite NAME COMMAND...
+  local name="$1"
+  shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+  fi
+}
+
+scripts/setup.sh --no-apt >/dev/null || { echo "setup failed"; exit 1; }
+scripts/build.sh build || { echo "build failed"; exit 1; }
+
+suite "unit (GoogleTest)" ctest --test-dir build --output-on-failure -j 2
+suite "protocol transcripts" "$py" -m pytest -q tests/transcript
+suite "cli on the corpus" "$py" -m pytest -q tests/cli
+suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
+if [[ -d tests/worker ]]; then
+  suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
+fi
+
+if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
+  if scripts/build.sh build-asan -DMAXKERNEL_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    suite "unit under ASan+UBSan" ctest --test-dir build-asan --output-on-failure -j 2
+    suite "transcripts under ASan+UBSan" env MAXKERNEL_LSP="$root/build-asan/bin/maxkernel-lsp" \
+      MAXKERNEL_CLI="$root/build-asan/bin/maxkernel" "$py" -m pytest -q tests/transcript tests/cli
+  else
+    failed=$((failed + 1))
+    failed_names+=("sanitizer build")
+  fi
+fi
+
+echo
+if ((failed > 0)); then echo "failed suites: ${failed_names[*]}"; fi
+echo "suites: $passed passed, $failed failed"
+((failed == 0))
