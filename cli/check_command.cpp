@@ -128,7 +128,8 @@ int run_check(const std::vector<std::string>& args) {
       for (const auto& d : f.analysis.findings) {
         const auto s = f.position(d.span.start);
         std::cout << f.path.generic_string() << ":" << s.line + 1 << ":" << s.character + 1 << ": "
-                  << analysis::to_string(d.severity) << ": " << d.message << " [" << d.code << "]\n";
+                  << analysis::to_string(d.severity) << ": " << d.message << " [" << d.code
+                  << "]\n";
       }
     }
     std::cerr << files.size() << " file(s), " << kernel_count << " kernel(s), " << error_count

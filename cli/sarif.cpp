@@ -34,18 +34,17 @@ nlohmann::json to_sarif(const std::vector<AnalysedFile>& files, const std::strin
     for (const analysis::Finding& d : f.analysis.findings) {
       const auto start = f.position(d.span.start);
       const auto end = f.position(d.span.end);
-      results.push_back(
-          {{"ruleId", d.code},
-           {"level", sarif_level(d.severity)},
-           {"message", {{"text", d.message}}},
-           {"locations",
-            {{{"physicalLocation",
-               {{"artifactLocation", {{"uri", f.path.generic_string()}}},
-                {"region",
-                 {{"startLine", start.line + 1},
-                  {"startColumn", start.character + 1},
-                  {"endLine", end.line + 1},
-                  {"endColumn", end.character + 1}}}}}}}}});
+      results.push_back({{"ruleId", d.code},
+                         {"level", sarif_level(d.severity)},
+                         {"message", {{"text", d.message}}},
+                         {"locations",
+                          {{{"physicalLocation",
+                             {{"artifactLocation", {{"uri", f.path.generic_string()}}},
+                              {"region",
+                               {{"startLine", start.line + 1},
+                                {"startColumn", start.character + 1},
+                                {"endLine", end.line + 1},
+                                {"endColumn", end.character + 1}}}}}}}}});
     }
   }
   return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},

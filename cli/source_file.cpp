@@ -17,11 +17,13 @@ std::vector<fs::path> collect_python_files(const std::vector<std::string>& paths
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
       std::vector<fs::path> found;
-      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+      for (auto it = fs::recursive_directory_iterator(
+               p, fs::directory_options::skip_permission_denied, ec);
            it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (ec) break;
         const auto name = it->path().filename().string();
-        if (it->is_directory() && (name.starts_with(".") || name == "__pycache__" || name == "node_modules")) {
+        if (it->is_directory() &&
+            (name.starts_with(".") || name == "__pycache__" || name == "node_modules")) {
           it.disable_recursion_pending();
           continue;
         }

@@ -23,6 +23,7 @@ struct AnalysedFile {
 // Expands folders to the .py files under them (sorted), keeps files as given.
 std::vector<std::filesystem::path> collect_python_files(const std::vector<std::string>& paths,
                                                         std::vector<std::string>& errors);
-AnalysedFile analyse_file(const std::filesystem::path& path, const knowledge::TpuGeneration& target);
+AnalysedFile analyse_file(const std::filesystem::path& path,
+                          const knowledge::TpuGeneration& target);
 
 }  // namespace mk::cli

@@ -29,7 +29,8 @@ std::vector<TpuGeneration> load() {
   for (const auto& g : doc.at("generations")) {
     TpuGeneration t;
     t.name = g.at("name").get<std::string>();
-    for (const auto& a : g.value("aliases", nlohmann::json::array())) t.aliases.push_back(a.get<std::string>());
+    for (const auto& a : g.value("aliases", nlohmann::json::array()))
+      t.aliases.push_back(a.get<std::string>());
     t.vmem_bytes = optional_number<int64_t>(g, "vmem_bytes");
     t.default_scoped_vmem_bytes = optional_number<int64_t>(g, "default_scoped_vmem_bytes");
     t.hbm_bytes = optional_number<int64_t>(g, "hbm_bytes");
@@ -48,7 +49,8 @@ std::vector<TpuGeneration> load() {
     t.tensorcores_per_chip = g.value("tensorcores_per_chip", 1);
     if (g.contains("sources")) {
       for (const auto& [field, src] : g["sources"].items()) {
-        if (src.is_object() && src.contains("url")) t.source_urls[field] = src["url"].get<std::string>();
+        if (src.is_object() && src.contains("url"))
+          t.source_urls[field] = src["url"].get<std::string>();
       }
     }
     out.push_back(std::move(t));

@@ -29,12 +29,15 @@ const std::vector<DiagnosticCode>& diagnostic_codes() {
   static const std::vector<DiagnosticCode> codes = {
       {"MK001", "mk001-block-shape-tiling", "Block shape breaks the TPU (8, 128) tiling rule"},
       {"MK002", "mk002-sub-native-tile", "Block sublane dim is below the dtype's native tile"},
-      {"MK003", "mk003-index-map-arity", "index_map takes a different number of arguments than the grid has"},
-      {"MK004", "mk004-dimension-semantics-length", "dimension_semantics length differs from the grid rank"},
+      {"MK003", "mk003-index-map-arity",
+       "index_map takes a different number of arguments than the grid has"},
+      {"MK004", "mk004-dimension-semantics-length",
+       "dimension_semantics length differs from the grid rank"},
       {"MK005", "mk005-dimension-semantics-value", "Unknown dimension_semantics value"},
       {"MK006", "mk006-block-rank", "Block rank differs from the array rank"},
       {"MK007", "mk007-vmem-over-limit", "Estimated VMEM per grid step exceeds the target's limit"},
-      {"MK008", "mk008-index-map-results", "index_map returns a different number of indices than the block has dims"},
+      {"MK008", "mk008-index-map-results",
+       "index_map returns a different number of indices than the block has dims"},
   };
   return codes;
 }
@@ -60,7 +63,8 @@ std::string render_array(const std::vector<std::optional<int64_t>>& dims) {
 }
 
 bool in_vmem(const Operand& op) {
-  return op.block.memory_space == MemorySpace::Default || op.block.memory_space == MemorySpace::Vmem;
+  return op.block.memory_space == MemorySpace::Default ||
+         op.block.memory_space == MemorySpace::Vmem;
 }
 
 class KernelChecker {
@@ -123,8 +127,8 @@ class KernelChecker {
       add("MK001", Severity::Error, op.block.shape_span,
           "block " + render_shape(dims) + " of `" + op.label + "`: the " + rule.what + " dim is " +
               (d.squeezed ? std::string("squeezed (size 1)") : std::to_string(*size)) +
-              ", neither a multiple of " + std::to_string(rule.multiple) +
-              " nor the array's " + std::to_string(*full) + " (array " + render_array(*op.array_shape) +
+              ", neither a multiple of " + std::to_string(rule.multiple) + " nor the array's " +
+              std::to_string(*full) + " (array " + render_array(*op.array_shape) +
               "); Mosaic rejects this block shape");
     }
     // Sub-native sublane tiles for packed dtypes (a hint: legal but relayouts cost time).
@@ -138,15 +142,16 @@ class KernelChecker {
     add("MK002", Severity::Hint, op.block.shape_span,
         "block " + render_shape(dims) + " of `" + op.label + "` (" + op.dtype->name +
             "): second-to-last dim " + std::to_string(*sub.size) + " is not a multiple of " +
-            std::to_string(native) + ", the native sublane tile for " + std::to_string(op.dtype->bits) +
-            "-bit data; expect relayouts or padding");
+            std::to_string(native) + ", the native sublane tile for " +
+            std::to_string(op.dtype->bits) + "-bit data; expect relayouts or padding");
   }
 
   // 1-D blocks: the whole array, a multiple of 1024, or a power of two of at least one packed
   // 128-lane row (128 elements for 32-bit data, 256 for 16-bit, 512 for 8-bit).
   void check_tiling_1d(const Operand& op) {
     const pallas::Dim& d = (*op.block.shape)[0];
-    if (d.squeezed || !d.size || !op.dtype || !op.array_shape || op.array_shape->size() != 1) return;
+    if (d.squeezed || !d.size || !op.dtype || !op.array_shape || op.array_shape->size() != 1)
+      return;
     const auto full = (*op.array_shape)[0];
     if (!full) return;
     const int64_t n = *d.size;
@@ -155,8 +160,8 @@ class KernelChecker {
     if (n == *full || n % 1024 == 0 || (pow2 && n >= min_pow2)) return;
     add("MK001", Severity::Error, op.block.shape_span,
         "1-D block (" + std::to_string(n) + ",) of `" + op.label + "` (" + op.dtype->name +
-            "): must be the whole array (" + std::to_string(*full) + "), a multiple of 1024, or a power of two of at least " +
-            std::to_string(min_pow2));
+            "): must be the whole array (" + std::to_string(*full) +
+            "), a multiple of 1024, or a power of two of at least " + std::to_string(min_pow2));
   }
 
   void check_block_rank(const Operand& op) {
@@ -224,8 +229,8 @@ class KernelChecker {
     const std::string bound = est.complete ? "" : "at least ";
     if (physical && k_.vmem_limit_bytes && *k_.vmem_limit_bytes > *physical) {
       add("MK007", Severity::Warning, k_.call_span,
-          "vmem_limit_bytes is " + format_bytes(*k_.vmem_limit_bytes) + " but " + target_.name + " has only " +
-              format_bytes(*physical) + " of VMEM per core");
+          "vmem_limit_bytes is " + format_bytes(*k_.vmem_limit_bytes) + " but " + target_.name +
+              " has only " + format_bytes(*physical) + " of VMEM per core");
     }
     if (physical && est.known_bytes > *physical) {
       add("MK007", Severity::Error, k_.call_span,
@@ -235,11 +240,13 @@ class KernelChecker {
       return;
     }
     if (limit && est.known_bytes > *limit) {
-      const std::string source = k_.vmem_limit_bytes ? "vmem_limit_bytes" : "the default scoped VMEM limit";
+      const std::string source =
+          k_.vmem_limit_bytes ? "vmem_limit_bytes" : "the default scoped VMEM limit";
       add("MK007", Severity::Warning, k_.call_span,
           "VMEM per grid step is " + bound + format_bytes(est.known_bytes) +
               " (blocks x buffers + scratch), over " + source + " of " + format_bytes(*limit) +
-              " on " + target_.name + "; raise vmem_limit_bytes in compiler_params or use smaller blocks");
+              " on " + target_.name +
+              "; raise vmem_limit_bytes in compiler_params or use smaller blocks");
     }
   }
 
@@ -254,7 +261,8 @@ class KernelChecker {
 std::vector<Finding> check_model(const pallas::PallasModel& model,
                                  const knowledge::TpuGeneration& target) {
   std::vector<Finding> out;
-  for (size_t i = 0; i < model.kernels.size(); ++i) KernelChecker(model.kernels[i], i, target, out).run();
+  for (size_t i = 0; i < model.kernels.size(); ++i)
+    KernelChecker(model.kernels[i], i, target, out).run();
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.span.start < b.span.start; });
   return out;

@@ -44,9 +44,12 @@ std::string grid_text(const Kernel& k) {
 std::string cell(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -65,9 +68,11 @@ std::string hover_markdown(const Kernel& k, const knowledge::TpuGeneration& targ
   if (k.backend == pallas::Backend::Tpu) md += ", target " + target.name;
   md += "\n\n";
   md += "- grid: `" + grid_text(k) + "`";
-  if (auto steps = total_grid_steps(k); steps && *steps > 1) md += " (" + std::to_string(*steps) + " steps)";
+  if (auto steps = total_grid_steps(k); steps && *steps > 1)
+    md += " (" + std::to_string(*steps) + " steps)";
   md += "\n";
-  if (k.num_scalar_prefetch > 0) md += "- scalar prefetch: " + std::to_string(k.num_scalar_prefetch) + "\n";
+  if (k.num_scalar_prefetch > 0)
+    md += "- scalar prefetch: " + std::to_string(k.num_scalar_prefetch) + "\n";
   if (k.dimension_semantics) {
     md += "- dimension_semantics: ";
     for (size_t i = 0; i < k.dimension_semantics->size(); ++i) {
@@ -80,15 +85,17 @@ std::string hover_markdown(const Kernel& k, const knowledge::TpuGeneration& targ
   md += "\n| operand | block | array | dtype | bytes/block | memory |\n|---|---|---|---|---|---|\n";
   auto row = [&](const Operand& op) {
     auto bytes = block_bytes(op);
-    md += "| `" + cell(op.label) + "` | " + cell(block_text(op)) + " | " + cell(dims_text(op.array_shape)) +
-          " | " + (op.dtype ? op.dtype->name : "?") + " | " + (bytes ? format_bytes(*bytes) : "?") + " | " +
-          pallas::to_string(op.block.memory_space) +
+    md += "| `" + cell(op.label) + "` | " + cell(block_text(op)) + " | " +
+          cell(dims_text(op.array_shape)) + " | " + (op.dtype ? op.dtype->name : "?") + " | " +
+          (bytes ? format_bytes(*bytes) : "?") + " | " + pallas::to_string(op.block.memory_space) +
           (op.block.buffer_count != 2 ? " x" + std::to_string(op.block.buffer_count) : "") + " |\n";
   };
   for (const Operand& op : k.inputs) row(op);
   for (const Operand& op : k.outputs) row(op);
   for (const pallas::Scratch& s : k.scratch) {
-    md += "| scratch | " + dims_text(s.shape) + " | | " + (s.dtype ? s.dtype->name : "") + " | | " + s.kind + " |\n";
+    auto bytes = scratch_bytes(s);
+    md += "| scratch | " + dims_text(s.shape) + " | | " + (s.dtype ? s.dtype->name : "") + " | " +
+          (bytes ? format_bytes(*bytes) : "") + " | " + s.kind + " |\n";
   }
   if (k.backend == pallas::Backend::Tpu) {
     const VmemEstimate est = estimate_vmem(k);
@@ -96,9 +103,11 @@ std::string hover_markdown(const Kernel& k, const knowledge::TpuGeneration& targ
     md += "\nVMEM per grid step (double-buffered blocks + scratch, tile-padded): ";
     md += (est.complete ? "" : "at least ") + format_bytes(est.known_bytes);
     if (limit) {
-      md += " of " + format_bytes(*limit) + (k.vmem_limit_bytes ? " (vmem_limit_bytes)" : " scoped limit");
+      md += " of " + format_bytes(*limit) +
+            (k.vmem_limit_bytes ? " (vmem_limit_bytes)" : " scoped limit");
     }
-    if (target.vmem_bytes) md += "; " + format_bytes(*target.vmem_bytes) + " physical on " + target.name;
+    if (target.vmem_bytes)
+      md += "; " + format_bytes(*target.vmem_bytes) + " physical on " + target.name;
     md += "\n";
   }
   std::vector<std::string> unknown = k.unknowns;
@@ -131,7 +140,8 @@ std::vector<InlayLabel> inlay_labels(const Kernel& k, const knowledge::TpuGenera
     const VmemEstimate est = estimate_vmem(k);
     if (est.known_bytes > 0) {
       const auto limit = k.vmem_limit_bytes ? k.vmem_limit_bytes : target.scoped_vmem_limit();
-      std::string label = " VMEM " + std::string(est.complete ? "" : ">=") + format_bytes(est.known_bytes);
+      std::string label =
+          " VMEM " + std::string(est.complete ? "" : ">=") + format_bytes(est.known_bytes);
       if (limit) label += "/" + format_bytes(*limit);
       out.push_back({k.call_span.end, label, "estimated VMEM per grid step on " + target.name});
     }

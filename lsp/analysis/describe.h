@@ -17,6 +17,7 @@ struct InlayLabel {
   std::string label;
   std::string tooltip;
 };
-std::vector<InlayLabel> inlay_labels(const pallas::Kernel& kernel, const knowledge::TpuGeneration& target);
+std::vector<InlayLabel> inlay_labels(const pallas::Kernel& kernel,
+                                     const knowledge::TpuGeneration& target);
 
 }  // namespace mk::analysis

@@ -13,7 +13,8 @@ std::string docs_base() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
       const auto candidate = dir / "docs" / "diagnostics.md";
       if (std::filesystem::exists(candidate, ec)) return "file://" + candidate.string();
     }

@@ -9,7 +9,9 @@ using pallas::Operand;
 
 namespace {
 
-bool lives_in_vmem(MemorySpace space) { return space == MemorySpace::Default || space == MemorySpace::Vmem; }
+bool lives_in_vmem(MemorySpace space) {
+  return space == MemorySpace::Default || space == MemorySpace::Vmem;
+}
 
 // Block dims as numbers (squeezed = 1), or nullopt if any is unknown.
 std::optional<std::vector<int64_t>> block_dims(const Operand& op) {
@@ -35,7 +37,9 @@ std::optional<std::vector<int64_t>> block_dims(const Operand& op) {
   return dims;
 }
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 }  // namespace
 
@@ -66,6 +70,14 @@ std::optional<int64_t> padded_block_bytes(const Operand& op) {
   int64_t elements = 1;
   for (int64_t d : kept) elements *= d;
   return elements * bits / 8;
+}
+
+std::optional<int64_t> scratch_bytes(const pallas::Scratch& s) {
+  Operand as_operand;
+  as_operand.dtype = s.dtype;
+  as_operand.block.whole_array = true;
+  as_operand.array_shape = s.shape;
+  return padded_block_bytes(as_operand);
 }
 
 std::optional<int64_t> total_grid_steps(const pallas::Kernel& k) {
@@ -99,12 +111,7 @@ VmemEstimate estimate_vmem(const pallas::Kernel& k) {
   if (!k.inputs_complete) est.complete = false;
   for (const pallas::Scratch& s : k.scratch) {
     if (s.memory_space != MemorySpace::Vmem) continue;
-    Operand as_operand;
-    as_operand.label = "scratch";
-    as_operand.dtype = s.dtype;
-    as_operand.block.whole_array = true;
-    as_operand.array_shape = s.shape;
-    VmemPart part{"scratch", padded_block_bytes(as_operand)};
+    VmemPart part{"scratch", scratch_bytes(s)};
     if (part.bytes) {
       est.known_bytes += *part.bytes;
     } else {

@@ -15,6 +15,9 @@ std::optional<int64_t> block_bytes(const pallas::Operand& operand);
 // Bytes once the last two dims are padded to the TPU's (sublane, 128-lane) tiles.
 std::optional<int64_t> padded_block_bytes(const pallas::Operand& operand);
 
+// Bytes of a scratch buffer (tile-padded like a block); nullopt when unknown.
+std::optional<int64_t> scratch_bytes(const pallas::Scratch& scratch);
+
 struct VmemPart {
   std::string what;
   std::optional<int64_t> bytes;  // all buffers of this part

@@ -81,8 +81,9 @@ std::optional<std::string> string_content(TSNode node, std::string_view source) 
 }
 
 bool is_builtin(std::string_view name) {
-  static const char* kBuiltins[] = {"min", "max", "len", "int", "tuple", "list", "abs", "dict",
-                                    "float", "range", "sum", "print", "isinstance", "slice"};
+  static const char* kBuiltins[] = {"min",  "max",   "len",        "int",   "tuple",
+                                    "list", "abs",   "dict",       "float", "range",
+                                    "sum",  "print", "isinstance", "slice"};
   return std::any_of(std::begin(kBuiltins), std::end(kBuiltins),
                      [&](const char* b) { return name == b; });
 }
@@ -206,8 +207,8 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
   if (is(statement, "function_definition") || is(statement, "class_definition")) {
     TSNode name = field(statement, "name");
     Binding b;
-    b.kind = is(statement, "function_definition") ? Binding::Kind::Definition
-                                                  : Binding::Kind::Opaque;
+    b.kind =
+        is(statement, "function_definition") ? Binding::Kind::Definition : Binding::Kind::Opaque;
     b.value = statement;
     b.why = "a class";
     scope[std::string(text_of(name, source_))].push_back(b);
@@ -300,8 +301,8 @@ Value Evaluator::lookup(std::string_view name, TSNode at) {
       for (TSNode clause : named_children(node)) {
         if (!is(clause, "for_in_clause")) continue;
         TSNode left = field(clause, "left");
-        std::vector<TSNode> ids = is(left, "identifier") ? std::vector<TSNode>{left}
-                                                         : named_children(left);
+        std::vector<TSNode> ids =
+            is(left, "identifier") ? std::vector<TSNode>{left} : named_children(left);
         for (TSNode id : ids) {
           if (text_of(id, source_) == name) return Value::unknown("a comprehension variable");
         }
@@ -337,8 +338,10 @@ Value Evaluator::eval_binding(const Binding& binding, std::string_view name) {
     case Binding::Kind::Value:
       break;
   }
-  const uint64_t key = node_key(binding.value) ^ (static_cast<uint64_t>(binding.unpack_index + 1) << 40);
-  if (in_progress_.count(key)) return Value::unknown("`" + std::string(name) + "` refers to itself");
+  const uint64_t key =
+      node_key(binding.value) ^ (static_cast<uint64_t>(binding.unpack_index + 1) << 40);
+  if (in_progress_.count(key))
+    return Value::unknown("`" + std::string(name) + "` refers to itself");
   in_progress_.insert(key);
   Value v = eval(binding.value);
   in_progress_.erase(key);
@@ -471,7 +474,8 @@ Value Evaluator::eval_attribute(TSNode node) {
         return eval(field(a, "value"));
       }
     }
-    if (position < list.size() && !is(list[position], "keyword_argument")) return eval(list[position]);
+    if (position < list.size() && !is(list[position], "keyword_argument"))
+      return eval(list[position]);
   }
   if (object.is(Value::Kind::Tuple) && attr == "__len__") return Value::unknown("len");
   return Value::unknown(std::string(text_of(node, source_)));
@@ -481,7 +485,8 @@ Value Evaluator::eval_subscript(TSNode node) {
   Value container = eval(field(node, "value"));
   TSNode index_node = field(node, "subscript");
   if (is(index_node, "slice")) {
-    if (!container.is(Value::Kind::Tuple)) return Value::unknown(std::string(text_of(node, source_)));
+    if (!container.is(Value::Kind::Tuple))
+      return Value::unknown(std::string(text_of(node, source_)));
     // start:stop (no step) on a known tuple
     std::optional<int64_t> start, stop;
     bool seen_colon = false;
@@ -534,7 +539,8 @@ Value Evaluator::eval_binary(TSNode node) {
     if (op == "*") return Value::integer(x * y);
     if (op == "//" && y != 0) return Value::integer(floor_div(x, y));
     if (op == "%" && y != 0) return Value::integer(x - floor_div(x, y) * y);
-    if (op == "/" && y != 0) return Value::floating(static_cast<double>(x) / static_cast<double>(y));
+    if (op == "/" && y != 0)
+      return Value::floating(static_cast<double>(x) / static_cast<double>(y));
     if (op == "**" && y >= 0 && y < 63) {
       int64_t r = 1;
       for (int64_t i = 0; i < y; ++i) r *= x;
@@ -565,7 +571,8 @@ Value Evaluator::eval_binary(TSNode node) {
     auto count = (a.is(Value::Kind::Tuple) ? b : a).as_int();
     if (count && *count >= 0 && *count < 4096) {
       std::vector<Value> items;
-      for (int64_t i = 0; i < *count; ++i) items.insert(items.end(), seq.items->begin(), seq.items->end());
+      for (int64_t i = 0; i < *count; ++i)
+        items.insert(items.end(), seq.items->begin(), seq.items->end());
       return Value::tuple(std::move(items));
     }
   }
@@ -613,8 +620,10 @@ Value Evaluator::eval_call(TSNode node) {
     }
     if (q == "builtins.len" && positional.size() == 1) {
       Value seq = eval(positional[0]);
-      if (seq.is(Value::Kind::Tuple)) return Value::integer(static_cast<int64_t>(seq.items->size()));
-      if (seq.is(Value::Kind::Dict)) return Value::integer(static_cast<int64_t>(seq.entries->size()));
+      if (seq.is(Value::Kind::Tuple))
+        return Value::integer(static_cast<int64_t>(seq.items->size()));
+      if (seq.is(Value::Kind::Dict))
+        return Value::integer(static_cast<int64_t>(seq.entries->size()));
     }
     if (q == "builtins.int" && positional.size() == 1) {
       Value v = eval(positional[0]);
@@ -633,7 +642,8 @@ Value Evaluator::eval_call(TSNode node) {
         int64_t step = xs.size() == 3 ? xs[2] : 1;
         if (step != 0 && (stop - start) / step < 4096) {
           std::vector<Value> items;
-          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items.push_back(Value::integer(i));
+          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+            items.push_back(Value::integer(i));
           return Value::tuple(std::move(items));
         }
       }

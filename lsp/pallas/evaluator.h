@@ -1,5 +1,6 @@
 // Constant evaluation of Python expressions over a tree-sitter tree: literals, tuples, arithmetic,
-// names bound once in an enclosing scope, module-level dict entries, imports. Unknown stays unknown.
+// names bound once in an enclosing scope, module-level dict entries, imports. Unknown stays
+// unknown.
 #pragma once
 
 #include <tree_sitter/api.h>
@@ -18,10 +19,10 @@ namespace mk::pallas {
 struct Binding {
   enum class Kind { Value, Parameter, Import, Definition, Opaque };
   Kind kind = Kind::Value;
-  TSNode value{};           // Value: the assigned expression; Definition: the def node
-  int unpack_index = -1;    // for `a, b = (x, y)`: which element of `value`
-  std::string qualified;    // Import: the qualified name
-  std::string why;          // Opaque / Parameter: reason the value is unknown
+  TSNode value{};         // Value: the assigned expression; Definition: the def node
+  int unpack_index = -1;  // for `a, b = (x, y)`: which element of `value`
+  std::string qualified;  // Import: the qualified name
+  std::string why;        // Opaque / Parameter: reason the value is unknown
 };
 
 class Evaluator {

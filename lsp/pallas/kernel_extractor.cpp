@@ -16,16 +16,21 @@ using syntax::unparen;
 
 namespace {
 
-Span span_of(TSNode node) { return {ts_node_start_byte(node), ts_node_end_byte(node)}; }
+Span span_of(TSNode node) {
+  return {ts_node_start_byte(node), ts_node_end_byte(node)};
+}
 
 bool is_pallas_symbol(const Value& v, std::string_view name) {
   if (!v.is(Value::Kind::Symbol) && !v.is(Value::Kind::Call)) return false;
   const std::string& q = v.text;
-  const bool pallas_module = q.rfind("jax.experimental.pallas", 0) == 0 || q.rfind("jax._src.pallas", 0) == 0;
+  const bool pallas_module =
+      q.rfind("jax.experimental.pallas", 0) == 0 || q.rfind("jax._src.pallas", 0) == 0;
   return pallas_module && v.names(name);
 }
 
-bool is_pallas_call(const Value& v) { return v.is(Value::Kind::Symbol) && is_pallas_symbol(v, "pallas_call"); }
+bool is_pallas_call(const Value& v) {
+  return v.is(Value::Kind::Symbol) && is_pallas_symbol(v, "pallas_call");
+}
 
 bool is_partial(const Value& v) {
   return v.is(Value::Kind::Symbol) && (v.text == "functools.partial");
@@ -69,7 +74,8 @@ Arguments split_arguments(TSNode call, std::string_view source, size_t skip_posi
 
 class Extractor {
  public:
-  Extractor(TSNode root, std::string_view source) : root_(root), source_(source), eval_(root, source) {}
+  Extractor(TSNode root, std::string_view source)
+      : root_(root), source_(source), eval_(root, source) {}
 
   PallasModel run() {
     PallasModel model;
@@ -84,11 +90,15 @@ class Extractor {
   void detect_file_backend() {
     bool tpu = false, gpu = false;
     for (const std::string& q : eval_.imported_modules()) {
-      if (q.find("pallas.tpu") != std::string::npos || q.find("pallas.mosaic.") != std::string::npos) tpu = true;
-      if (q.find("pallas.triton") != std::string::npos || q.find("pallas.gpu") != std::string::npos ||
+      if (q.find("pallas.tpu") != std::string::npos ||
+          q.find("pallas.mosaic.") != std::string::npos)
+        tpu = true;
+      if (q.find("pallas.triton") != std::string::npos ||
+          q.find("pallas.gpu") != std::string::npos ||
           q.find("pallas.mosaic_gpu") != std::string::npos) {
         gpu = true;
-        gpu_backend_ = q.find("mosaic_gpu") != std::string::npos ? Backend::MosaicGpu : Backend::TritonGpu;
+        gpu_backend_ =
+            q.find("mosaic_gpu") != std::string::npos ? Backend::MosaicGpu : Backend::TritonGpu;
       }
     }
     file_is_gpu_only_ = gpu && !tpu;
@@ -118,8 +128,8 @@ class Extractor {
       Arguments partial_args = split_arguments(call, source_);
       if (partial_args.positional.empty()) return;
       if (!is_pallas_call(eval_.eval(partial_args.positional[0]))) return;
-      model.kernels.push_back(decode_site(call, partial_args.positional[0],
-                                          split_arguments(call, source_, 1)));
+      model.kernels.push_back(
+          decode_site(call, partial_args.positional[0], split_arguments(call, source_, 1)));
     }
   }
 
@@ -133,7 +143,8 @@ class Extractor {
   // Resolves a kernel argument to its def/lambda through names and functools.partial.
   void resolve_kernel(TSNode kernel_arg, Kernel& k) {
     Value v = eval_.eval(kernel_arg);
-    for (int hops = 0; hops < 8 && v.is(Value::Kind::Call) && v.text == "functools.partial"; ++hops) {
+    for (int hops = 0; hops < 8 && v.is(Value::Kind::Call) && v.text == "functools.partial";
+         ++hops) {
       Arguments inner = split_arguments(v.node, source_);
       if (inner.positional.empty()) break;
       v = eval_.eval(inner.positional[0]);
@@ -174,7 +185,8 @@ class Extractor {
     std::optional<TSNode> scratch_node = args.keyword("scratch_shapes");
     if (auto gs = args.keyword("grid_spec")) {
       Value spec = eval_.eval(*gs);
-      if (spec.is(Value::Kind::Call) && is_pallas_symbol(spec, spec.text.substr(spec.text.rfind('.') + 1)) &&
+      if (spec.is(Value::Kind::Call) &&
+          is_pallas_symbol(spec, spec.text.substr(spec.text.rfind('.') + 1)) &&
           spec.text.find("GridSpec") != std::string::npos) {
         k.prefetch_grid_spec = spec.text.find("PrefetchScalarGridSpec") != std::string::npos;
         Arguments g = split_arguments(spec.node, source_);
@@ -425,7 +437,7 @@ class Extractor {
         std::vector<Dim> dims;
         TSNode literal = unparen(*shape_node);
         auto literal_items = (is(literal, "tuple") || is(literal, "list")) ? named_children(literal)
-                                                                            : std::vector<TSNode>{};
+                                                                           : std::vector<TSNode>{};
         for (size_t i = 0; i < shape.items->size(); ++i) {
           const Value& d = (*shape.items)[i];
           Dim dim;
@@ -435,7 +447,8 @@ class Extractor {
             dim.squeezed = true;
           } else if (auto n = d.as_int()) {
             dim.size = *n;
-          } else if (d.is(Value::Kind::Call) && (d.names("Element") || d.names("Blocked") || d.names("BoundedSlice"))) {
+          } else if (d.is(Value::Kind::Call) &&
+                     (d.names("Element") || d.names("Blocked") || d.names("BoundedSlice"))) {
             Arguments inner = split_arguments(d.node, source_);
             if (!inner.positional.empty()) dim.size = eval_.eval(inner.positional[0]).as_int();
           }
@@ -467,7 +480,7 @@ class Extractor {
     Value v = eval_.eval(node);
     TSNode literal = unparen(node);
     auto literal_items = (is(literal, "tuple") || is(literal, "list")) ? named_children(literal)
-                                                                        : std::vector<TSNode>{};
+                                                                       : std::vector<TSNode>{};
     std::vector<std::pair<Value, TSNode>> out;
     if (v.is(Value::Kind::Tuple)) {
       for (size_t i = 0; i < v.items->size(); ++i) {
@@ -481,7 +494,8 @@ class Extractor {
     return out;
   }
 
-  void decode_outputs(std::optional<TSNode> out_shape_node, std::optional<TSNode> out_specs_node, Kernel& k) {
+  void decode_outputs(std::optional<TSNode> out_shape_node, std::optional<TSNode> out_specs_node,
+                      Kernel& k) {
     std::vector<std::pair<Value, TSNode>> shapes;
     bool single = false;
     if (out_shape_node) {
@@ -494,7 +508,8 @@ class Extractor {
       }
     }
     std::vector<std::pair<Value, TSNode>> specs;
-    if (out_specs_node) specs = spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt);
+    if (out_specs_node)
+      specs = spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt);
     const size_t n = std::max(shapes.size(), specs.size());
     for (size_t i = 0; i < n; ++i) {
       Operand op;
@@ -505,7 +520,8 @@ class Extractor {
       } else {
         op.unknown_because = "shape of `" + op.label + "` unknown";
       }
-      op.block = i < specs.size() ? decode_block_spec(specs[i].first, specs[i].second) : BlockSpec{};
+      op.block =
+          i < specs.size() ? decode_block_spec(specs[i].first, specs[i].second) : BlockSpec{};
       if (!out_specs_node) op.block.whole_array = true;
       k.outputs.push_back(std::move(op));
     }
@@ -530,17 +546,24 @@ class Extractor {
     }
     size_t n = specs.size();
     if (!in_specs_node && operands_known) n = operands.size() - std::min(operands.size(), prefetch);
-    k.inputs_complete = in_specs_node ? !specs.empty() || eval_.eval(*in_specs_node).is(Value::Kind::Tuple)
-                                      : operands_known;
+    k.inputs_complete = in_specs_node
+                            ? !specs.empty() || eval_.eval(*in_specs_node).is(Value::Kind::Tuple)
+                            : operands_known;
     for (size_t i = 0; i < n; ++i) {
       Operand op;
       const size_t operand_index = i + prefetch;
       if (operand_index < operands.size()) {
-        op.label = std::string(text_of(operands[operand_index], source_));
-        describe_array(eval_.eval(operands[operand_index]), op, operands[operand_index]);
+        TSNode operand = operands[operand_index];
+        op.label = std::string(text_of(operand, source_));
+        Value v = eval_.eval(operand);
+        if (!v.known()) {
+          if (auto from_task = task_input_for(operand)) v = *from_task;
+        }
+        describe_array(v, op, operand);
       } else {
         op.label = "in " + std::to_string(i);
-        op.unknown_because = "shape and dtype of input " + std::to_string(i) + " unknown (operands not visible here)";
+        op.unknown_because = "shape and dtype of input " + std::to_string(i) +
+                             " unknown (operands not visible here)";
       }
       if (i < specs.size()) {
         op.block = decode_block_spec(specs[i].first, specs[i].second);
@@ -549,6 +572,44 @@ class Extractor {
       }
       k.inputs.push_back(std::move(op));
     }
+  }
+
+  // A parameter of the task's entry point (JAXBench `workload`, MaxKernel `computation`) is the
+  // matching element of what the task's inputs function (`create_inputs` / `get_inputs`) returns.
+  std::optional<Value> task_input_for(TSNode operand) {
+    if (!is(operand, "identifier")) return std::nullopt;
+    const std::string_view name = text_of(operand, source_);
+    TSNode fn = ts_node_parent(operand);
+    while (!ts_node_is_null(fn) && !is(fn, "function_definition")) fn = ts_node_parent(fn);
+    if (ts_node_is_null(fn)) return std::nullopt;
+    const std::string_view fn_name = text_of(field(fn, "name"), source_);
+    const char* inputs_fn = fn_name == "workload"      ? "create_inputs"
+                            : fn_name == "computation" ? "get_inputs"
+                                                       : nullptr;
+    if (!inputs_fn) return std::nullopt;
+    int index = -1, i = 0;
+    for (TSNode p : named_children(field(fn, "parameters"))) {
+      TSNode id = is(p, "identifier")
+                      ? p
+                      : (is(p, "typed_parameter") ? ts_node_named_child(p, 0) : TSNode{});
+      if (!ts_node_is_null(id) && text_of(id, source_) == name) index = i;
+      ++i;
+    }
+    const std::vector<Binding>* binding = eval_.module_binding(inputs_fn);
+    if (index < 0 || !binding || binding->size() != 1 ||
+        binding->front().kind != Binding::Kind::Definition) {
+      return std::nullopt;
+    }
+    TSNode last_return{};
+    for (TSNode statement : named_children(field(binding->front().value, "body"))) {
+      if (is(statement, "return_statement")) last_return = statement;
+    }
+    if (ts_node_is_null(last_return) || ts_node_named_child_count(last_return) == 0)
+      return std::nullopt;
+    Value returned = eval_.eval(ts_node_named_child(last_return, 0));
+    if (!returned.is(Value::Kind::Tuple) || static_cast<size_t>(index) >= returned.items->size())
+      return std::nullopt;
+    return (*returned.items)[static_cast<size_t>(index)];
   }
 
   void decode_scratch(TSNode node, Kernel& k) {
@@ -611,7 +672,8 @@ class Extractor {
             names.push_back(s.text);
           } else if (s.is(Value::Kind::Symbol)) {
             std::string last = s.text.substr(s.text.rfind('.') + 1);
-            std::transform(last.begin(), last.end(), last.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            std::transform(last.begin(), last.end(), last.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
             names.push_back(last);
           } else {
             k.unknowns.push_back("dimension_semantics entry " + s.render());

@@ -44,14 +44,28 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     int bits;
   };
   static constexpr std::array<Entry, 22> kTable{{
-      {"float32", "float32", 32},   {"f32", "float32", 32},        {"float", "float32", 32},
-      {"bfloat16", "bfloat16", 16}, {"bf16", "bfloat16", 16},      {"float16", "float16", 16},
-      {"f16", "float16", 16},       {"half", "float16", 16},       {"float64", "float64", 64},
-      {"int32", "int32", 32},       {"uint32", "uint32", 32},      {"int16", "int16", 16},
-      {"uint16", "uint16", 16},     {"int8", "int8", 8},           {"uint8", "uint8", 8},
-      {"int4", "int4", 4},          {"bool_", "bool", 8},          {"bool", "bool", 8},
-      {"float8_e4m3fn", "float8_e4m3fn", 8}, {"float8_e5m2", "float8_e5m2", 8},
-      {"int64", "int64", 64},       {"float8_e4m3b11fnuz", "float8_e4m3b11fnuz", 8},
+      {"float32", "float32", 32},
+      {"f32", "float32", 32},
+      {"float", "float32", 32},
+      {"bfloat16", "bfloat16", 16},
+      {"bf16", "bfloat16", 16},
+      {"float16", "float16", 16},
+      {"f16", "float16", 16},
+      {"half", "float16", 16},
+      {"float64", "float64", 64},
+      {"int32", "int32", 32},
+      {"uint32", "uint32", 32},
+      {"int16", "int16", 16},
+      {"uint16", "uint16", 16},
+      {"int8", "int8", 8},
+      {"uint8", "uint8", 8},
+      {"int4", "int4", 4},
+      {"bool_", "bool", 8},
+      {"bool", "bool", 8},
+      {"float8_e4m3fn", "float8_e4m3fn", 8},
+      {"float8_e5m2", "float8_e5m2", 8},
+      {"int64", "int64", 64},
+      {"float8_e4m3b11fnuz", "float8_e4m3b11fnuz", 8},
   }};
   for (const Entry& e : kTable) {
     if (name == e.name) return DType{e.canonical, e.bits};

@@ -1,5 +1,5 @@
-// What is statically known about each Pallas kernel in a Python document. Plain data: no tree-sitter
-// handles, no protocol types. Locations are byte offsets into the document's text.
+// What is statically known about each Pallas kernel in a Python document. Plain data: no
+// tree-sitter handles, no protocol types. Locations are byte offsets into the document's text.
 #pragma once
 
 #include <cstdint>
@@ -44,17 +44,17 @@ struct IndexMap {
 };
 
 struct BlockSpec {
-  bool whole_array = false;                 // no BlockSpec given: the whole array is one block
-  std::optional<std::vector<Dim>> shape;    // nullopt: unknown (or none given)
+  bool whole_array = false;               // no BlockSpec given: the whole array is one block
+  std::optional<std::vector<Dim>> shape;  // nullopt: unknown (or none given)
   Span shape_span;
   std::optional<IndexMap> index_map;
   MemorySpace memory_space = MemorySpace::Default;
-  int buffer_count = 2;                     // pipeline buffers (pl.Buffered(n)); 2 = double-buffered
+  int buffer_count = 2;  // pipeline buffers (pl.Buffered(n)); 2 = double-buffered
   Span span;
 };
 
 struct Operand {
-  std::string label;   // "x", "out 0"
+  std::string label;  // "x", "out 0"
   bool is_output = false;
   std::optional<std::vector<std::optional<int64_t>>> array_shape;  // nullopt: unknown rank
   std::optional<DType> dtype;
@@ -77,10 +77,10 @@ struct Grid {
 };
 
 struct Kernel {
-  std::string name;              // kernel function name, "<lambda>" or "?"
+  std::string name;  // kernel function name, "<lambda>" or "?"
   std::string enclosing_function;
-  Span call_span;                // the `pl.pallas_call` callee expression
-  Span site_span;                // the whole pallas_call(...) (or partial(...)) expression
+  Span call_span;                        // the `pl.pallas_call` callee expression
+  Span site_span;                        // the whole pallas_call(...) (or partial(...)) expression
   std::optional<Span> kernel_def_span;   // the kernel's def or lambda
   std::optional<Span> kernel_name_span;  // the def's name
   Backend backend = Backend::Tpu;

@@ -8,7 +8,8 @@ namespace mk::pallas {
 bool Value::names(std::string_view suffix) const {
   if (kind != Kind::Symbol && kind != Kind::Call) return false;
   if (text == suffix) return true;
-  return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+  return text.size() > suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          text[text.size() - suffix.size() - 1] == '.';
 }
 

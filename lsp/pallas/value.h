@@ -14,13 +14,13 @@ namespace mk::pallas {
 
 struct Value {
   enum class Kind {
-    Unknown,   // not statically known; `text` says why
+    Unknown,  // not statically known; `text` says why
     None,
     Bool,
     Int,
     Float,
     String,
-    Tuple,     // tuples and lists alike
+    Tuple,  // tuples and lists alike
     Dict,
     Symbol,    // a name from an import, qualified: "jax.experimental.pallas.BlockSpec"
     Callable,  // a `def` or `lambda` in this file; `node` points at it

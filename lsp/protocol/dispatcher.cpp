@@ -39,7 +39,8 @@ void Reply::error(int code, const std::string& message) const {
 Reply::State::~State() {
   if (answered) return;
   spdlog::error("request {} was dropped without an answer", id.dump());
-  send(make_error_response(id, {error_code::kInternalError, "the server dropped this request without an answer"}));
+  send(make_error_response(
+      id, {error_code::kInternalError, "the server dropped this request without an answer"}));
   if (on_done) on_done();
 }
 
@@ -55,10 +56,13 @@ Reply Dispatcher::make_reply(const json& id) {
       token.cancel();
     }
   }
-  return Reply(id, send_, [this, key] {
-    std::lock_guard<std::mutex> lock(in_flight_mutex_);
-    in_flight_.erase(key);
-  }, token);
+  return Reply(
+      id, send_,
+      [this, key] {
+        std::lock_guard<std::mutex> lock(in_flight_mutex_);
+        in_flight_.erase(key);
+      },
+      token);
 }
 
 bool Dispatcher::cancel(const json& id) {
@@ -132,7 +136,8 @@ void Dispatcher::dispatch(const json& message) {
     if (!reply.answered()) reply.error(e.code(), e.what());
   } catch (const std::exception& e) {
     spdlog::error("request {} failed: {}", method, e.what());
-    if (!reply.answered()) reply.error(error_code::kInternalError, std::string("internal error: ") + e.what());
+    if (!reply.answered())
+      reply.error(error_code::kInternalError, std::string("internal error: ") + e.what());
   }
 }
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "lsp/protocol/json_rpc.h"
@@ -61,12 +61,16 @@ class Dispatcher {
 
   explicit Dispatcher(Reply::Send send) : send_(std::move(send)) {}
 
-  void on_request(const std::string& method, RequestHandler handler) { requests_[method] = std::move(handler); }
+  void on_request(const std::string& method, RequestHandler handler) {
+    requests_[method] = std::move(handler);
+  }
   void on_notification(const std::string& method, NotificationHandler handler) {
     notifications_[method] = std::move(handler);
   }
   void set_request_gate(Gate gate) { request_gate_ = std::move(gate); }
-  void set_notification_gate(std::function<bool(const std::string&)> gate) { notification_gate_ = std::move(gate); }
+  void set_notification_gate(std::function<bool(const std::string&)> gate) {
+    notification_gate_ = std::move(gate);
+  }
 
   // Handles one incoming request or notification (responses go elsewhere).
   void dispatch(const json& message);

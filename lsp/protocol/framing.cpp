@@ -25,7 +25,8 @@ std::string lower(std::string_view s) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -70,7 +71,8 @@ bool FrameReader::read_line(std::string& line) {
   for (;;) {
     const size_t nl = buffer_.find('\n', pos_);
     if (nl != std::string::npos) {
-      if (line.size() < kMaxHeaderLine) line.append(buffer_, pos_, std::min(nl - pos_, kMaxHeaderLine));
+      if (line.size() < kMaxHeaderLine)
+        line.append(buffer_, pos_, std::min(nl - pos_, kMaxHeaderLine));
       pos_ = nl + 1;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       return true;
@@ -111,7 +113,8 @@ FrameReader::Result FrameReader::next() {
   // Find the start of a header block: skip blank lines and anything before "Content-Length".
   for (;;) {
     if (!read_line(line)) {
-      if (!line.empty() || !junk_note.empty()) return {Status::Eof, "", "stream ended inside a header"};
+      if (!line.empty() || !junk_note.empty())
+        return {Status::Eof, "", "stream ended inside a header"};
       return {Status::Eof, "", ""};
     }
     if (trim(line).empty()) continue;
@@ -147,7 +150,8 @@ FrameReader::Result FrameReader::next() {
     if (!read_line(line)) return {Status::Eof, "", "stream ended inside a header"};
   }
   if (!length) {
-    return {Status::Error, "", length_error.empty() ? "header without Content-Length" : length_error};
+    return {Status::Error, "",
+            length_error.empty() ? "header without Content-Length" : length_error};
   }
   if (*length > max_body_bytes_) {
     if (!skip_exact(*length)) return {Status::Eof, "", "stream ended inside an oversized message"};
@@ -157,8 +161,9 @@ FrameReader::Result FrameReader::next() {
   }
   std::string body;
   if (!read_exact(body, *length)) {
-    return {Status::Eof, "", "stream ended after " + std::to_string(body.size()) + " of " +
-                                 std::to_string(*length) + " body bytes"};
+    return {Status::Eof, "",
+            "stream ended after " + std::to_string(body.size()) + " of " + std::to_string(*length) +
+                " body bytes"};
   }
   return {Status::Message, std::move(body), junk_note};
 }

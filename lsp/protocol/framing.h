@@ -53,8 +53,8 @@ class FrameReader {
   Result next();
 
  private:
-  bool fill();                          // reads more bytes; false at EOF
-  bool read_line(std::string& line);    // one header line without its terminator
+  bool fill();                        // reads more bytes; false at EOF
+  bool read_line(std::string& line);  // one header line without its terminator
   bool read_exact(std::string& out, size_t n);
   bool skip_exact(size_t n);
 

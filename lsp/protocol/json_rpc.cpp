@@ -7,7 +7,9 @@ json make_response(const json& id, json result) {
 }
 
 json make_error_response(const json& id, const Error& error) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", error.code}, {"message", error.message}}}};
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"error", {{"code", error.code}, {"message", error.message}}}};
 }
 
 json make_notification(const std::string& method, json params) {
@@ -30,7 +32,8 @@ std::string json_type_name(const json& value) {
 }
 
 void ParamReader::fail(const std::string& key, const std::string& problem) const {
-  throw RpcError(error_code::kInvalidParams, path_ + (key.empty() ? "" : "." + key) + ": " + problem);
+  throw RpcError(error_code::kInvalidParams,
+                 path_ + (key.empty() ? "" : "." + key) + ": " + problem);
 }
 
 const json& ParamReader::field(const char* key) const {
@@ -40,7 +43,9 @@ const json& ParamReader::field(const char* key) const {
   return *it;
 }
 
-const json& ParamReader::raw(const char* key) const { return field(key); }
+const json& ParamReader::raw(const char* key) const {
+  return field(key);
+}
 
 const json* ParamReader::optional_raw(const char* key) const {
   if (!value_.is_object()) return nullptr;

@@ -46,7 +46,8 @@ json make_request(const json& id, const std::string& method, json params);
 // path, e.g. "params.position.line: expected an unsigned integer, got string".
 class ParamReader {
  public:
-  explicit ParamReader(const json& value, std::string path = "params") : value_(value), path_(std::move(path)) {}
+  explicit ParamReader(const json& value, std::string path = "params")
+      : value_(value), path_(std::move(path)) {}
 
   ParamReader object(const char* key) const;
   std::optional<ParamReader> optional_object(const char* key) const;

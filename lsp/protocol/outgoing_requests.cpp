@@ -24,7 +24,8 @@ bool OutgoingRequests::handle_response(const json& message) {
   pending_.erase(it);
   if (message.contains("error") && message["error"].is_object()) {
     const json& e = message["error"];
-    Error err{e.value("code", error_code::kInternalError), e.value("message", std::string("client error"))};
+    Error err{e.value("code", error_code::kInternalError),
+              e.value("message", std::string("client error"))};
     p.callback(nullptr, &err);
   } else {
     static const json kNull = nullptr;
@@ -40,7 +41,8 @@ std::optional<OutgoingRequests::Clock::time_point> OutgoingRequests::expire(Cloc
       Pending p = std::move(it->second);
       it = pending_.erase(it);
       spdlog::warn("client did not answer {} in time", p.method);
-      const Error e{error_code::kRequestFailed, "the client did not answer " + p.method + " in time"};
+      const Error e{error_code::kRequestFailed,
+                    "the client did not answer " + p.method + " in time"};
       p.callback(nullptr, &e);
     } else {
       if (!next || it->second.deadline < *next) next = it->second.deadline;

@@ -24,22 +24,23 @@ ClientCapabilities resolve_client_capabilities(const nlohmann::json& c) {
   ClientCapabilities caps;
   caps.apply_edit = flag(c, {"workspace", "applyEdit"});
   caps.document_changes = flag(c, {"workspace", "workspaceEdit", "documentChanges"});
-  caps.change_annotations = c.is_object() && c.contains("workspace") && c["workspace"].is_object() &&
-                            c["workspace"].contains("workspaceEdit") &&
-                            c["workspace"]["workspaceEdit"].is_object() &&
-                            c["workspace"]["workspaceEdit"].contains("changeAnnotationSupport");
+  caps.change_annotations =
+      c.is_object() && c.contains("workspace") && c["workspace"].is_object() &&
+      c["workspace"].contains("workspaceEdit") && c["workspace"]["workspaceEdit"].is_object() &&
+      c["workspace"]["workspaceEdit"].contains("changeAnnotationSupport");
   caps.configuration = flag(c, {"workspace", "configuration"});
   caps.work_done_progress = flag(c, {"window", "workDoneProgress"});
   caps.show_document = flag(c, {"window", "showDocument", "support"});
   caps.show_message_request = c.is_object() && c.contains("window") && c["window"].is_object() &&
                               c["window"].contains("showMessage");
-  caps.code_action_resolve = c.is_object() && c.contains("textDocument") &&
-                             c["textDocument"].is_object() && c["textDocument"].contains("codeAction") &&
-                             c["textDocument"]["codeAction"].is_object() &&
-                             c["textDocument"]["codeAction"].contains("resolveSupport");
+  caps.code_action_resolve =
+      c.is_object() && c.contains("textDocument") && c["textDocument"].is_object() &&
+      c["textDocument"].contains("codeAction") && c["textDocument"]["codeAction"].is_object() &&
+      c["textDocument"]["codeAction"].contains("resolveSupport");
   caps.code_lens_refresh = flag(c, {"workspace", "codeLens", "refreshSupport"});
   caps.inlay_hint_refresh = flag(c, {"workspace", "inlayHint", "refreshSupport"});
-  caps.hierarchical_symbols = flag(c, {"textDocument", "documentSymbol", "hierarchicalDocumentSymbolSupport"});
+  caps.hierarchical_symbols =
+      flag(c, {"textDocument", "documentSymbol", "hierarchicalDocumentSymbolSupport"});
   caps.diagnostic_version = flag(c, {"textDocument", "publishDiagnostics", "versionSupport"});
   try {
     const auto& formats = c.at("textDocument").at("hover").at("contentFormat");
@@ -57,7 +58,8 @@ nlohmann::json server_capabilities() {
   for (const auto& c : kernel_commands()) commands.push_back(c.id);
   return {
       {"positionEncoding", "utf-16"},
-      {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+      {"textDocumentSync",
+       {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
       {"hoverProvider", true},
       {"codeLensProvider", {{"resolveProvider", false}}},
       {"inlayHintProvider", true},

@@ -7,9 +7,9 @@
 namespace mk::server {
 
 struct KernelCommand {
-  const char* id;      // "maxkernel.test"
-  const char* title;   // "Test"
-  const char* arrives; // which part of the product makes it work
+  const char* id;       // "maxkernel.test"
+  const char* title;    // "Test"
+  const char* arrives;  // which part of the product makes it work
 };
 
 inline const std::vector<KernelCommand>& kernel_commands() {

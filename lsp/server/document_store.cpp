@@ -15,7 +15,8 @@ const analysis::DocumentAnalysis& OpenDocument::analyse(const knowledge::TpuGene
   return *analysis;
 }
 
-OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::string text, bool python) {
+OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::string text,
+                                  bool python) {
   auto doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python);
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);

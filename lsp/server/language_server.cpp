@@ -76,7 +76,8 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
       message = json::parse(r.body);
     } catch (const json::parse_error& e) {
       spdlog::warn("input: message is not valid JSON: {}", e.what());
-      send(rpc::make_error_response(nullptr, {ec::kParseError, std::string("parse error: ") + e.what()}));
+      send(rpc::make_error_response(nullptr,
+                                    {ec::kParseError, std::string("parse error: ") + e.what()}));
       continue;
     }
     if (!message.is_object()) {
@@ -84,7 +85,8 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
       continue;
     }
     const bool has_id = message.contains("id");
-    if (has_id && !message["id"].is_string() && !message["id"].is_number_integer() && !message["id"].is_null()) {
+    if (has_id && !message["id"].is_string() && !message["id"].is_number_integer() &&
+        !message["id"].is_null()) {
       dispatcher_.reject_invalid(message, "id must be a string or an integer");
       continue;
     }
@@ -93,15 +95,18 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
         dispatcher_.reject_invalid(message, "method must be a string");
         continue;
       }
-      if (message.contains("params") && !message["params"].is_object() && !message["params"].is_array()) {
+      if (message.contains("params") && !message["params"].is_object() &&
+          !message["params"].is_array()) {
         if (has_id) {
-          send(rpc::make_error_response(message["id"], {ec::kInvalidParams, "params must be an object or an array"}));
+          send(rpc::make_error_response(
+              message["id"], {ec::kInvalidParams, "params must be an object or an array"}));
         }
         continue;
       }
       if (message["method"] == "$/cancelRequest") {
         // Handled here, so a request the main loop is busy with sees its token flip.
-        if (message.contains("params") && message["params"].is_object() && message["params"].contains("id")) {
+        if (message.contains("params") && message["params"].is_object() &&
+            message["params"].contains("id")) {
           dispatcher_.cancel(message["params"]["id"]);
         }
         continue;
@@ -155,7 +160,8 @@ int LanguageServer::run(rpc::ByteSource& input) {
 
 void LanguageServer::handle_message(const json& message) {
   if (!message.contains("method")) {
-    if (!outgoing_.handle_response(message)) spdlog::debug("response to unknown request {}", message["id"].dump());
+    if (!outgoing_.handle_response(message))
+      spdlog::debug("response to unknown request {}", message["id"].dump());
     return;
   }
   dispatcher_.dispatch(message);
@@ -163,7 +169,8 @@ void LanguageServer::handle_message(const json& message) {
 
 bool LanguageServer::edit_pending(const std::string& uri) const {
   return queue_.any_message([&](const json& m) {
-    if (m.value("method", "") != "textDocument/didChange" && m.value("method", "") != "textDocument/didClose") {
+    if (m.value("method", "") != "textDocument/didChange" &&
+        m.value("method", "") != "textDocument/didClose") {
       return false;
     }
     try {
@@ -192,8 +199,11 @@ void LanguageServer::publish_diagnostics(OpenDocument& doc) {
 OpenDocument& LanguageServer::document_for(const ParamReader& params) {
   const std::string uri = params.object("textDocument").string("uri");
   OpenDocument* doc = documents_.find(uri);
-  if (!doc) throw rpc::RpcError(ec::kInvalidParams, "params.textDocument.uri: document is not open: " + uri);
-  if (edit_pending(uri)) throw rpc::RpcError(ec::kContentModified, "the document changed; request again");
+  if (!doc)
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "params.textDocument.uri: document is not open: " + uri);
+  if (edit_pending(uri))
+    throw rpc::RpcError(ec::kContentModified, "the document changed; request again");
   return *doc;
 }
 
@@ -203,7 +213,8 @@ void LanguageServer::apply_configuration(const json& value) {
   const std::string before = settings_.target;
   std::vector<std::string> problems;
   apply_settings(value, settings_, problems);
-  for (const std::string& p : problems) notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
+  for (const std::string& p : problems)
+    notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
   if (settings_.target != before) {
     spdlog::info("target generation: {}", settings_.target);
     for (auto& [uri, doc] : documents_.all()) {
@@ -236,13 +247,16 @@ void LanguageServer::register_handlers() {
       if (initialized_) return rpc::Error{ec::kInvalidRequest, "initialize was already called"};
       return std::nullopt;
     }
-    if (!initialized_) return rpc::Error{ec::kServerNotInitialized, "the server is not initialized"};
+    if (!initialized_)
+      return rpc::Error{ec::kServerNotInitialized, "the server is not initialized"};
     if (shutdown_requested_) return rpc::Error{ec::kInvalidRequest, "the server is shutting down"};
     return std::nullopt;
   });
-  dispatcher_.set_notification_gate([this](const std::string& method) { return initialized_ || method == "exit"; });
+  dispatcher_.set_notification_gate(
+      [this](const std::string& method) { return initialized_ || method == "exit"; });
 
-  dispatcher_.on_request("initialize", [this](const ParamReader& p, Reply r) { on_initialize(p, r); });
+  dispatcher_.on_request("initialize",
+                         [this](const ParamReader& p, Reply r) { on_initialize(p, r); });
   dispatcher_.on_notification("initialized", [](const ParamReader&) {});
   dispatcher_.on_request("shutdown", [this](const ParamReader&, Reply r) {
     shutdown_requested_ = true;
@@ -250,8 +264,10 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_notification("exit", [this](const ParamReader&) { exit_requested_ = true; });
 
-  dispatcher_.on_notification("textDocument/didOpen", [this](const ParamReader& p) { on_did_open(p); });
-  dispatcher_.on_notification("textDocument/didChange", [this](const ParamReader& p) { on_did_change(p); });
+  dispatcher_.on_notification("textDocument/didOpen",
+                              [this](const ParamReader& p) { on_did_open(p); });
+  dispatcher_.on_notification("textDocument/didChange",
+                              [this](const ParamReader& p) { on_did_change(p); });
   dispatcher_.on_notification("textDocument/didSave", [](const ParamReader&) {});
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
@@ -266,7 +282,8 @@ void LanguageServer::register_handlers() {
     }
   });
 
-  dispatcher_.on_request("textDocument/hover", [this](const ParamReader& p, Reply r) { on_hover(p, r); });
+  dispatcher_.on_request("textDocument/hover",
+                         [this](const ParamReader& p, Reply r) { on_hover(p, r); });
   dispatcher_.on_request("textDocument/codeLens", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
     if (!doc.python) return r.result(json::array());
@@ -276,8 +293,8 @@ void LanguageServer::register_handlers() {
     OpenDocument& doc = document_for(p);
     if (!doc.python) return r.result(json::array());
     const text::Utf16Range range = read_range(p.object("range"));
-    r.result(to_inlay_hints(doc.text, doc.analyse(target()), target(), doc.text.offset_of(range.start),
-                            doc.text.offset_of(range.end)));
+    r.result(to_inlay_hints(doc.text, doc.analyse(target()), target(),
+                            doc.text.offset_of(range.start), doc.text.offset_of(range.end)));
   });
   dispatcher_.on_request("textDocument/documentSymbol", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
@@ -289,7 +306,8 @@ void LanguageServer::register_handlers() {
 }
 
 void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
-  if (const json* caps = params.optional_raw("capabilities")) client_ = resolve_client_capabilities(*caps);
+  if (const json* caps = params.optional_raw("capabilities"))
+    client_ = resolve_client_capabilities(*caps);
   if (const json* options = params.optional_raw("initializationOptions")) {
     std::vector<std::string> problems;
     apply_settings(*options, settings_, problems);
@@ -320,10 +338,12 @@ void LanguageServer::on_did_change(const ParamReader& params) {
   const json& changes = params.raw("contentChanges");
   if (!changes.is_array()) params.fail("contentChanges", "expected an array");
   for (size_t i = 0; i < changes.size(); ++i) {
-    const ParamReader change(changes[i], params.path() + ".contentChanges[" + std::to_string(i) + "]");
+    const ParamReader change(changes[i],
+                             params.path() + ".contentChanges[" + std::to_string(i) + "]");
     const std::string new_text = change.string("text");
     if (change.optional_raw("range")) {
-      const text::ByteEdit edit = doc->text.apply_change(read_range(change.object("range")), new_text);
+      const text::ByteEdit edit =
+          doc->text.apply_change(read_range(change.object("range")), new_text);
       if (doc->python) doc->tree.edit_and_reparse(edit, doc->text.text());
     } else {
       doc->text.replace_all(new_text);
@@ -343,16 +363,17 @@ void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
   const pallas::Kernel* k = kernel_at(a, offset);
   if (!k) return reply.result(nullptr);
   const std::string md = analysis::hover_markdown(*k, target());
-  reply.result({{"contents", {{"kind", client_.markdown_hover ? "markdown" : "plaintext"}, {"value", md}}},
-                {"range", to_range(doc.text, k->call_span)}});
+  reply.result(
+      {{"contents", {{"kind", client_.markdown_hover ? "markdown" : "plaintext"}, {"value", md}}},
+       {"range", to_range(doc.text, k->call_span)}});
 }
 
 void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {
   const std::string command = params.string("command");
   for (const KernelCommand& c : kernel_commands()) {
     if (command != c.id) continue;
-    const std::string message = std::string("MaxKernel: \"") + c.title + "\" is not available yet; it arrives with " +
-                                c.arrives + ".";
+    const std::string message = std::string("MaxKernel: \"") + c.title +
+                                "\" is not available yet; it arrives with " + c.arrives + ".";
     notify("window/showMessage", {{"type", 3}, {"message", message}});
     return reply.result({{"status", "unavailable"}, {"message", message}});
   }
@@ -375,7 +396,8 @@ void LanguageServer::register_test_methods() {
     outgoing_.send(
         p.string("method"), request_params ? *request_params : json(nullptr),
         [r](const json* result, const rpc::Error* error) {
-          if (error) return r.result({{"error", {{"code", error->code}, {"message", error->message}}}});
+          if (error)
+            return r.result({{"error", {{"code", error->code}, {"message", error->message}}}});
           r.result({{"result", *result}});
         },
         std::chrono::milliseconds(p.optional_integer("timeoutMs").value_or(30000)));

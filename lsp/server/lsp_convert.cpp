@@ -15,7 +15,9 @@ json to_position(const text::TextDocument& doc, size_t offset) {
   return {{"line", p.line}, {"character", p.character}};
 }
 
-bool contains(pallas::Span span, size_t offset) { return offset >= span.start && offset <= span.end; }
+bool contains(pallas::Span span, size_t offset) {
+  return offset >= span.start && offset <= span.end;
+}
 
 }  // namespace
 
@@ -41,10 +43,13 @@ json to_code_lenses(const text::TextDocument& doc, const analysis::DocumentAnaly
   for (size_t i = 0; i < a.model.kernels.size(); ++i) {
     const pallas::Kernel& k = a.model.kernels[i];
     const json range = to_range(doc, k.call_span);
-    const json argument = {{"uri", doc.uri()}, {"kernel", i}, {"name", k.name}, {"version", doc.version()}};
+    const json argument = {
+        {"uri", doc.uri()}, {"kernel", i}, {"name", k.name}, {"version", doc.version()}};
     for (const KernelCommand& c : kernel_commands()) {
-      out.push_back({{"range", range},
-                     {"command", {{"title", c.title}, {"command", c.id}, {"arguments", json::array({argument})}}}});
+      out.push_back(
+          {{"range", range},
+           {"command",
+            {{"title", c.title}, {"command", c.id}, {"arguments", json::array({argument})}}}});
     }
   }
   return out;
@@ -67,12 +72,14 @@ json to_inlay_hints(const text::TextDocument& doc, const analysis::DocumentAnaly
   return out;
 }
 
-json to_document_symbols(const text::TextDocument& doc, const analysis::DocumentAnalysis& a, bool hierarchical) {
+json to_document_symbols(const text::TextDocument& doc, const analysis::DocumentAnalysis& a,
+                         bool hierarchical) {
   json out = json::array();
   for (const pallas::Kernel& k : a.model.kernels) {
     const pallas::Span whole = k.site_span;
     const pallas::Span selection = k.call_span;
-    const std::string name = k.name + (k.enclosing_function.empty() ? "" : " (in " + k.enclosing_function + ")");
+    const std::string name =
+        k.name + (k.enclosing_function.empty() ? "" : " (in " + k.enclosing_function + ")");
     if (hierarchical) {
       out.push_back({{"name", name},
                      {"detail", analysis::kernel_summary(k)},
@@ -91,9 +98,12 @@ json to_document_symbols(const text::TextDocument& doc, const analysis::Document
 const pallas::Kernel* kernel_at(const analysis::DocumentAnalysis& a, size_t offset) {
   const pallas::Kernel* best = nullptr;
   for (const pallas::Kernel& k : a.model.kernels) {
-    const bool hit = contains(k.site_span, offset) || (k.kernel_name_span && contains(*k.kernel_name_span, offset));
+    const bool hit = contains(k.site_span, offset) ||
+                     (k.kernel_name_span && contains(*k.kernel_name_span, offset));
     // Prefer the innermost match (a pallas_call nested in a kernel def's body, say).
-    if (hit && (!best || k.site_span.end - k.site_span.start < best->site_span.end - best->site_span.start)) best = &k;
+    if (hit && (!best ||
+                k.site_span.end - k.site_span.start < best->site_span.end - best->site_span.start))
+      best = &k;
   }
   return best;
 }

@@ -14,9 +14,10 @@ nlohmann::json to_range(const text::TextDocument& doc, pallas::Span span);
 nlohmann::json to_diagnostics(const text::TextDocument& doc, const analysis::DocumentAnalysis& a);
 nlohmann::json to_code_lenses(const text::TextDocument& doc, const analysis::DocumentAnalysis& a);
 nlohmann::json to_inlay_hints(const text::TextDocument& doc, const analysis::DocumentAnalysis& a,
-                              const knowledge::TpuGeneration& target, size_t range_start, size_t range_end);
-nlohmann::json to_document_symbols(const text::TextDocument& doc, const analysis::DocumentAnalysis& a,
-                                   bool hierarchical);
+                              const knowledge::TpuGeneration& target, size_t range_start,
+                              size_t range_end);
+nlohmann::json to_document_symbols(const text::TextDocument& doc,
+                                   const analysis::DocumentAnalysis& a, bool hierarchical);
 // The kernel whose pallas_call or def contains `offset`, if any.
 const pallas::Kernel* kernel_at(const analysis::DocumentAnalysis& a, size_t offset);
 

@@ -4,7 +4,8 @@
 
 namespace mk::server {
 
-void apply_settings(const nlohmann::json& value, Settings& settings, std::vector<std::string>& problems) {
+void apply_settings(const nlohmann::json& value, Settings& settings,
+                    std::vector<std::string>& problems) {
   if (!value.is_object()) return;
   const nlohmann::json& section =
       value.contains("maxkernel") && value["maxkernel"].is_object() ? value["maxkernel"] : value;

@@ -13,6 +13,7 @@ struct Settings {
 
 // Applies the recognised keys of `value` (either the section itself or {"maxkernel": {...}}).
 // Invalid values are skipped and described in `problems`; the rest still applies.
-void apply_settings(const nlohmann::json& value, Settings& settings, std::vector<std::string>& problems);
+void apply_settings(const nlohmann::json& value, Settings& settings,
+                    std::vector<std::string>& problems);
 
 }  // namespace mk::server

@@ -4,9 +4,13 @@
 
 namespace mk::syntax {
 
-const TSLanguage* python_language() { return tree_sitter_python(); }
+const TSLanguage* python_language() {
+  return tree_sitter_python();
+}
 
-uint32_t python_language_abi() { return ts_language_version(python_language()); }
+uint32_t python_language_abi() {
+  return ts_language_version(python_language());
+}
 
 PythonTree::PythonTree() : parser_(ts_parser_new()) {
   if (!ts_parser_set_language(parser_.get(), python_language())) {

@@ -1,4 +1,5 @@
-// Maps between byte offsets in UTF-8 text, LSP positions (UTF-16 code units) and tree-sitter points.
+// Maps between byte offsets in UTF-8 text, LSP positions (UTF-16 code units) and tree-sitter
+// points.
 #pragma once
 
 #include <cstddef>
