@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/check_command.h"
+#include "cli/kernel_commands.h"
 
 namespace {
 
@@ -11,6 +12,9 @@ constexpr const char* kUsage =
     "usage: maxkernel <command> [options]\n"
     "commands:\n"
     "  check     static checks of Pallas kernels (text, JSON or SARIF)\n"
+    "  lower     lower a kernel for TPU on a host; exact pallas_call facts or mapped errors\n"
+    "  test      check a kernel against its task's frozen reference and time it\n"
+    "  profile   profile a kernel on a host\n"
     "  version   print the version\n"
     "run `maxkernel <command> --help` for a command's options\n";
 
@@ -25,6 +29,8 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "check") return mk::cli::run_check(args);
+  if (command == "lower" || command == "test" || command == "profile")
+    return mk::cli::run_kernel_command(command, args);
   if (command == "version" || command == "--version") {
     std::cout << "maxkernel 0.1.0\n";
     return 0;

@@ -10,7 +10,7 @@ cd "$root"
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libboost-dev
+  nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libboost-dev libboost-filesystem-dev
   libtree-sitter-dev libgtest-dev libsqlite3-dev
   clang clang-format libclang-rt-14-dev
   openssh-server openssh-client

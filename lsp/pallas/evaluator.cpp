@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
+#include <functional>
 
 #include "lsp/syntax/node_util.h"
 
@@ -262,6 +264,26 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
           {Binding::Kind::Opaque, {}, -1, "", "a loop variable"});
     }
   }
+  // `with x as name:` and `except E as name:` bind names whose values we cannot know.
+  if (is(statement, "with_statement") || is(statement, "except_clause")) {
+    std::function<void(TSNode)> bind_targets = [&](TSNode n) {
+      if (is(n, "block")) return;
+      if (is(n, "as_pattern_target") || (is(statement, "except_clause") && is(n, "identifier") &&
+                                         syntax::same_node(n, field(statement, "alias")))) {
+        std::vector<TSNode> ids = is(n, "identifier") ? std::vector<TSNode>{n} : named_children(n);
+        if (is(n, "as_pattern_target") && ids.empty()) ids.push_back(n);
+        for (TSNode id : ids) {
+          if (is(id, "identifier")) {
+            scope[std::string(text_of(id, source_))].push_back(
+                {Binding::Kind::Opaque, {}, -1, "", "a with/except target"});
+          }
+        }
+        return;
+      }
+      for (TSNode c : named_children(n)) bind_targets(c);
+    };
+    for (TSNode c : named_children(statement)) bind_targets(c);
+  }
   // Compound statements: their blocks bind names in this same scope.
   if (is(statement, "if_statement") || is(statement, "for_statement") ||
       is(statement, "while_statement") || is(statement, "with_statement") ||
@@ -340,17 +362,24 @@ Value Evaluator::eval_binding(const Binding& binding, std::string_view name) {
   }
   const uint64_t key =
       node_key(binding.value) ^ (static_cast<uint64_t>(binding.unpack_index + 1) << 40);
+  if (auto hit = memo_.find(key); hit != memo_.end()) return hit->second;
   if (in_progress_.count(key))
     return Value::unknown("`" + std::string(name) + "` refers to itself");
   in_progress_.insert(key);
   Value v = eval(binding.value);
   in_progress_.erase(key);
-  if (binding.unpack_index < 0) return v;
-  if (v.is(Value::Kind::Tuple) && static_cast<size_t>(binding.unpack_index) < v.items->size()) {
-    return (*v.items)[static_cast<size_t>(binding.unpack_index)];
+  if (binding.unpack_index >= 0) {
+    if (v.is(Value::Kind::Tuple) && static_cast<size_t>(binding.unpack_index) < v.items->size()) {
+      v = (*v.items)[static_cast<size_t>(binding.unpack_index)];
+    } else {
+      v = Value::unknown("`" + std::string(name) + "` comes from unpacking " +
+                         std::string(text_of(binding.value, source_)));
+    }
   }
-  return Value::unknown("`" + std::string(name) + "` comes from unpacking " +
-                        std::string(text_of(binding.value, source_)));
+  // A binding's value does not depend on where it is used, so each is evaluated once; a result
+  // cut short by the depth limit is not final and is not remembered.
+  if (!depth_limited_) memo_.emplace(key, v);
+  return v;
 }
 
 // ----- expressions --------------------------------------------------------------------------
@@ -362,7 +391,11 @@ std::string Evaluator::qualified_name(TSNode expression) {
 
 Value Evaluator::eval(TSNode node) {
   if (ts_node_is_null(node)) return Value::unknown("missing");
-  if (depth_ > kMaxDepth) return Value::unknown("too deeply nested");
+  if (depth_ > kMaxDepth) {
+    depth_limited_ = true;
+    return Value::unknown("too deeply nested");
+  }
+  if (depth_ == 0) depth_limited_ = false;
   ++depth_;
   struct Guard {
     int& d;
@@ -533,21 +566,34 @@ Value Evaluator::eval_binary(TSNode node) {
   Value b = eval(field(node, "right"));
   std::string_view op = text_of(field(node, "operator"), source_);
   if (a.is(Value::Kind::Int) && b.is(Value::Kind::Int)) {
+    // Python integers do not overflow; a result that does not fit int64 is unknown, not wrapped.
     const int64_t x = a.int_value, y = b.int_value;
-    if (op == "+") return Value::integer(x + y);
-    if (op == "-") return Value::integer(x - y);
-    if (op == "*") return Value::integer(x * y);
-    if (op == "//" && y != 0) return Value::integer(floor_div(x, y));
-    if (op == "%" && y != 0) return Value::integer(x - floor_div(x, y) * y);
+    const Value overflow =
+        Value::unknown("integer overflow in " + std::string(text_of(node, source_)));
+    int64_t r = 0;
+    if (op == "+") return __builtin_add_overflow(x, y, &r) ? overflow : Value::integer(r);
+    if (op == "-") return __builtin_sub_overflow(x, y, &r) ? overflow : Value::integer(r);
+    if (op == "*") return __builtin_mul_overflow(x, y, &r) ? overflow : Value::integer(r);
+    const bool divisible = y != 0 && !(x == INT64_MIN && y == -1);
+    if (op == "//") return divisible ? Value::integer(floor_div(x, y)) : overflow;
+    if (op == "%") return divisible ? Value::integer(x - floor_div(x, y) * y) : overflow;
     if (op == "/" && y != 0)
       return Value::floating(static_cast<double>(x) / static_cast<double>(y));
-    if (op == "**" && y >= 0 && y < 63) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= x;
+    if (op == "**" && y >= 0) {
+      if (x == 0) return Value::integer(y == 0 ? 1 : 0);
+      if (x == 1) return Value::integer(1);
+      if (x == -1) return Value::integer(y % 2 == 0 ? 1 : -1);
+      r = 1;
+      for (int64_t i = 0; i < y; ++i) {  // |x| >= 2 overflows within 63 steps
+        if (__builtin_mul_overflow(r, x, &r)) return overflow;
+      }
       return Value::integer(r);
     }
-    if (op == "<<" && y >= 0 && y < 63) return Value::integer(x << y);
-    if (op == ">>" && y >= 0 && y < 63) return Value::integer(x >> y);
+    if (op == "<<" && y >= 0) {
+      if (y >= 63 || x > (INT64_MAX >> y) || x < (INT64_MIN >> y)) return overflow;
+      return Value::integer(static_cast<int64_t>(static_cast<uint64_t>(x) << y));
+    }
+    if (op == ">>" && y >= 0) return Value::integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
   }
   auto num = [](const Value& v) -> std::optional<double> {
     if (v.is(Value::Kind::Int)) return static_cast<double>(v.int_value);

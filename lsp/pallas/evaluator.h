@@ -61,7 +61,9 @@ class Evaluator {
   std::string_view source_;
   std::unordered_map<uint64_t, Scope> scopes_;
   std::unordered_set<uint64_t> in_progress_;
+  std::unordered_map<uint64_t, Value> memo_;
   int depth_ = 0;
+  bool depth_limited_ = false;  // the current top-level evaluation hit kMaxDepth
 };
 
 int64_t floor_div(int64_t a, int64_t b);

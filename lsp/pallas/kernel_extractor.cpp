@@ -556,7 +556,9 @@ class Extractor {
         TSNode operand = operands[operand_index];
         op.label = std::string(text_of(operand, source_));
         Value v = eval_.eval(operand);
-        if (!v.known()) {
+        // Only an untouched parameter is the task's input (a rebound one is "bound more than
+        // once").
+        if (!v.known() && v.text.starts_with("parameter `")) {
           if (auto from_task = task_input_for(operand)) v = *from_task;
         }
         describe_array(v, op, operand);
@@ -695,6 +697,8 @@ class Extractor {
     t.tuned_params = has("TUNED_PARAMS");
     t.get_inputs = has("get_inputs");
     t.computation = has("computation");
+    t.reference = has("reference");
+    t.make_inputs = has("make_inputs");
     return t;
   }
 

@@ -76,6 +76,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 std::string TaskConventions::form() const {
   if (config && create_inputs && workload) return "jaxbench";
   if (get_inputs && computation) return "maxkernel";
+  if (reference && make_inputs) return "infile";
   return "";
 }
 

@@ -102,8 +102,9 @@ struct Kernel {
 // JAXBench / MaxKernel task conventions a file provides, for the issues that run kernels.
 struct TaskConventions {
   bool config = false, create_inputs = false, workload = false, get_flops = false,
-       tuned_params = false, get_inputs = false, computation = false;
-  std::string form() const;  // "jaxbench", "maxkernel", "" when neither
+       tuned_params = false, get_inputs = false, computation = false, reference = false,
+       make_inputs = false;
+  std::string form() const;  // "jaxbench", "maxkernel", "infile", "" when none
 };
 
 struct PallasModel {

@@ -87,8 +87,10 @@ int64_t ParamReader::integer(const char* key) const {
 
 uint32_t ParamReader::unsigned_integer(const char* key) const {
   const json& v = field(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 0xFFFFFFFFll) {
-    fail(key, "expected an unsigned integer, got " + json_type_name(v));
+  if (!v.is_number_integer()) fail(key, "expected an unsigned integer, got " + json_type_name(v));
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > 0xFFFFFFFFull
+                             : (v.get<int64_t>() < 0 || v.get<int64_t>() > 0xFFFFFFFFll)) {
+    fail(key, "value " + v.dump() + " is out of range for an unsigned 32-bit integer");
   }
   return static_cast<uint32_t>(v.get<int64_t>());
 }

@@ -27,6 +27,7 @@ inline TSNode field(TSNode node, const char* name) {
 
 inline std::vector<TSNode> named_children(TSNode node) {
   std::vector<TSNode> out;
+  if (ts_node_is_null(node)) return out;
   const uint32_t n = ts_node_named_child_count(node);
   out.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {

@@ -1,0 +1,73 @@
+#include "cli/host_selection.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace mk::cli {
+
+namespace fs = std::filesystem;
+
+std::string default_local_python() {
+  if (const char* p = std::getenv("MAXKERNEL_PYTHON"); p && *p) return p;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
+      if (fs::exists(dir / ".venv" / "bin" / "python", ec))
+        return (dir / ".venv" / "bin" / "python").string();
+    }
+  }
+  return "python3";
+}
+
+std::optional<tpu::HostConfig> select_host(const std::string& name, const std::string& hosts_file,
+                                           const std::string& python, std::string& error) {
+  std::string file = hosts_file;
+  if (file.empty()) {
+    if (const char* env = std::getenv("MAXKERNEL_HOSTS_FILE"); env && *env) file = env;
+  }
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) {
+      error = "cannot read the hosts file " + file;
+      return std::nullopt;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json hosts;
+    try {
+      hosts = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::exception& e) {
+      error = file + ": " + e.what();
+      return std::nullopt;
+    }
+    if (hosts.is_object() && hosts.contains("hosts")) hosts = hosts["hosts"];
+    if (!hosts.is_array()) {
+      error = file + ": expected a list of hosts";
+      return std::nullopt;
+    }
+    for (const auto& h : hosts) {
+      if (h.is_object() && h.value("name", std::string()) == name) {
+        auto config = tpu::parse_host_config(h.dump(), error);
+        if (config && config->kind == tpu::HostKind::Local && !h.contains("python")) {
+          config->python = python.empty() ? default_local_python() : python;
+        }
+        return config;
+      }
+    }
+  }
+  if (name == "local") {
+    tpu::HostConfig local;
+    local.python = python.empty() ? default_local_python() : python;
+    return local;
+  }
+  error = "unknown host '" + name + "'" +
+          (file.empty() ? " (no hosts file given: --hosts FILE)" : " in " + file);
+  return std::nullopt;
+}
+
+}  // namespace mk::cli

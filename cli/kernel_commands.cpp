@@ -1,0 +1,258 @@
+#include "cli/kernel_commands.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/host_selection.h"
+#include "cli/source_file.h"
+#include "lsp/syntax/normalize.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::cli {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: maxkernel {lower|test|profile} FILE[::KERNEL] [options]\n"
+    "  --host NAME        host to run on (default: local)\n"
+    "  --hosts FILE       JSON list of hosts ({name, kind: local|ssh|command, ...}; see "
+    "docs/hosts.md)\n"
+    "  --python PATH      python with JAX for the local host\n"
+    "  --format text|json\n"
+    "  --timeout SECONDS  per request (default 300)\n"
+    "  --no-cache         test: evaluate even if a cached verdict exists\n"
+    "  --store PATH       knowledge store (SQLite) for the evaluation cache\n"
+    "  --seeds N,N,...    test: input seeds (default: fresh random seeds)\n"
+    "  --native           lower: for this machine's platform instead of TPU\n"
+    "Exit status: 0 success (lowered / correct), 1 the kernel failed (lowering error, wrong\n"
+    "result), 2 bad usage or no task, 3 the host failed (unreachable, crashed, timed out).\n";
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  }
+  return buf;
+}
+
+void print_error(const json& body, const std::string& file) {
+  const json& e = body.value("error", json::object());
+  std::cout << "error (" << e.value("kind", std::string("?"))
+            << "): " << e.value("message", std::string()) << "\n";
+  for (const auto& loc : e.value("locations", json::array())) {
+    std::cout << "  " << file << ":" << loc.value("line", 0) << ":" << loc.value("column", 0)
+              << ": " << loc.value("message", std::string()) << "\n";
+  }
+}
+
+void print_lower(const json& b, const std::string& file) {
+  if (!b.value("ok", false)) return print_error(b, file);
+  std::cout << "lowered for " << b.value("lowered_for", std::string("?")) << ": "
+            << b.value("num_pallas_calls", 0) << " pallas_call(s)\n";
+  for (const auto& call : b.value("pallas_calls", json::array())) {
+    std::cout << "  " << call.value("kernel", std::string("?")) << "  grid "
+              << call.value("grid", json::array()).dump() << "  VMEM/step "
+              << call.value("vmem_bytes_per_step", json()).dump() << " B\n";
+    for (const auto& op : call.value("operands", json::array())) {
+      std::cout << "    " << op.value("role", std::string("")) << " block "
+                << op.value("block_shape", json()).dump() << " of "
+                << op.value("array_shape", json()).dump() << " "
+                << op.value("dtype", std::string("")) << "\n";
+    }
+  }
+  if (b.contains("cost")) std::cout << "  cost: " << b["cost"].dump() << "\n";
+}
+
+void print_test(const json& b, const std::string& file, bool from_cache) {
+  if (!b.value("ok", false)) return print_error(b, file);
+  const bool correct = b.value("correct", false);
+  std::cout << (correct ? "correct" : "WRONG") << (from_cache ? " (from the evaluation cache)" : "")
+            << "\n";
+  std::cout << "  seeds: " << b.value("seeds", json::array()).dump() << ", both run orders\n";
+  if (!correct && b.contains("failure") && b["failure"].is_object()) {
+    std::cout << "  failure (" << b["failure"].value("kind", std::string("?"))
+              << "): " << b["failure"].value("message", std::string()) << "\n";
+  }
+  if (b.contains("timing") && b["timing"].is_object()) {
+    const json& t = b["timing"];
+    const std::string kind = t.value("time_kind", b.value("time_kind", std::string("?")));
+    auto line = [&](const char* who) {
+      if (!t.contains(who)) return;
+      const json& s = t[who];
+      std::cout << "  " << who << ": " << fmt_seconds(s.value("median_s", 0.0)) << " median (p10 "
+                << fmt_seconds(s.value("p10_s", 0.0)) << ", p90 "
+                << fmt_seconds(s.value("p90_s", 0.0)) << ", " << s.value("runs", 0) << " runs)\n";
+    };
+    line("candidate");
+    line("reference");
+    if (kind == "interpret") {
+      std::cout
+          << "  time kind: interpret (Pallas interpret mode on the CPU: correctness is real, the "
+             "time is not a kernel speedup)\n";
+    } else if (b.contains("speedup") && b["speedup"].is_number()) {
+      std::cout << "  speedup vs reference: " << b["speedup"].get<double>() << "x (" << kind
+                << " time)\n";
+    }
+  }
+}
+
+void print_profile(const json& b, const std::string& file) {
+  if (!b.value("ok", false)) return print_error(b, file);
+  std::cout << b.dump(2) << "\n";
+}
+
+}  // namespace
+
+int run_kernel_command(const std::string& command, const std::vector<std::string>& args) {
+  std::string target_spec, host_name = "local", hosts_file, python, format = "text", store_path;
+  double timeout_s = 300;
+  bool use_cache = true, native = false;
+  json seeds;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      return args[++i];
+    };
+    try {
+      if (a == "--host") {
+        host_name = value();
+      } else if (a == "--hosts") {
+        hosts_file = value();
+      } else if (a == "--python") {
+        python = value();
+      } else if (a == "--format") {
+        format = value();
+      } else if (a == "--store") {
+        store_path = value();
+      } else if (a == "--timeout") {
+        timeout_s = std::stod(value());
+      } else if (a == "--seeds") {
+        seeds = json::array();
+        std::string list = value();
+        for (size_t p = 0; p < list.size();) {
+          size_t q = list.find(',', p);
+          seeds.push_back(std::stoll(list.substr(p, q - p)));
+          p = q == std::string::npos ? list.size() : q + 1;
+        }
+      } else if (a == "--no-cache") {
+        use_cache = false;
+      } else if (a == "--native") {
+        native = true;
+      } else if (a == "-h" || a == "--help") {
+        std::cout << kUsage;
+        return 0;
+      } else if (a.starts_with("-")) {
+        throw std::invalid_argument("unknown option " + a);
+      } else if (target_spec.empty()) {
+        target_spec = a;
+      } else {
+        throw std::invalid_argument("one FILE[::KERNEL] at a time");
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "maxkernel " << command << ": " << e.what() << "\n" << kUsage;
+      return 2;
+    }
+  }
+  if (target_spec.empty() || (format != "text" && format != "json")) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+
+  tpu::KernelRequest request;
+  const size_t sep = target_spec.find("::");
+  request.file = std::filesystem::absolute(target_spec.substr(0, sep));
+  if (sep != std::string::npos) request.kernel = target_spec.substr(sep + 2);
+  const knowledge::TpuGeneration* v5e = knowledge::find_tpu_generation("v5e");
+  AnalysedFile file = analyse_file(request.file, *v5e);
+  if (!file.read_error.empty()) {
+    std::cerr << "maxkernel " << command << ": " << file.read_error << "\n";
+    return 2;
+  }
+  request.source = file.text;
+  request.normalized_source = syntax::normalized_python_source(file.text);
+  std::string reason;
+  auto task = tpu::locate_task(request.file, file.analysis.model.task.form() == "infile", reason);
+  if (!task) {
+    std::cerr << "maxkernel " << command << ": " << reason << "\n";
+    return 2;
+  }
+  request.task = *task;
+  if (command == "lower") request.options["target"] = native ? "native" : "tpu";
+  if (!seeds.is_null()) request.options["seeds"] = seeds;
+
+  std::string error;
+  auto host_config = select_host(host_name, hosts_file, python, error);
+  if (!host_config) {
+    std::cerr << "maxkernel " << command << ": " << error << "\n";
+    return 2;
+  }
+  host_config->request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  auto worker_dir = tpu::find_worker_directory();
+  if (!worker_dir) {
+    std::cerr << "maxkernel " << command
+              << ": cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR\n";
+    return 2;
+  }
+  auto bundle = tpu::load_worker_bundle(*worker_dir, error);
+  if (!bundle) {
+    std::cerr << "maxkernel " << command << ": " << error << "\n";
+    return 2;
+  }
+  std::unique_ptr<knowledge::Store> store;
+  if (command == "test") {
+    try {
+      store = std::make_unique<knowledge::Store>(
+          store_path.empty() ? knowledge::default_store_path() : std::filesystem::path(store_path));
+    } catch (const std::exception& e) {
+      std::cerr << "maxkernel: evaluation cache disabled: " << e.what() << "\n";
+    }
+  }
+  tpu::KernelHost host(*host_config, *bundle);
+  tpu::KernelJobs jobs(host, store.get());
+  tpu::JobResult result = command == "lower"  ? jobs.lower(request)
+                          : command == "test" ? jobs.test(request, use_cache)
+                                              : jobs.profile(request);
+  host.shutdown();
+
+  const tpu::WorkerReply& reply = result.reply;
+  const bool infrastructure_failure = reply.status != tpu::WorkerReply::Status::Ok &&
+                                      reply.status != tpu::WorkerReply::Status::Failed;
+  if (format == "json") {
+    json out = {{"command", command},
+                {"file", request.file.string()},
+                {"host", host_config->name},
+                {"status", tpu::to_string(reply.status)},
+                {"from_cache", result.from_cache},
+                {"result", reply.body}};
+    if (!reply.message.empty()) out["message"] = reply.message;
+    if (infrastructure_failure) out["stderr_tail"] = reply.stderr_tail;
+    std::cout << out.dump(2) << "\n";
+  } else if (infrastructure_failure) {
+    std::cout << "host " << host_config->name << ": " << tpu::to_string(reply.status) << ": "
+              << reply.message << "\n";
+    if (!reply.stderr_tail.empty())
+      std::cout << "worker stderr (last lines):\n" << reply.stderr_tail;
+  } else {
+    std::cout << request.file.filename().string() << (request.kernel ? "::" + *request.kernel : "")
+              << " on " << host_config->name << "\n";
+    if (command == "lower") print_lower(reply.body, request.file.string());
+    if (command == "test") print_test(reply.body, request.file.string(), result.from_cache);
+    if (command == "profile") print_profile(reply.body, request.file.string());
+  }
+  if (infrastructure_failure) return 3;
+  if (!reply.body.value("ok", false)) return 1;
+  if (command == "test" && !reply.body.value("correct", false)) return 1;
+  return 0;
+}
+
+}  // namespace mk::cli

@@ -1,0 +1,84 @@
+"""In-process unit tests of worker helpers that need no worker process."""
+
+import ast
+import os
+import sys
+
+import pytest
+from worker_harness import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
+
+import mkw_common
+import mkw_tasks
+import mkw_yaml
+
+
+def test_yaml_subset():
+    text = """
+# comment
+name: rowsum   # trailing comment
+reference: "reference.py"
+rtol: 1e-5
+atol: 0.001
+count: 3
+flag: true
+nothing: ~
+tags:
+  - a
+  - 'b c'
+inline: [1, 2.5, x]
+nested:
+  key: value
+  deeper:
+    - k: v
+      n: 2
+"""
+    d = mkw_yaml.loads(text)
+    assert d["name"] == "rowsum" and d["reference"] == "reference.py"
+    assert d["rtol"] == 1e-5 and d["atol"] == 0.001 and d["count"] == 3
+    assert d["flag"] is True and d["nothing"] is None
+    assert d["tags"] == ["a", "b c"] and d["inline"] == [1, 2.5, "x"]
+    assert d["nested"] == {"key": "value", "deeper": [{"k": "v", "n": 2}]}
+
+
+def test_yaml_errors_carry_line():
+    with pytest.raises(mkw_yaml.YamlError) as e:
+        mkw_yaml.loads("a: 1\n  b: 2\n")
+    assert e.value.line == 2
+
+
+def test_substitute_params_constants_and_tuned_params():
+    src = "BLOCK = 8\nTUNED_PARAMS = {'bm': 128}\nX = BLOCK\n"
+    tree, unplaced = mkw_tasks.substitute_params(ast.parse(src), {"BLOCK": 32, "bm": 256, "bk": 64})
+    ns = {}
+    exec(compile(tree, "<t>", "exec"), ns)  # noqa: S102
+    assert unplaced == []
+    assert ns["BLOCK"] == 32 and ns["X"] == 32
+    assert ns["TUNED_PARAMS"] == {"bm": 256, "bk": 64}
+    _, unplaced = mkw_tasks.substitute_params(ast.parse("A = 1\n"), {"B": 2})
+    assert unplaced == ["B"]
+
+
+@pytest.mark.parametrize("kind, gen", [
+    ("TPU v5 lite", "v5e"), ("TPU v6 lite", "v6e"), ("TPU v5p", "v5p"), ("TPU v5", "v5p"),
+    ("TPU v4", "v4"), ("TPU7x", "v7"), ("cpu", None),
+])
+def test_tpu_generation_mapping(kind, gen):
+    import mkw_run
+    assert mkw_run.tpu_generation(kind) == gen
+
+
+def test_takes_key_rules():
+    def with_key(key): ...
+    def jaxbench(dtype=None): ...
+    def named_key(key=None): ...
+    def none(): ...
+    assert mkw_tasks.takes_key(with_key) and mkw_tasks.takes_key(named_key)
+    assert not mkw_tasks.takes_key(jaxbench) and not mkw_tasks.takes_key(none)
+
+
+def test_message_hints():
+    hints = mkw_common.message_hints('error: loc("/x/k.py":12:5) bad; also /x/k.py:30', "/x/k.py", 40)
+    assert [(h["line"], h["column"]) for h in hints] == [(12, 5), (30, 1)]
+    assert mkw_common.message_hints("Mosaic failed at line 7", "/x/k.py", 10)[0]["line"] == 7

@@ -1,0 +1,46 @@
+// How to reach a kernel host: the local python, ssh, or a command template (e.g. gcloud ssh).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mk::tpu {
+
+enum class HostKind { Local, Ssh, Command };
+
+struct HostConfig {
+  std::string name = "local";
+  HostKind kind = HostKind::Local;
+  std::string python = "python3";  // on the host
+  // ssh
+  std::string destination;  // user@host
+  int port = 0;
+  std::string identity_file;
+  std::vector<std::string> ssh_options;  // extra "-o" values, e.g. "StrictHostKeyChecking=no"
+  int connect_timeout_s = 10;
+  // command: argv with one element containing "{command}", replaced by the quoted remote command
+  std::vector<std::string> command_template;
+  // where the worker is installed on a remote host, relative to the login directory
+  std::string remote_dir = ".cache/maxkernel";
+  // pool
+  int compile_slots = 2;  // workers for lowering (parallel)
+  int timing_slots = 1;   // workers for evaluate/profile/autotune (one per device: no interference)
+  std::chrono::milliseconds request_timeout{300000};
+  std::chrono::milliseconds start_timeout{60000};
+};
+
+// Parses a host from settings JSON text: {"name", "kind": "local"|"ssh"|"command", ...}.
+// Returns nullopt and fills `error` for invalid input.
+std::optional<HostConfig> parse_host_config(const std::string& json_text, std::string& error);
+
+// Quotes one argument for a POSIX shell: 'it'\''s'.
+std::string shell_quote(const std::string& arg);
+// Joins arguments into one shell command line, each quoted.
+std::string shell_command(const std::vector<std::string>& argv);
+
+// The local argv that runs `remote_command` on the host (ssh or command template).
+std::vector<std::string> remote_argv(const HostConfig& host, const std::string& remote_command);
+
+}  // namespace mk::tpu

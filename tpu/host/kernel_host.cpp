@@ -1,0 +1,204 @@
+#include "tpu/host/kernel_host.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/process.hpp>
+
+namespace mk::tpu {
+
+namespace bp = boost::process;
+
+std::string explain_connection_failure(const std::string& err) {
+  auto has = [&](const char* s) { return err.find(s) != std::string::npos; };
+  if (has("Permission denied") || has("Authentication failed"))
+    return "ssh authentication failed (check the key and user)";
+  if (has("Connection refused")) return "connection refused (is sshd running on that port?)";
+  if (has("timed out")) return "connection timed out";
+  if (has("Could not resolve hostname") || has("Name or service not known"))
+    return "unknown host name";
+  if (has("Host key verification failed"))
+    return "host key verification failed (add the host to known_hosts)";
+  if (has("No such file or directory") || has("not found"))
+    return "the python on the host was not found";
+  if (has("No module named 'jax'") || has("No module named jax"))
+    return "JAX is not installed for that python";
+  return "";
+}
+
+KernelHost::KernelHost(HostConfig config, WorkerBundle bundle)
+    : config_(std::move(config)), bundle_(std::move(bundle)) {
+  for (int i = 0; i < config_.compile_slots; ++i) slots_.push_back({Lane::Compile, false, nullptr});
+  for (int i = 0; i < config_.timing_slots; ++i) slots_.push_back({Lane::Timing, false, nullptr});
+}
+
+KernelHost::~KernelHost() {
+  shutdown();
+}
+
+void KernelHost::shutdown() {
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Slot& s : slots_) {
+      if (s.worker && !s.busy) workers.push_back(std::move(s.worker));
+    }
+  }
+  for (auto& w : workers) w->stop();
+}
+
+std::string KernelHost::remote_bundle_dir() const {
+  return config_.remote_dir + "/worker-" + bundle_.hash.substr(0, 16);
+}
+
+std::vector<std::string> KernelHost::worker_argv() const {
+  if (config_.kind == HostKind::Local) {
+    return {config_.python, "-u", (bundle_.directory / bundle_.entry).string()};
+  }
+  return remote_argv(
+      config_, shell_command({config_.python, "-u", remote_bundle_dir() + "/" + bundle_.entry}));
+}
+
+bool KernelHost::ensure_installed(std::string& error) {
+  if (config_.kind == HostKind::Local) return true;
+  std::lock_guard<std::mutex> lock(install_mutex_);
+  if (installed_) return true;
+  const std::string dir = remote_bundle_dir();
+  const std::string part = dir + ".part";
+  // One remote command: reuse the bundle if complete, else unpack the tar on stdin beside it
+  // and move it into place.
+  const std::string script = "if [ -f " + shell_quote(dir + "/.complete") +
+                             " ]; then echo present; else rm -rf " + shell_quote(part) +
+                             " && mkdir -p " + shell_quote(part) + " && tar -xf - -C " +
+                             shell_quote(part) + " && touch " + shell_quote(part + "/.complete") +
+                             " && rm -rf " + shell_quote(dir) + " && mv " + shell_quote(part) +
+                             " " + shell_quote(dir) + " && echo installed; fi";
+  const std::vector<std::string> argv = remote_argv(config_, shell_command({"sh", "-c", script}));
+  try {
+    bp::pipe tar_to_host;
+    bp::ipstream out, err;
+    std::vector<std::string> tar_args = {"-c", "-f", "-", "-C", bundle_.directory.string()};
+    tar_args.insert(tar_args.end(), bundle_.files.begin(), bundle_.files.end());
+    bp::child tar(bp::search_path("tar"), bp::args = tar_args, bp::std_out > tar_to_host,
+                  bp::std_err > bp::null);
+    auto exe = argv[0].find('/') == std::string::npos ? bp::search_path(argv[0])
+                                                      : boost::filesystem::path(argv[0]);
+    bp::child remote(exe, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
+                     bp::std_in<tar_to_host, bp::std_out> out, bp::std_err > err);
+    std::string out_text, err_text, line;
+    while (std::getline(out, line)) out_text += line + "\n";
+    while (std::getline(err, line)) err_text += line + "\n";
+    remote.wait();
+    tar.wait();
+    if (remote.exit_code() != 0) {
+      const std::string why = explain_connection_failure(err_text);
+      error = "installing the worker on " + config_.name + " failed" +
+              (why.empty() ? "" : ": " + why) + (err_text.empty() ? "" : "\n" + err_text);
+      return false;
+    }
+    spdlog::info("worker bundle {} on {}: {}", bundle_.hash.substr(0, 16), config_.name,
+                 out_text.find("present") != std::string::npos ? "already installed" : "installed");
+  } catch (const std::exception& e) {
+    error = "installing the worker on " + config_.name + " failed: " + e.what();
+    return false;
+  }
+  installed_ = true;
+  return true;
+}
+
+std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
+  failure.status = WorkerReply::Status::Unreachable;
+  std::string error;
+  if (!ensure_installed(error)) {
+    failure.message = error;
+    return nullptr;
+  }
+  auto worker = std::make_unique<WorkerProcess>(worker_argv(), "the worker on " + config_.name);
+  if (!worker->start(error)) {
+    failure.message = error;
+    return nullptr;
+  }
+  // A worker is usable once it has said hello.
+  WorkerReply hello = worker->call({{"op", "hello"}}, config_.start_timeout);
+  if (!hello.ok()) {
+    const std::string why = explain_connection_failure(hello.stderr_tail + hello.message);
+    failure.message =
+        "cannot start the worker on " + config_.name + ": " + (why.empty() ? hello.message : why);
+    failure.stderr_tail = hello.stderr_tail;
+    worker->kill();
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!hello_) hello_ = hello;
+  }
+  return worker;
+}
+
+WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
+                            const std::function<bool()>& cancelled,
+                            std::optional<std::chrono::milliseconds> timeout,
+                            const std::function<void(const nlohmann::json&)>& on_progress) {
+  size_t index = 0;
+  std::unique_ptr<WorkerProcess> worker;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      bool found = false;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].lane == lane && !slots_[i].busy) {
+          index = i;
+          found = true;
+          break;
+        }
+      }
+      if (found) break;
+      if (cancelled && cancelled())
+        return {WorkerReply::Status::Cancelled, nullptr, "cancelled while queued", ""};
+      slot_free_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    slots_[index].busy = true;
+    worker = std::move(slots_[index].worker);
+  }
+  WorkerReply reply;
+  if (!worker || !worker->running()) worker = launch(reply);
+  if (worker)
+    reply = worker->call(std::move(request), timeout.value_or(config_.request_timeout), cancelled,
+                         on_progress);
+  if (worker && reply.worker_lost()) {
+    spdlog::warn("{}: {} ({}); it will be restarted", worker->description(),
+                 to_string(reply.status), reply.message);
+    worker.reset();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slots_[index].busy = false;
+    slots_[index].worker = std::move(worker);
+  }
+  slot_free_.notify_all();
+  return reply;
+}
+
+WorkerReply KernelHost::hello() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (hello_) return *hello_;
+  }
+  return run(Lane::Compile, {{"op", "hello"}});
+}
+
+std::string KernelHost::fingerprint() {
+  WorkerReply h = hello();
+  if (!h.ok()) return "unreachable";
+  const auto& b = h.body;
+  return b.value("platform", std::string("?")) + "/" + b.value("device_kind", std::string("?")) +
+         "/jax-" + b.value("jax_version", std::string("?"));
+}
+
+size_t KernelHost::live_workers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (Slot& s : slots_) n += (s.worker && s.worker->running()) ? 1 : 0;
+  return n;
+}
+
+}  // namespace mk::tpu

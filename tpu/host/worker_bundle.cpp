@@ -1,0 +1,58 @@
+#include "tpu/host/worker_bundle.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tpu/host/content_hash.h"
+
+namespace mk::tpu {
+
+namespace fs = std::filesystem;
+
+std::optional<WorkerBundle> load_worker_bundle(const fs::path& directory, std::string& error) {
+  WorkerBundle b;
+  b.directory = directory;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".py")
+      b.files.push_back(entry.path().filename().string());
+  }
+  if (ec) {
+    error = "cannot read the worker directory " + directory.string() + ": " + ec.message();
+    return std::nullopt;
+  }
+  std::sort(b.files.begin(), b.files.end());
+  if (std::find(b.files.begin(), b.files.end(), b.entry) == b.files.end()) {
+    error = "the worker directory " + directory.string() + " has no " + b.entry;
+    return std::nullopt;
+  }
+  std::string all;
+  for (const std::string& name : b.files) {
+    std::ifstream in(directory / name, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    all += name;
+    all.push_back('\0');
+    all += content.str();
+    all.push_back('\0');
+  }
+  b.hash = sha256_hex(all);
+  return b;
+}
+
+std::optional<fs::path> find_worker_directory() {
+  if (const char* env = std::getenv("MAXKERNEL_WORKER_DIR"); env && *env) return fs::path(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path()) {
+    const fs::path candidate = dir / "tpu" / "worker";
+    if (fs::exists(candidate / "maxkernel_worker.py", ec)) return candidate;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mk::tpu

@@ -1,0 +1,61 @@
+// The kernel operations users ask for (lower, test, profile) on a host: finds the task a file
+// belongs to, builds the worker request, and serves repeated evaluations from the cache.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "knowledge/store.h"
+#include "tpu/host/kernel_host.h"
+
+namespace mk::tpu {
+
+// Which task a kernel file belongs to, by the conventions in docs/tasks.md:
+//   a kernel_task.yaml beside the file         -> {"form": "maxkernel", "path": dir}
+//   a baseline.py beside the file (not itself) -> {"form": "jaxbench", "baseline": ...}
+//   the file defines reference + make_inputs   -> {"form": "infile", "path": file}
+// `defines_infile_task` comes from the caller's parse of the file. nullopt + reason when none.
+std::optional<nlohmann::json> locate_task(const std::filesystem::path& file,
+                                          bool defines_infile_task, std::string& reason);
+
+struct KernelRequest {
+  std::filesystem::path file;
+  std::string source;                 // the text to run (an editor buffer may differ from the disk)
+  std::string normalized_source;      // for the cache key (comments and blank lines dropped)
+  std::optional<std::string> kernel;  // entry point override
+  nlohmann::json task;
+  nlohmann::json options =
+      nlohmann::json::object();  // extra request fields (seeds, timing, target)
+};
+
+struct JobResult {
+  WorkerReply reply;
+  bool from_cache = false;
+  std::string cache_key;
+};
+
+class KernelJobs {
+ public:
+  // `store` may be null (no cache).
+  KernelJobs(KernelHost& host, knowledge::Store* store) : host_(host), store_(store) {}
+
+  JobResult lower(const KernelRequest& request, const std::function<bool()>& cancelled = {});
+  // evaluate: correctness on fresh seeds + timing; cached by source, task, host and settings.
+  JobResult test(const KernelRequest& request, bool use_cache,
+                 const std::function<bool()>& cancelled = {});
+  JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {});
+
+ private:
+  nlohmann::json base_request(const std::string& op, const KernelRequest& request) const;
+  KernelHost& host_;
+  knowledge::Store* store_;
+};
+
+// A key over everything that decides an evaluation's outcome: the candidate (normalised), the
+// task (including the reference file's text), the host's fingerprint and the request options.
+std::string evaluation_cache_key(const KernelRequest& request, const std::string& host_fingerprint);
+
+}  // namespace mk::tpu

@@ -1,0 +1,500 @@
+"""Running things: platform detection, interpret mode, input sets,
+cloning and mutation checks, output comparison, timing."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import mkw_common as C
+import mkw_tasks
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Platform.
+
+_TPU_GENERATIONS = (
+    # (substring of device_kind, lower case) -> generation; first match wins.
+    ("tpu7x", "v7"), ("tpu 7x", "v7"), ("tpu v7", "v7"), ("ironwood", "v7"),
+    ("v6 lite", "v6e"), ("v6e", "v6e"), ("trillium", "v6e"),
+    ("v5 lite", "v5e"), ("v5lite", "v5e"), ("v5e", "v5e"),
+    ("v5p", "v5p"), ("tpu v5", "v5p"),
+    ("v4 lite", "v4i"), ("v4", "v4"),
+    ("v3", "v3"), ("v2", "v2"),
+)
+
+
+def tpu_generation(device_kind: str | None) -> str | None:
+    if not device_kind:
+        return None
+    k = device_kind.lower()
+    for sub, gen in _TPU_GENERATIONS:
+        if sub in k:
+            return gen
+    return None
+
+
+def platform() -> str:
+    p = jax.devices()[0].platform.lower()
+    if p in ("cuda", "rocm", "gpu"):
+        return "gpu"
+    return p
+
+
+def device_info() -> dict:
+    devs = jax.devices()
+    plat = platform()
+    kind = getattr(devs[0], "device_kind", None)
+    return {
+        "platform": plat,
+        "device_kind": kind,
+        "device_count": len(devs),
+        "tpu_generation": tpu_generation(kind) if plat == "tpu" else None,
+    }
+
+
+# ---------------------------------------------------------------------------
+# How a candidate runs here.
+
+INTERPRET_MODES = ("auto", "tpu", "hlo", "none")
+
+
+class RunMode:
+    """`device` (native), or `interpret` with `interpret_kind`:
+    'tpu' -> pltpu.InterpretParams (simulated TPU memories, DMAs and
+             semaphores; fresh buffers filled with NaN; out-of-bounds reads
+             raise), 'hlo' -> interpret=True (grid loop lowered to plain
+             XLA ops; outputs start as NaN)."""
+
+    def __init__(self, kind: str, interpret_kind: str | None = None, plat: str | None = None):
+        self.kind = kind
+        self.interpret_kind = interpret_kind
+        self.platform = plat
+
+    @property
+    def time_kind(self) -> str:
+        # Only a real accelerator gives kernel times; on a CPU host every
+        # pallas_call goes through an interpreter, whatever the mode.
+        if self.kind == "device" and self.platform in ("tpu", "gpu"):
+            return "device"
+        return "interpret"
+
+    def context(self):
+        if self.kind != "interpret":
+            return contextlib.nullcontext()
+        from jax.experimental.pallas import tpu as pltpu
+        if self.interpret_kind == "hlo":
+            return pltpu.force_tpu_interpret_mode(True)
+        return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(uninitialized_memory="nan"))
+
+    def reset(self):
+        """TPU interpret mode keeps global state after a failed kernel."""
+        if self.kind == "interpret" and self.interpret_kind == "tpu":
+            try:
+                from jax.experimental.pallas import tpu as pltpu
+                pltpu.reset_tpu_interpret_mode_state()
+            except Exception:  # noqa: BLE001, S110
+                pass
+
+    def to_json(self) -> dict:
+        return {"mode": self.kind, "interpret_kind": self.interpret_kind, "platform": self.platform}
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunMode:
+        return cls(d["mode"], d.get("interpret_kind"), d.get("platform"))
+
+
+def choose_mode(plat: str, facts: list[dict], requested: str | None) -> RunMode:
+    """tpu: native.  gpu: native, unless the kernel is a TPU kernel (then
+    interpret).  cpu: interpret.  interpret_mode 'none' never forces
+    interpretation (for kernels that pass interpret=... themselves)."""
+    requested = requested or "auto"
+    if requested not in INTERPRET_MODES:
+        raise C.WorkerError(C.BAD_REQUEST, f"interpret_mode must be one of {INTERPRET_MODES}")
+    if requested == "none":
+        return RunMode("device", None, plat)
+    ikind = "tpu" if requested == "auto" else requested
+    if plat == "tpu":
+        return RunMode("device", None, plat)
+    if plat == "gpu":
+        if any(f.get("compiler_params") == "tpu" for f in facts):
+            return RunMode("interpret", ikind, plat)
+        return RunMode("device", None, plat)
+    return RunMode("interpret", ikind, plat)
+
+
+def looks_unsupported(exc: BaseException) -> bool:
+    if isinstance(exc, NotImplementedError):
+        return True
+    text = str(exc).lower()
+    return any(s in text for s in ("not implemented", "unimplemented", "not supported",
+                                   "unsupported"))
+
+
+# ---------------------------------------------------------------------------
+# Inputs.
+
+class InputSet:
+    def __init__(self, seed: int, args: tuple, kwargs: dict, warnings: list[str]):
+        self.seed = seed
+        self.args = args
+        self.kwargs = kwargs
+        self.warnings = warnings
+        self.pristine = None  # host copies, see snapshot()
+
+    def leaves(self):
+        return jax.tree_util.tree_leaves((self.args, self.kwargs))
+
+    def snapshot(self):
+        self.pristine = [np.array(x, copy=True) if _is_array(x) else x for x in self.leaves()]
+
+    def clone(self):
+        def cp(x):
+            return jnp.array(x, copy=True) if isinstance(x, jax.Array) else x
+        args, kwargs = jax.tree_util.tree_map(cp, (self.args, self.kwargs))
+        return args, kwargs
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray))
+
+
+def split_inputs(value) -> tuple[tuple, dict]:
+    if isinstance(value, dict):
+        return (), dict(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(value), {}
+    return (value,), {}
+
+
+def call_inputs_fn(task: mkw_tasks.Task, seed: int):
+    if task.inputs_takes_key:
+        return task.inputs_fn(jax.random.key(seed))
+    return task.inputs_fn()
+
+
+def abstract_inputs(task: mkw_tasks.Task):
+    """ShapeDtypeStructs of the task's inputs (jax.eval_shape, no data)."""
+    try:
+        if task.inputs_takes_key:
+            shapes = jax.eval_shape(lambda: task.inputs_fn(jax.random.key(0)))
+        else:
+            shapes = jax.eval_shape(task.inputs_fn)
+    except C.WorkerError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise C.from_exception(C.TASK, e, task.ref_module.filename,
+                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
+                               source=task.ref_module.source, file=task.ref_module.filename) from None
+    return split_inputs(shapes)
+
+
+def _synthesize(base, rng: np.random.Generator, warnings: list[str], index: int):
+    """A fresh random array shaped like `base`, drawn from its value range."""
+    if not _is_array(base):
+        return base
+    a = np.asarray(base)
+    dt = a.dtype
+    shape = a.shape
+    if jnp.issubdtype(dt, jnp.floating):
+        f = a.astype(np.float64)
+        fin = f[np.isfinite(f)]
+        if fin.size == 0 or float(fin.std()) == 0.0:
+            warnings.append(f"input {index}: the task's own values are constant; drawing N(0, 1)")
+            new = rng.standard_normal(shape)
+        elif float(fin.min()) >= 0.0:
+            new = rng.uniform(float(fin.min()), float(fin.max()), shape)
+        else:
+            new = rng.normal(float(fin.mean()), float(fin.std()), shape)
+        return jnp.asarray(new, dtype=dt)
+    if jnp.issubdtype(dt, jnp.complexfloating):
+        new = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        return jnp.asarray(new, dtype=dt)
+    if dt == np.bool_:
+        return jnp.asarray(rng.random(shape) < 0.5)
+    if jnp.issubdtype(dt, jnp.integer):
+        lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+        if lo == hi:
+            warnings.append(f"input {index}: integer values are all {lo}; kept constant")
+        new = rng.integers(lo, hi + 1, size=shape, dtype=np.int64)
+        return jnp.asarray(new.astype(dt))
+    return base
+
+
+def _degenerate_warnings(leaves, seed) -> list[str]:
+    out = []
+    for i, x in enumerate(leaves):
+        if not _is_array(x) or getattr(x, "size", 0) < 2:
+            continue
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            continue
+        a = np.asarray(x).astype(np.float64)
+        if np.all(a == 0):
+            out.append(f"input {i} is all zeros for seed {seed}")
+        elif np.all(a == a.flat[0]):
+            out.append(f"input {i} is constant for seed {seed}")
+    return out
+
+
+def make_input_set(task: mkw_tasks.Task, seed: int) -> InputSet:
+    warnings: list[str] = []
+    try:
+        if task.inputs_takes_key:
+            value = task.inputs_fn(jax.random.key(seed))
+        else:
+            # The inputs function has no key parameter (JAXBench's
+            # create_inputs()): draw fresh data shaped like its output, from
+            # the range of its values, seeded by `seed`.
+            if task._base_inputs is None:
+                task._base_inputs = task.inputs_fn()
+            rng = np.random.default_rng(seed)
+            leaves, tdef = jax.tree_util.tree_flatten(task._base_inputs)
+            value = jax.tree_util.tree_unflatten(
+                tdef, [_synthesize(x, rng, warnings, i) for i, x in enumerate(leaves)])
+        args, kwargs = split_inputs(value)
+        args, kwargs = jax.tree_util.tree_map(
+            lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, (args, kwargs))
+        jax.block_until_ready((args, kwargs))
+    except C.WorkerError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise C.from_exception(C.TASK, e, task.ref_module.filename,
+                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
+                               source=task.ref_module.source, file=task.ref_module.filename) from None
+    s = InputSet(seed, args, kwargs, warnings)
+    warnings.extend(_degenerate_warnings(s.leaves(), seed))
+    s.snapshot()
+    return s
+
+
+def fresh_seeds(n: int) -> list[int]:
+    import secrets
+    return [secrets.randbelow(2 ** 31 - 1) for _ in range(n)]
+
+
+def check_inputs_intact(cloned, pristine) -> list[str]:
+    """Problems with the inputs a run was given: donated (deleted) or
+    changed in place."""
+    problems = []
+    leaves = jax.tree_util.tree_leaves(cloned)
+    for i, (x, p) in enumerate(zip(leaves, pristine)):
+        if isinstance(x, jax.Array):
+            if x.is_deleted():
+                problems.append(f"input {i} was donated/deleted by the candidate")
+                continue
+            a = np.asarray(x)
+            if a.shape != p.shape or a.dtype != p.dtype or \
+                    a.tobytes() != np.ascontiguousarray(p).tobytes():
+                problems.append(f"input {i} was modified in place by the candidate")
+    return problems
+
+
+def poison_allocator(out_avals):
+    """Best effort on a device: fill and free buffers shaped like the
+    outputs so a kernel that leaves output elements unwritten reads NaN
+    (the allocator tends to hand the freed buffers straight back).  In
+    interpret mode the interpreter already fills fresh buffers with NaN."""
+    try:
+        bufs = []
+        for a in out_avals:
+            dt = a.dtype
+            if jnp.issubdtype(dt, jnp.inexact):
+                bufs.append(jnp.full(a.shape, jnp.nan, dt))
+            elif jnp.issubdtype(dt, jnp.integer):
+                bufs.append(jnp.full(a.shape, jnp.iinfo(dt).max, dt))
+        jax.block_until_ready(bufs)
+        for b in bufs:
+            b.delete()
+    except Exception:  # noqa: BLE001, S110
+        pass
+
+
+# ---------------------------------------------------------------------------
+# Comparison.
+
+def tolerances_for(dtype, task_tol: dict | None, plat: str) -> tuple[float, float]:
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if name.startswith("float8"):
+        rtol, atol = mkw_tasks.FP8_TOLERANCE
+    elif name == "float32" and plat == "tpu":
+        rtol, atol = mkw_tasks.TPU_FLOAT32_TOLERANCE
+    else:
+        rtol, atol = mkw_tasks.DEFAULT_TOLERANCES.get(name, (0.0, 0.0))
+    if task_tol:
+        rtol = task_tol.get("rtol", rtol)
+        atol = task_tol.get("atol", atol)
+    return float(rtol), float(atol)
+
+
+def to_host(tree):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def compare(cand_tree, ref_leaves: list[np.ndarray], task_tol, plat: str) -> dict:
+    """Checks a candidate's outputs against reference outputs (host arrays).
+
+    Every element must be finite where the reference is finite, match the
+    reference's NaN/Inf where it is not, and satisfy
+    |c - r| <= atol * max(1, max|r|) + rtol * |r|.  Integer and bool
+    outputs must match exactly.
+    """
+    cand = jax.tree_util.tree_leaves(cand_tree)
+    res = {"ok": True, "outputs": []}
+    if len(cand) != len(ref_leaves):
+        return {"ok": False, "kind": "shape_mismatch",
+                "message": f"candidate returned {len(cand)} arrays, reference {len(ref_leaves)}",
+                "outputs": []}
+    for i, (c_raw, r) in enumerate(zip(cand, ref_leaves)):
+        c = np.asarray(c_raw)
+        o = {"index": i, "shape": list(r.shape), "dtype": r.dtype.name}
+        res["outputs"].append(o)
+        if c.shape != r.shape:
+            o["ok"] = False
+            res.update(ok=False, kind="shape_mismatch",
+                       message=f"output {i}: candidate shape {list(c.shape)} != reference {list(r.shape)}")
+            return res
+        if c.dtype != r.dtype:
+            o["ok"] = False
+            res.update(ok=False, kind="dtype_mismatch",
+                       message=f"output {i}: candidate dtype {c.dtype.name} != reference {r.dtype.name}")
+            return res
+        if c.dtype == np.bool_ or np.issubdtype(c.dtype, np.integer):
+            bad = c != r
+            n_bad = int(bad.sum())
+            o.update(ok=n_bad == 0, mismatches=n_bad, exact=True)
+            if n_bad:
+                idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                o["first_mismatch"] = {"index": [int(k) for k in idx],
+                                       "candidate": c[idx].item(), "reference": r[idx].item()}
+                if res["ok"]:
+                    res.update(ok=False, kind="mismatch",
+                               message=f"output {i}: {n_bad} of {c.size} elements differ (exact compare)")
+            continue
+        rtol, atol = tolerances_for(r.dtype, task_tol, plat)
+        cdt = np.complex128 if np.iscomplexobj(r) else np.float64
+        cf = c.astype(cdt)
+        rf = r.astype(cdt)
+        rfin = np.isfinite(rf)
+        cfin = np.isfinite(cf)
+        scale = max(1.0, float(np.max(np.abs(rf[rfin])))) if rfin.any() else 1.0
+        atol_eff = atol * scale
+        nonfinite = rfin & ~cfin
+        special_bad = ~rfin & ~((np.isnan(rf) & np.isnan(cf)) | (rf == cf))
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(cf - rf)
+            both = rfin & cfin
+            tol_bad = both & (err > atol_eff + rtol * np.abs(rf))
+        max_abs = float(np.max(err[both])) if both.any() else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = err[both] / np.maximum(np.abs(rf[both]), atol_eff if atol_eff > 0 else 1e-30)
+        max_rel = float(np.max(rel)) if rel.size else 0.0
+        n_nonfinite = int(nonfinite.sum())
+        n_bad = int(tol_bad.sum()) + int(special_bad.sum())
+        o.update(ok=(n_bad + n_nonfinite) == 0, rtol=rtol, atol=atol, atol_effective=atol_eff,
+                 max_abs_error=_finite_or_none(max_abs), max_rel_error=_finite_or_none(max_rel),
+                 mismatches=n_bad, nonfinite=n_nonfinite)
+        bad = nonfinite | tol_bad | special_bad
+        if bad.any():
+            idx = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            o["first_mismatch"] = {"index": [int(k) for k in idx],
+                                   "candidate": _num(c[idx]), "reference": _num(r[idx])}
+        if c.size > 1 and r.size > 1:
+            cc = cf[cfin]
+            if cc.size == c.size and np.all(cc == cc.flat[0]) and not np.all(rf[rfin] == rf[rfin].flat[0]):
+                o["candidate_constant"] = True
+        if res["ok"] and n_nonfinite:
+            res.update(ok=False, kind="nonfinite",
+                       message=(f"output {i}: {n_nonfinite} of {c.size} elements are NaN/Inf where the "
+                                f"reference is finite (unwritten or poisoned output?)"))
+        elif res["ok"] and n_bad:
+            res.update(ok=False, kind="mismatch",
+                       message=(f"output {i}: {n_bad} of {c.size} elements outside rtol={rtol:g}, "
+                                f"atol={atol:g} (x{scale:.3g} output scale); max abs error {max_abs:.4g}"))
+    return res
+
+
+def _finite_or_none(x: float):
+    return x if math.isfinite(x) else None
+
+
+def _num(v):
+    v = np.asarray(v).item()
+    if isinstance(v, complex):
+        return [v.real, v.imag]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+# ---------------------------------------------------------------------------
+# Timing.
+
+DEVICE_TIMING = {"warmup": 3, "min_runs": 20, "min_seconds": 1.0, "max_runs": 10000, "max_seconds": 10.0}
+INTERPRET_TIMING = {"warmup": 1, "min_runs": 5, "min_seconds": 0.1, "max_runs": 200, "max_seconds": 3.0}
+
+
+def timing_config(req_cfg, mode: RunMode) -> dict:
+    base = dict(DEVICE_TIMING if mode.time_kind == "device" else INTERPRET_TIMING)
+    if isinstance(req_cfg, dict):
+        for k, default in list(base.items()):
+            if req_cfg.get(k) is not None:
+                base[k] = type(default)(req_cfg[k])
+    base["min_runs"] = max(1, base["min_runs"])
+    base["max_runs"] = max(base["min_runs"], base["max_runs"])
+    return base
+
+
+def percentile(sorted_vals, q: float) -> float:
+    if not sorted_vals:
+        return float("nan")
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = (len(sorted_vals) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def time_fn(fn, arg_sets: list[tuple[tuple, dict]], cfg: dict, cancel: C.CancelToken) -> dict:
+    """Median and spread of fn over rotating input sets; every run is
+    bracketed by block_until_ready, compile is excluded (fn is compiled)."""
+    n_sets = len(arg_sets)
+    for i in range(cfg["warmup"]):
+        a, k = arg_sets[i % n_sets]
+        jax.block_until_ready(fn(*a, **k))
+        cancel.check()
+    times = []
+    start = time.perf_counter()
+    i = 0
+    while True:
+        elapsed = time.perf_counter() - start
+        if len(times) >= cfg["max_runs"] or (elapsed >= cfg["max_seconds"] and times):
+            break
+        if len(times) >= cfg["min_runs"] and elapsed >= cfg["min_seconds"]:
+            break
+        a, k = arg_sets[i % n_sets]
+        t0 = time.perf_counter()
+        out = fn(*a, **k)
+        jax.block_until_ready(out)
+        times.append(time.perf_counter() - t0)
+        del out
+        i += 1
+        cancel.check()
+    s = sorted(times)
+    med = statistics.median(s)
+    p10, p25, p75, p90 = (percentile(s, q) for q in (0.10, 0.25, 0.75, 0.90))
+    return {
+        "runs": len(s),
+        "input_sets": n_sets,
+        "median_s": med,
+        "p10_s": p10,
+        "p90_s": p90,
+        "iqr_s": p75 - p25,
+        "min_s": s[0],
+        "mean_s": statistics.fmean(s),
+        "total_s": sum(s),
+    }
