@@ -10,20 +10,6 @@ namespace mk::cli {
 
 namespace fs = std::filesystem;
 
-std::string default_local_python() {
-  if (const char* p = std::getenv("MAXKERNEL_PYTHON"); p && *p) return p;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
-         dir = dir.parent_path()) {
-      if (fs::exists(dir / ".venv" / "bin" / "python", ec))
-        return (dir / ".venv" / "bin" / "python").string();
-    }
-  }
-  return "python3";
-}
-
 std::optional<tpu::HostConfig> select_host(const std::string& name, const std::string& hosts_file,
                                            const std::string& python, std::string& error) {
   std::string file = hosts_file;
@@ -54,7 +40,7 @@ std::optional<tpu::HostConfig> select_host(const std::string& name, const std::s
       if (h.is_object() && h.value("name", std::string()) == name) {
         auto config = tpu::parse_host_config(h.dump(), error);
         if (config && config->kind == tpu::HostKind::Local && !h.contains("python")) {
-          config->python = python.empty() ? default_local_python() : python;
+          config->python = python.empty() ? tpu::default_local_python() : python;
         }
         return config;
       }
@@ -62,7 +48,7 @@ std::optional<tpu::HostConfig> select_host(const std::string& name, const std::s
   }
   if (name == "local") {
     tpu::HostConfig local;
-    local.python = python.empty() ? default_local_python() : python;
+    local.python = python.empty() ? tpu::default_local_python() : python;
     return local;
   }
   error = "unknown host '" + name + "'" +

@@ -9,10 +9,6 @@
 
 namespace mk::cli {
 
-// The python that has JAX for the local host: --python, else $MAXKERNEL_PYTHON, else the
-// repository's .venv next to the binary, else python3.
-std::string default_local_python();
-
 std::optional<tpu::HostConfig> select_host(const std::string& name, const std::string& hosts_file,
                                            const std::string& python, std::string& error);
 

@@ -17,7 +17,9 @@ json make_notification(const std::string& method, json params) {
 }
 
 json make_request(const json& id, const std::string& method, json params) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+  json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+  if (!params.is_null()) request["params"] = std::move(params);  // e.g. the refresh requests
+  return request;
 }
 
 std::string json_type_name(const json& value) {

@@ -34,7 +34,14 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
     : options_(options),
       writer_(std::move(sink)),
       dispatcher_([this](const json& m) { send(m); }),
-      outgoing_([this](const json& m) { send(m); }) {
+      outgoing_([this](const json& m) { send(m); }),
+      progress_(
+          [this](const std::string& method, json params) { notify(method, std::move(params)); },
+          outgoing_),
+      runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
+             [this](const std::string& uri) { refresh_after_run(uri); },
+             [this](const std::string& uri) { return documents_.find(uri); }},
+            progress_) {
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
 }
@@ -148,6 +155,7 @@ int LanguageServer::run(rpc::ByteSource& input) {
                    std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
     }
   }
+  runs_.cancel_all();
   outgoing_.fail_all("the server is exiting");
   if (reader_done) {
     reader.join();
@@ -191,7 +199,11 @@ void LanguageServer::flush_dirty_documents() {
 
 void LanguageServer::publish_diagnostics(OpenDocument& doc) {
   json diagnostics = json::array();
-  if (doc.python) diagnostics = to_diagnostics(doc.text, doc.analyse(target()));
+  if (doc.python) {
+    const auto& a = doc.analyse(target());
+    diagnostics = to_diagnostics(doc.text, a);
+    for (json& d : runs_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
+  }
   notify("textDocument/publishDiagnostics",
          {{"uri", doc.text.uri()}, {"version", doc.text.version()}, {"diagnostics", diagnostics}});
 }
@@ -215,6 +227,7 @@ void LanguageServer::apply_configuration(const json& value) {
   apply_settings(value, settings_, problems);
   for (const std::string& p : problems)
     notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
+  runs_.configure(host_settings());
   if (settings_.target != before) {
     spdlog::info("target generation: {}", settings_.target);
     for (auto& [uri, doc] : documents_.all()) {
@@ -268,7 +281,15 @@ void LanguageServer::register_handlers() {
                               [this](const ParamReader& p) { on_did_open(p); });
   dispatcher_.on_notification("textDocument/didChange",
                               [this](const ParamReader& p) { on_did_change(p); });
-  dispatcher_.on_notification("textDocument/didSave", [](const ParamReader&) {});
+  dispatcher_.on_notification("textDocument/didSave", [this](const ParamReader& p) {
+    if (OpenDocument* doc = documents_.find(p.object("textDocument").string("uri"))) {
+      if (doc->python) doc->analyse(target());
+      runs_.on_save(*doc);
+    }
+  });
+  dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
+    runs_.cancel_by_progress_token(p.raw("token").dump());
+  });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
     documents_.close(uri);
@@ -293,8 +314,11 @@ void LanguageServer::register_handlers() {
     OpenDocument& doc = document_for(p);
     if (!doc.python) return r.result(json::array());
     const text::Utf16Range range = read_range(p.object("range"));
-    r.result(to_inlay_hints(doc.text, doc.analyse(target()), target(),
-                            doc.text.offset_of(range.start), doc.text.offset_of(range.end)));
+    const auto& a = doc.analyse(target());
+    json hints = to_inlay_hints(doc.text, a, target(), doc.text.offset_of(range.start),
+                                doc.text.offset_of(range.end));
+    for (json& h : runs_.inlay_hints(doc, a)) hints.push_back(std::move(h));
+    r.result(std::move(hints));
   });
   dispatcher_.on_request("textDocument/documentSymbol", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
@@ -305,6 +329,25 @@ void LanguageServer::register_handlers() {
                          [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
 }
 
+HostSettings LanguageServer::host_settings() const {
+  HostSettings h;
+  h.default_host = settings_.host;
+  h.local_python = settings_.python;
+  h.hosts = settings_.hosts;
+  h.lower_on_save = settings_.lower_on_save;
+  return h;
+}
+
+void LanguageServer::refresh_after_run(const std::string& uri) {
+  dirty_.push_back(uri);
+  if (client_.inlay_hint_refresh) {
+    outgoing_.send("workspace/inlayHint/refresh", nullptr, [](const json*, const rpc::Error*) {});
+  }
+  if (client_.code_lens_refresh) {
+    outgoing_.send("workspace/codeLens/refresh", nullptr, [](const json*, const rpc::Error*) {});
+  }
+}
+
 void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
   if (const json* caps = params.optional_raw("capabilities"))
     client_ = resolve_client_capabilities(*caps);
@@ -313,6 +356,8 @@ void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
     apply_settings(*options, settings_, problems);
     for (const auto& p : problems) spdlog::warn("initializationOptions: {}", p);
   }
+  progress_.set_client_support(client_.work_done_progress);
+  runs_.configure(host_settings());
   initialized_ = true;
   reply.result({{"capabilities", server_capabilities()},
                 {"serverInfo", {{"name", "maxkernel-lsp"}, {"version", "0.1.0"}}}});
@@ -370,6 +415,20 @@ void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
 
 void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {
   const std::string command = params.string("command");
+  if (command == "maxkernel.test" || command == "maxkernel.profile") {
+    const json& args = params.raw("arguments");
+    if (!args.is_array() || args.empty() || !args[0].is_object())
+      params.fail("arguments", "expected [{uri, kernel}]");
+    const ParamReader arg(args[0], "params.arguments[0]");
+    OpenDocument* doc = documents_.find(arg.string("uri"));
+    if (!doc) arg.fail("uri", "document is not open");
+    doc->analyse(target());
+    const int64_t index = arg.integer("kernel");
+    if (index < 0) arg.fail("kernel", "must be a kernel index");
+    return reply.result(runs_.start(command == "maxkernel.test" ? "test" : "profile", *doc,
+                                    static_cast<size_t>(index),
+                                    params.optional_raw("workDoneToken")));
+  }
   for (const KernelCommand& c : kernel_commands()) {
     if (command != c.id) continue;
     const std::string message = std::string("MaxKernel: \"") + c.title +

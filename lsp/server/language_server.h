@@ -16,6 +16,8 @@
 #include "lsp/protocol/outgoing_requests.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/kernel_runs.h"
+#include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
 
 namespace mk::server {
@@ -57,6 +59,8 @@ class LanguageServer {
   void on_hover(const rpc::ParamReader& params, rpc::Reply reply);
   void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
   void register_test_methods();
+  void refresh_after_run(const std::string& uri);
+  HostSettings host_settings() const;
 
   ServerOptions options_;
   rpc::FrameWriter writer_;
@@ -70,6 +74,8 @@ class LanguageServer {
   bool shutdown_requested_ = false;
   bool exit_requested_ = false;
   std::vector<std::string> dirty_;  // documents whose diagnostics must be re-published
+  ProgressTracker progress_;
+  KernelRuns runs_;  // last: its destructor waits for background jobs that use the members above
 };
 
 }  // namespace mk::server

@@ -8,7 +8,11 @@
 namespace mk::server {
 
 struct Settings {
-  std::string target = "v5e";  // TPU generation for static checks
+  std::string target = "v5e";                      // TPU generation for static checks
+  std::string host = "local";                      // where Test / Profile run
+  std::string python;                              // python with JAX for the local host ("" = auto)
+  nlohmann::json hosts = nlohmann::json::array();  // host definitions (docs/hosts.md)
+  bool lower_on_save = true;
 };
 
 // Applies the recognised keys of `value` (either the section itself or {"maxkernel": {...}}).

@@ -1,8 +1,24 @@
 #include "tpu/host/host_config.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 namespace mk::tpu {
+
+std::string default_local_python() {
+  if (const char* p = std::getenv("MAXKERNEL_PYTHON"); p && *p) return p;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
+      if (std::filesystem::exists(dir / ".venv" / "bin" / "python", ec))
+        return (dir / ".venv" / "bin" / "python").string();
+    }
+  }
+  return "python3";
+}
 
 std::string shell_quote(const std::string& arg) {
   if (!arg.empty() &&

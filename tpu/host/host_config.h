@@ -35,6 +35,10 @@ struct HostConfig {
 // Returns nullopt and fills `error` for invalid input.
 std::optional<HostConfig> parse_host_config(const std::string& json_text, std::string& error);
 
+// The python with JAX for the local host: $MAXKERNEL_PYTHON, else the repository's .venv next to
+// the running binary (build/bin/../../.venv), else python3.
+std::string default_local_python();
+
 // Quotes one argument for a POSIX shell: 'it'\''s'.
 std::string shell_quote(const std::string& arg);
 // Joins arguments into one shell command line, each quoted.

@@ -73,7 +73,8 @@ JobResult KernelJobs::lower(const KernelRequest& request, const std::function<bo
 }
 
 JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
-                           const std::function<bool()>& cancelled) {
+                           const std::function<bool()>& cancelled,
+                           const KernelJobs::Progress& on_progress) {
   JobResult result;
   if (store_) {
     const std::string fingerprint = host_.fingerprint();
@@ -87,7 +88,8 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
       return result;
     }
   }
-  result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled);
+  result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled, std::nullopt,
+                           on_progress);
   // Only verdicts are cached (correct or not); infrastructure failures are not.
   if (store_ && !result.cache_key.empty() && result.reply.ok()) {
     store_->store_evaluation(result.cache_key, host_.fingerprint(), result.reply.body.dump());
@@ -95,9 +97,11 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
   return result;
 }
 
-JobResult KernelJobs::profile(const KernelRequest& request,
-                              const std::function<bool()>& cancelled) {
-  return {host_.run(Lane::Timing, base_request("profile", request), cancelled), false, ""};
+JobResult KernelJobs::profile(const KernelRequest& request, const std::function<bool()>& cancelled,
+                              const KernelJobs::Progress& on_progress) {
+  return {host_.run(Lane::Timing, base_request("profile", request), cancelled, std::nullopt,
+                    on_progress),
+          false, ""};
 }
 
 }  // namespace mk::tpu

@@ -42,11 +42,13 @@ class KernelJobs {
   // `store` may be null (no cache).
   KernelJobs(KernelHost& host, knowledge::Store* store) : host_(host), store_(store) {}
 
+  using Progress = std::function<void(const nlohmann::json& event)>;
   JobResult lower(const KernelRequest& request, const std::function<bool()>& cancelled = {});
   // evaluate: correctness on fresh seeds + timing; cached by source, task, host and settings.
   JobResult test(const KernelRequest& request, bool use_cache,
-                 const std::function<bool()>& cancelled = {});
-  JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {});
+                 const std::function<bool()>& cancelled = {}, const Progress& on_progress = {});
+  JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {},
+                    const Progress& on_progress = {});
 
  private:
   nlohmann::json base_request(const std::string& op, const KernelRequest& request) const;

@@ -202,7 +202,13 @@ class Server:
         self.op_thread = threading.Thread(target=self._op_loop, name="mk-ops", daemon=True)
         self.op_thread.start()
         self._ops = None
-        self.clear_caches = os.environ.get("MAXKERNEL_WORKER_CLEAR_CACHES", "1") != "0"
+        # Clear JAX's compilation caches every N ops: keeping them lets the task's reference and
+        # input generation compile once for many candidates; clearing now and then bounds memory.
+        try:
+            self.clear_every = max(0, int(os.environ.get("MAXKERNEL_WORKER_CLEAR_CACHES", "16")))
+        except ValueError:
+            self.clear_every = 16
+        self.ops_since_clear = 0
 
     # -- responses
     def reply(self, rid, **fields):
@@ -370,12 +376,15 @@ class Server:
             finally:
                 with self.lock:
                     self.current = None
-                if self.clear_caches:
+                self.ops_since_clear += 1
+                if self.clear_every and self.ops_since_clear >= self.clear_every:
+                    self.ops_since_clear = 0
                     try:
                         import jax
                         jax.clear_caches()
                     except Exception:  # noqa: BLE001, S110
                         pass
+
                 sys.stdout = sys.stderr  # in case user code replaced it
 
 

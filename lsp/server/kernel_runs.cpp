@@ -1,0 +1,399 @@
+#include "lsp/server/kernel_runs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "lsp/protocol/json_rpc.h"
+#include "lsp/server/lsp_convert.h"
+#include "lsp/syntax/normalize.h"
+#include "tpu/host/content_hash.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+using nlohmann::json;
+namespace ec = rpc::error_code;
+
+namespace {
+
+std::string percent_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
+  if (!uri.starts_with("file://")) return std::nullopt;
+  return std::filesystem::path(percent_decode(uri.substr(7)));
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+  }
+  return buf;
+}
+
+const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
+  for (const auto& k : a.model.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// Turns a finished evaluate into the diagnostic text and inlay hint the editor shows.
+KernelResult describe_test(const tpu::JobResult& r, const std::string& host) {
+  KernelResult out;
+  const json& b = r.reply.body;
+  const std::string cached = r.from_cache ? " (cached)" : "";
+  if (!r.reply.ok() && r.reply.status != tpu::WorkerReply::Status::Failed) {
+    out.severity = r.reply.status == tpu::WorkerReply::Status::Cancelled ? 3 : 2;
+    out.message = "Test did not run on " + host + ": " + tpu::to_string(r.reply.status) + ": " +
+                  r.reply.message;
+    return out;
+  }
+  if (!b.value("ok", false)) {
+    const json& e = b.value("error", json::object());
+    out.severity = 1;
+    out.message = "Test could not run (" + e.value("kind", std::string("error")) +
+                  "): " + e.value("message", std::string());
+    out.hint = " test: " + e.value("kind", std::string("error"));
+    return out;
+  }
+  const size_t sets = b.value("seeds", json::array()).size();
+  if (!b.value("correct", false)) {
+    const json& f = b.value("failure", json::object());
+    out.severity = 1;
+    out.message = "Test failed on " + host + cached + " (" + f.value("kind", std::string("wrong")) +
+                  "): " + f.value("message", std::string());
+    out.hint = " wrong (" + f.value("kind", std::string("?")) + ")";
+    return out;
+  }
+  out.severity = 3;
+  out.message = "Test passed on " + host + cached + ": " + std::to_string(sets) +
+                " fresh input sets, both run orders";
+  if (b.contains("timing") && b["timing"].is_object() && b["timing"].contains("candidate")) {
+    const json& t = b["timing"];
+    const double cand = t["candidate"].value("median_s", 0.0);
+    const std::string kind = t.value("time_kind", b.value("time_kind", std::string("?")));
+    out.message += "; candidate " + seconds_text(cand) + " median (p10 " +
+                   seconds_text(t["candidate"].value("p10_s", 0.0)) + ", p90 " +
+                   seconds_text(t["candidate"].value("p90_s", 0.0)) + ")";
+    if (t.contains("reference"))
+      out.message += ", reference " + seconds_text(t["reference"].value("median_s", 0.0));
+    if (kind == "interpret") {
+      out.message +=
+          " [interpret time on the CPU: correctness is real, the time is not a kernel speedup]";
+      out.hint = " " + seconds_text(cand) + " interpret · " + host;
+    } else if (b.contains("speedup") && b["speedup"].is_number()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx", b["speedup"].get<double>());
+      out.message += std::string("; ") + buf + " vs the reference";
+      out.hint =
+          " " + seconds_text(cand) + " · " + buf + " vs XLA · " + b.value("device_kind", host);
+    } else {
+      out.hint = " " + seconds_text(cand) + " · " + host;
+    }
+  }
+  return out;
+}
+
+KernelResult describe_profile(const tpu::JobResult& r, const std::string& host) {
+  KernelResult out;
+  const json& b = r.reply.body;
+  if (!r.reply.ok()) {
+    out.severity = 2;
+    out.message =
+        "Profile did not run on " + host + ": " +
+        (r.reply.message.empty() ? b.value("error", json::object()).value("message", std::string())
+                                 : r.reply.message);
+    return out;
+  }
+  const json& s = b.value("summary", json::object());
+  const double share = s.value("pallas_share", 0.0);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  out.severity = 3;
+  out.message = "Profile on " + host + " (" + s.value("measured", std::string("?")) +
+                " events): " + buf + " of the time in Pallas kernels (" +
+                seconds_text(s.value("pallas_time_us", 0.0) * 1e-6) + ")";
+  if (s.value("measured", std::string()) == "host")
+    out.message += " [CPU interpret mode: host time, not device time]";
+  out.hint = std::string(" profile: ") + buf + " in Pallas";
+  return out;
+}
+
+}  // namespace
+
+std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& k) {
+  const std::string& text = doc.text.text();
+  const size_t end = std::min<size_t>(k.site_span.end, text.size());
+  const size_t start = std::min<size_t>(k.site_span.start, end);
+  return tpu::sha256_hex(
+             syntax::normalized_python_source(std::string_view(text).substr(start, end - start)))
+      .substr(0, 16);
+}
+
+KernelRuns::KernelRuns(Context context, ProgressTracker& progress)
+    : context_(std::move(context)), progress_(progress) {}
+
+KernelRuns::~KernelRuns() {
+  cancel_all();
+}
+
+void KernelRuns::configure(const HostSettings& settings) {
+  if (settings.hosts != settings_.hosts || settings.local_python != settings_.local_python) {
+    for (auto& [name, h] : hosts_) h->shutdown();
+    hosts_.clear();  // rebuilt on next use; running jobs keep theirs alive through the pool
+  }
+  settings_ = settings;
+}
+
+tpu::KernelHost* KernelRuns::host(std::string& error) {
+  const std::string& name = settings_.default_host;
+  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second.get();
+  std::optional<tpu::HostConfig> config;
+  for (const json& h : settings_.hosts) {
+    if (h.is_object() && h.value("name", std::string()) == name)
+      config = tpu::parse_host_config(h.dump(), error);
+  }
+  if (!config && name == "local" && error.empty()) config = tpu::HostConfig{};
+  if (!config) {
+    if (error.empty()) error = "no host named '" + name + "' in maxkernel.hosts";
+    return nullptr;
+  }
+  if (config->kind == tpu::HostKind::Local) {
+    config->python =
+        settings_.local_python.empty() ? tpu::default_local_python() : settings_.local_python;
+  }
+  auto dir = tpu::find_worker_directory();
+  if (!dir) {
+    error = "cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR";
+    return nullptr;
+  }
+  auto bundle = tpu::load_worker_bundle(*dir, error);
+  if (!bundle) return nullptr;
+  auto& slot = hosts_[name];
+  slot = std::make_unique<tpu::KernelHost>(*config, *bundle);
+  return slot.get();
+}
+
+std::optional<json> KernelRuns::task_for(OpenDocument& doc, std::string& reason) const {
+  auto path = path_of_uri(doc.text.uri());
+  if (!path) {
+    reason = "only file:// documents can run on a host";
+    return std::nullopt;
+  }
+  const bool infile = doc.analysis && doc.analysis->model.task.form() == "infile";
+  return tpu::locate_task(*path, infile, reason);
+}
+
+json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
+                       const json* work_done_token) {
+  if (!doc.analysis || kernel_index >= doc.analysis->model.kernels.size()) {
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "params.arguments[0].kernel: no such kernel in the document");
+  }
+  const pallas::Kernel& kernel = doc.analysis->model.kernels[kernel_index];
+  std::string reason;
+  auto task = task_for(doc, reason);
+  if (!task) throw rpc::RpcError(ec::kRequestFailed, reason);
+  std::string error;
+  tpu::KernelHost* h = host(error);
+  if (!h) throw rpc::RpcError(ec::kRequestFailed, error);
+  if (!store_ && !store_failed_) {
+    try {
+      store_ = std::make_unique<knowledge::Store>(knowledge::default_store_path());
+    } catch (const std::exception& e) {
+      store_failed_ = true;
+      spdlog::warn("evaluation cache disabled: {}", e.what());
+    }
+  }
+
+  tpu::KernelRequest request;
+  request.file = *path_of_uri(doc.text.uri());
+  request.source = doc.text.text();
+  request.normalized_source = syntax::normalized_python_source(request.source);
+  request.task = *task;
+
+  const std::string job_id = "job-" + std::to_string(next_job_++);
+  const std::string title =
+      std::string("MaxKernel: ") + (kind == "test" ? "Test " : "Profile ") + kernel.name;
+  const std::string token = progress_.begin(title, work_done_token);
+  progress_.report(token, "on " + h->config().name);
+  Job job{doc.text.uri(), kind, kernel.name, token, std::make_shared<std::atomic<bool>>(false)};
+  jobs_[job_id] = job;
+
+  KernelResult pending;
+  pending.kind = kind;
+  pending.kernel_name = kernel.name;
+  pending.site_hash = kernel_site_hash(doc, kernel);
+  pending.version = doc.text.version();
+  const std::string host_name = h->config().name;
+  knowledge::Store* store = store_.get();
+  auto cancelled = job.cancelled;
+  auto post = context_.post;
+  pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, host_name,
+                cancelled, post, token] {
+    tpu::KernelJobs jobs(*h, store);
+    auto is_cancelled = [cancelled] { return cancelled->load(); };
+    auto on_progress = [post, this, token](const json& event) {
+      const std::string stage = event.value("stage", event.value("status", std::string()));
+      post([this, token, stage] { progress_.report(token, stage); });
+    };
+    tpu::JobResult r = kind == "test" ? jobs.test(request, true, is_cancelled, on_progress)
+                                      : jobs.profile(request, is_cancelled, on_progress);
+    KernelResult result =
+        kind == "test" ? describe_test(r, host_name) : describe_profile(r, host_name);
+    result.kind = pending.kind;
+    result.kernel_name = pending.kernel_name;
+    result.site_hash = pending.site_hash;
+    result.version = pending.version;
+    post([this, job_id, uri, result] { finish(job_id, uri, result); });
+  });
+  return {{"status", "started"}, {"job", job_id}, {"progressToken", json::parse(token)}};
+}
+
+void KernelRuns::finish(const std::string& job_id, const std::string& uri, KernelResult result) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) {
+    progress_.end(it->second.progress, result.message.substr(0, 120));
+    jobs_.erase(it);
+  }
+  results_[uri][result.kind + ":" + result.kernel_name] = std::move(result);
+  context_.refresh(uri);
+}
+
+void KernelRuns::on_save(OpenDocument& doc) {
+  if (!settings_.lower_on_save || !doc.python || !doc.analysis ||
+      doc.analysis->model.kernels.empty())
+    return;
+  const std::string uri = doc.text.uri();
+  if (lowering_.count(uri)) {
+    lowering_[uri] = true;  // lower again with the newest text when the current run ends
+    return;
+  }
+  std::string reason;
+  auto task = task_for(doc, reason);
+  if (!task) return;  // nothing to lower against: the static checks still run
+  std::string error;
+  tpu::KernelHost* h = host(error);
+  if (!h || h->config().kind != tpu::HostKind::Local) return;  // on-save lowering stays local
+  lowering_[uri] = false;
+  tpu::KernelRequest request;
+  request.file = *path_of_uri(uri);
+  request.source = doc.text.text();
+  request.task = *task;
+  request.options["target"] = "tpu";
+  const int64_t version = doc.text.version();
+  auto post = context_.post;
+  pool_.submit([this, h, request, uri, version, post] {
+    tpu::KernelJobs jobs(*h, nullptr);
+    tpu::JobResult r = jobs.lower(request);
+    post([this, r, uri, version] {
+      KernelResult result;
+      result.kind = "lower";
+      result.version = version;
+      const json& b = r.reply.body;
+      if (r.reply.ok() || r.reply.status == tpu::WorkerReply::Status::Failed) {
+        if (!b.value("ok", false)) {
+          const json& e = b.value("error", json::object());
+          for (const json& loc : e.value("locations", json::array())) {
+            const int line = std::max(1, loc.value("line", 1)) - 1;
+            result.extra_diagnostics.push_back(
+                {{"range",
+                  {{"start", {{"line", line}, {"character", 0}}},
+                   {"end", {{"line", line}, {"character", 1000}}}}},
+                 {"severity", 1},
+                 {"code", "MK100"},
+                 {"source", "maxkernel (lower)"},
+                 {"message", "lowering for TPU failed (" + e.value("kind", std::string("error")) +
+                                 "): " + e.value("message", std::string())}});
+            break;  // the deepest frame in the user's file is first
+          }
+        }
+      } else {
+        spdlog::warn("on-save lowering of {} did not run: {}", uri, r.reply.message);
+      }
+      results_[uri]["lower:"] = std::move(result);
+      const bool again = lowering_[uri];
+      lowering_.erase(uri);
+      context_.refresh(uri);
+      if (OpenDocument* d = again ? context_.find_document(uri) : nullptr) on_save(*d);
+    });
+  });
+}
+
+bool KernelRuns::cancel_by_progress_token(const std::string& token) {
+  for (auto& [id, job] : jobs_) {
+    if (job.progress == token) {
+      job.cancelled->store(true);
+      return true;
+    }
+  }
+  return false;
+}
+
+void KernelRuns::cancel_all() {
+  for (auto& [id, job] : jobs_) job.cancelled->store(true);
+}
+
+json KernelRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
+  json out = json::array();
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return out;
+  for (const auto& [key, r] : it->second) {
+    for (json d : r.extra_diagnostics) {
+      if (r.version != doc.text.version()) {
+        d["severity"] = 4;
+        d["message"] = "[stale: from version " + std::to_string(r.version) + "] " +
+                       d["message"].get<std::string>();
+      }
+      out.push_back(std::move(d));
+    }
+    if (r.message.empty()) continue;
+    const pallas::Kernel* k = kernel_named(a, r.kernel_name);
+    if (!k) continue;
+    const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
+    out.push_back(
+        {{"range", to_range(doc.text, k->call_span)},
+         {"severity", stale ? 4 : r.severity},
+         {"code", r.kind == "test" ? "MK200" : "MK201"},
+         {"source", "maxkernel (" + r.kind + ")"},
+         {"message", (stale ? "[stale: the kernel changed since this run] " : "") + r.message}});
+  }
+  return out;
+}
+
+json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
+  json out = json::array();
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return out;
+  for (const auto& [key, r] : it->second) {
+    if (r.hint.empty()) continue;
+    const pallas::Kernel* k = kernel_named(a, r.kernel_name);
+    if (!k) continue;
+    const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
+    out.push_back({{"position", to_range(doc.text, k->call_span)["end"]},
+                   {"label", r.hint + (stale ? " (stale)" : "")},
+                   {"kind", 1},
+                   {"paddingLeft", true},
+                   {"tooltip", r.message}});
+  }
+  return out;
+}
+
+}  // namespace mk::server

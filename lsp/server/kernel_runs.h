@@ -1,0 +1,94 @@
+// Kernel runs started from the editor: on-save lowering (diagnostics on the lines the worker
+// names) and the Test / Profile lenses (background jobs with cancellable progress, results as
+// diagnostics and inlay hints, marked stale once the kernel's text changes). Main-loop owned;
+// the host work itself runs on the background pool and reports back through `post`.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "knowledge/store.h"
+#include "lsp/server/background.h"
+#include "lsp/server/document_store.h"
+#include "lsp/server/progress.h"
+#include "tpu/host/kernel_host.h"
+
+namespace mk::server {
+
+struct HostSettings {
+  std::string default_host = "local";
+  std::string local_python;  // empty: MAXKERNEL_PYTHON, the repo .venv, or python3
+  nlohmann::json hosts = nlohmann::json::array();  // host objects, see docs/hosts.md
+  bool lower_on_save = true;
+};
+
+// What a finished run says about one kernel, kept until the next run of the same kind.
+struct KernelResult {
+  std::string kind;  // "test", "profile", "lower"
+  std::string kernel_name;
+  std::string site_hash;  // hash of the kernel's pallas_call text when the run started
+  int64_t version = 0;
+  int severity = 3;                               // LSP DiagnosticSeverity
+  std::string message;                            // the diagnostic text
+  std::string hint;                               // inlay hint label ("" for none)
+  std::vector<nlohmann::json> extra_diagnostics;  // lowering errors on other lines
+};
+
+class KernelRuns {
+ public:
+  struct Context {
+    std::function<void(std::function<void()>)> post;      // run on the main loop
+    std::function<void(const std::string& uri)> refresh;  // re-publish + refresh lenses/hints
+    std::function<OpenDocument*(const std::string& uri)> find_document;
+  };
+
+  KernelRuns(Context context, ProgressTracker& progress);
+  ~KernelRuns();
+
+  void configure(const HostSettings& settings);
+  // Starts a Test or Profile run of kernel `index` of the document; returns the progress token
+  // or throws RpcError when it cannot start.
+  nlohmann::json start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
+                       const nlohmann::json* work_done_token);
+  void on_save(OpenDocument& doc);
+  bool cancel_by_progress_token(const std::string& token);
+  void cancel_all();
+
+  // Diagnostics and inlay hints from finished runs, for the document's current text.
+  nlohmann::json diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  nlohmann::json inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  size_t running() const { return jobs_.size(); }
+
+ private:
+  struct Job {
+    std::string uri, kind, kernel_name, progress;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  tpu::KernelHost* host(std::string& error);
+  std::optional<nlohmann::json> task_for(OpenDocument& doc, std::string& reason) const;
+  void finish(const std::string& job_id, const std::string& uri, KernelResult result);
+
+  Context context_;
+  ProgressTracker& progress_;
+  HostSettings settings_;
+  std::unique_ptr<knowledge::Store> store_;
+  bool store_failed_ = false;
+  std::map<std::string, std::unique_ptr<tpu::KernelHost>> hosts_;
+  std::map<std::string, Job> jobs_;  // by job id
+  std::map<std::string, std::map<std::string, KernelResult>>
+      results_;                           // uri -> "kind:kernel" -> result
+  std::map<std::string, bool> lowering_;  // uri -> a newer save arrived while lowering
+  int next_job_ = 1;
+  BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go
+};
+
+// A short hash of the kernel's pallas_call text, to tell whether a result is stale.
+std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& kernel);
+
+}  // namespace mk::server

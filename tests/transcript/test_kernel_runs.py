@@ -1,0 +1,126 @@
+"""Test and Profile lenses and on-save lowering, through the real server and real JAX workers."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lsp_client import LspClient
+
+TASKS = Path(__file__).resolve().parents[1] / "worker" / "tasks" / "infile"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    for name in ("scale_add.py", "bad_block.py", "cheat_zeros.py"):
+        shutil.copy(TASKS / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
+    c = LspClient()
+    c.initialize()
+    yield c
+    c.close()
+
+
+def open_file(c, path):
+    text = path.read_text()
+    c.open(path.as_uri(), text)
+    c.diagnostics(path.as_uri(), version=1)
+    return path.as_uri(), text
+
+
+def progress_values(c, token, until_kind="end", timeout=120):
+    values = []
+    while True:
+        p = c.wait_notification("$/progress", lambda p: p["token"] == token, timeout=timeout)
+        values.append(p["value"])
+        if p["value"]["kind"] == until_kind:
+            return values
+
+
+def test_test_lens_reports_a_verdict_with_progress_and_goes_stale_on_edit(server, workspace):
+    uri, text = open_file(server, workspace / "scale_add.py")
+    resp = server.request("workspace/executeCommand",
+                          {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
+    token = resp["result"]["progressToken"]
+    assert resp["result"]["status"] == "started"
+    # The server created the progress token with the client before reporting on it.
+    assert any(r["method"] == "window/workDoneProgress/create" for r in server.received_server_requests)
+    values = progress_values(server, token)
+    assert values[0]["kind"] == "begin" and values[0]["cancellable"] is True
+    assert "Test passed" in values[-1]["message"]
+
+    diags = server.diagnostics(uri)
+    (verdict,) = [d for d in diags if d["code"] == "MK200"]
+    assert verdict["severity"] == 3
+    assert "interpret time" in verdict["message"] and "not a kernel speedup" in verdict["message"]
+    hints = server.request("textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": {
+        "start": {"line": 0, "character": 0}, "end": {"line": 200, "character": 0}}})["result"]
+    assert any("interpret" in h["label"] for h in hints)
+
+    # Editing the kernel's pallas_call makes the result stale, not current.
+    line = next(i for i, l in enumerate(text.splitlines()) if "grid=" in l)
+    server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+        {"range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}},
+         "text": "        # tuning\n"}]})
+    assert [d for d in server.diagnostics(uri, version=2) if d["code"] == "MK200"][0]["severity"] == 3  # comment only
+    grid_line = line + 1  # shifted by the inserted comment line
+    col = text.splitlines()[line].index("BLOCK_ROWS,)") + len("BLOCK_ROWS")
+    server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [
+        {"range": {"start": {"line": grid_line, "character": col},
+                   "end": {"line": grid_line, "character": col}}, "text": " // 1"}]})
+    stale = [d for d in server.diagnostics(uri, version=3) if d["code"] == "MK200"]
+    assert stale and stale[0]["severity"] == 4 and stale[0]["message"].startswith("[stale")
+
+
+
+def test_a_cheating_kernel_fails_its_test(server, workspace):
+    # scale_add's task with a kernel that writes zeros instead of computing.
+    src = (workspace / "scale_add.py").read_text()
+    cheat = src.replace("o_ref[...] = 2.0 * x_ref[...] + y_ref[...]", "o_ref[...] = jnp.zeros_like(o_ref)")
+    assert cheat != src
+    path = workspace / "zeros_with_task.py"
+    path.write_text(cheat)
+
+    uri, _ = open_file(server, path)
+    resp = server.request("workspace/executeCommand",
+                          {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
+    progress_values(server, resp["result"]["progressToken"])
+    (verdict,) = [d for d in server.diagnostics(uri) if d["code"] == "MK200"]
+    assert verdict["severity"] == 1 and "Test failed" in verdict["message"]
+
+
+def test_cancelling_the_progress_cancels_the_run(server, workspace):
+    uri, _ = open_file(server, workspace / "scale_add.py")
+    resp = server.request("workspace/executeCommand",
+                          {"command": "maxkernel.profile", "arguments": [{"uri": uri, "kernel": 0}]})
+    token = resp["result"]["progressToken"]
+    server.notify("window/workDoneProgress/cancel", {"token": token})
+    values = progress_values(server, token)
+    assert "cancel" in values[-1]["message"].lower()
+
+
+def test_save_lowers_for_tpu_and_maps_the_error_to_its_line(server, workspace):
+    path = workspace / "bad_block.py"
+    uri, text = open_file(server, path)
+    server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    diags = server.wait_notification(
+        "textDocument/publishDiagnostics",
+        lambda p: p["uri"] == uri and any(d["code"] == "MK100" for d in p["diagnostics"]), timeout=120)["diagnostics"]
+    (lowering,) = [d for d in diags if d["code"] == "MK100"]
+    expected = next(i for i, l in enumerate(text.splitlines()) if "PALLAS_CALL_LINE" in l)
+    assert lowering["range"]["start"]["line"] == expected
+    assert "divisible by 8 and 128" in lowering["message"]
+
+
+def test_test_without_a_task_says_why(server, tmp_path):
+    path = tmp_path / "lonely.py"
+    path.write_text((Path(__file__).resolve().parents[2] / "examples" / "softmax_rows.py").read_text())
+    uri, _ = open_file(server, path)
+    resp = server.request("workspace/executeCommand",
+                          {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
+    assert resp["error"]["code"] == -32803
+    assert "make_inputs" in resp["error"]["message"]
