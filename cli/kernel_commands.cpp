@@ -9,6 +9,7 @@
 #include "cli/source_file.h"
 #include "lsp/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
+#include "tpu/jobs/predictions.h"
 
 namespace mk::cli {
 
@@ -28,6 +29,7 @@ constexpr const char* kUsage =
     "  --store PATH       knowledge store (SQLite) for the evaluation cache\n"
     "  --seeds N,N,...    test: input seeds (default: fresh random seeds)\n"
     "  --native           lower: for this machine's platform instead of TPU\n"
+    "  --target GEN       lower: TPU generation for the predicted time (default v5e)\n"
     "Exit status: 0 success (lowered / correct), 1 the kernel failed (lowering error, wrong\n"
     "result), 2 bad usage or no task, 3 the host failed (unreachable, crashed, timed out).\n";
 
@@ -104,6 +106,27 @@ void print_test(const json& b, const std::string& file, bool from_cache) {
   }
 }
 
+void print_predictions(const json& predictions) {
+  for (const json& p : predictions) {
+    if (p.contains("unavailable")) {
+      std::cout << "  " << p.value("kernel", std::string("?")) << ": no prediction ("
+                << p["unavailable"].get<std::string>() << ")\n";
+      continue;
+    }
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "  %s: %s %s, %s-bound (compute %s, HBM %s, grid overhead %s; %.3g FLOP/B vs ridge %.3g)\n",
+        p.value("kernel", std::string("?")).c_str(),
+        fmt_seconds(p["predicted_s"].get<double>()).c_str(), p["label"].get<std::string>().c_str(),
+        p["bound"].get<std::string>().c_str(), fmt_seconds(p["compute_s"].get<double>()).c_str(),
+        fmt_seconds(p["memory_s"].get<double>()).c_str(),
+        fmt_seconds(p["overhead_s"].get<double>()).c_str(), p["arithmetic_intensity"].get<double>(),
+        p["ridge_intensity"].get<double>());
+    std::cout << line;
+  }
+}
+
 void print_profile(const json& b, const std::string& file) {
   if (!b.value("ok", false)) return print_error(b, file);
   std::cout << b.dump(2) << "\n";
@@ -113,6 +136,7 @@ void print_profile(const json& b, const std::string& file) {
 
 int run_kernel_command(const std::string& command, const std::vector<std::string>& args) {
   std::string target_spec, host_name = "local", hosts_file, python, format = "text", store_path;
+  std::string target_name = "v5e";
   double timeout_s = 300;
   bool use_cache = true, native = false;
   json seeds;
@@ -147,6 +171,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
         use_cache = false;
       } else if (a == "--native") {
         native = true;
+      } else if (a == "--target") {
+        target_name = value();
       } else if (a == "-h" || a == "--help") {
         std::cout << kUsage;
         return 0;
@@ -172,8 +198,13 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   const size_t sep = target_spec.find("::");
   request.file = std::filesystem::absolute(target_spec.substr(0, sep));
   if (sep != std::string::npos) request.kernel = target_spec.substr(sep + 2);
-  const knowledge::TpuGeneration* v5e = knowledge::find_tpu_generation("v5e");
-  AnalysedFile file = analyse_file(request.file, *v5e);
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(target_name);
+  if (!generation) {
+    std::cerr << "maxkernel " << command << ": unknown TPU generation '" << target_name
+              << "' (known: " << knowledge::known_generation_names() << ")\n";
+    return 2;
+  }
+  AnalysedFile file = analyse_file(request.file, *generation);
   if (!file.read_error.empty()) {
     std::cerr << "maxkernel " << command << ": " << file.read_error << "\n";
     return 2;
@@ -235,6 +266,9 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
                 {"from_cache", result.from_cache},
                 {"result", reply.body}};
     if (!reply.message.empty()) out["message"] = reply.message;
+    if (command == "lower" && reply.body.contains("pallas_calls")) {
+      out["predicted"] = tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation);
+    }
     if (infrastructure_failure) out["stderr_tail"] = reply.stderr_tail;
     std::cout << out.dump(2) << "\n";
   } else if (infrastructure_failure) {
@@ -245,7 +279,12 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   } else {
     std::cout << request.file.filename().string() << (request.kernel ? "::" + *request.kernel : "")
               << " on " << host_config->name << "\n";
-    if (command == "lower") print_lower(reply.body, request.file.string());
+    if (command == "lower") {
+      print_lower(reply.body, request.file.string());
+      if (reply.body.contains("pallas_calls")) {
+        print_predictions(tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation));
+      }
+    }
     if (command == "test") print_test(reply.body, request.file.string(), result.from_cache);
     if (command == "profile") print_profile(reply.body, request.file.string());
   }

@@ -1,5 +1,10 @@
 // maxkernel: the command-line front end. Subcommands drive the engine directly, without an editor.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
 #include <iostream>
+
 #include <string>
 #include <vector>
 
@@ -21,6 +26,11 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // stdout carries the command's output (text, JSON, SARIF); logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("maxkernel"));
+  if (const char* level = std::getenv("MAXKERNEL_LOG_LEVEL"))
+    spdlog::set_level(spdlog::level::from_str(level));
+
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;

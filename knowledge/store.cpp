@@ -20,6 +20,15 @@ const char* const kMigrations[] = {
       created_at INTEGER NOT NULL
     );
     )sql",
+    R"sql(
+    CREATE TABLE model_checks (
+      kernel_key TEXT NOT NULL,
+      generation TEXT NOT NULL,
+      predicted_s REAL NOT NULL,
+      measured_s REAL NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    )sql",
 };
 
 class Statement {
@@ -36,6 +45,9 @@ class Statement {
     sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
   }
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind_real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  sqlite3_stmt* raw() { return stmt_; }
+
   int step() { return sqlite3_step(stmt_); }
   std::string text(int col) {
     const auto* p = sqlite3_column_text(stmt_, col);
@@ -128,6 +140,36 @@ void Store::store_evaluation(const std::string& key, const std::string& host_fin
   if (s.step() != SQLITE_DONE)
     throw std::runtime_error("knowledge store: cannot write the evaluation cache: " +
                              std::string(sqlite3_errmsg(db_)));
+}
+
+void Store::record_model_check(const std::string& kernel_key, const std::string& generation,
+                               double predicted_s, double measured_s) {
+  Statement s(
+      db_,
+      "INSERT INTO model_checks (kernel_key, generation, predicted_s, measured_s, created_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  s.bind(1, kernel_key);
+  s.bind(2, generation);
+  s.bind_real(3, predicted_s);
+  s.bind_real(4, measured_s);
+  s.bind(5, static_cast<int64_t>(std::time(nullptr)));
+  if (s.step() != SQLITE_DONE) {
+    throw std::runtime_error("knowledge store: cannot record a model check: " +
+                             std::string(sqlite3_errmsg(db_)));
+  }
+}
+
+Store::ModelAccuracy Store::model_accuracy(const std::string& generation) {
+  Statement s(db_,
+              "SELECT COUNT(*), AVG(ABS(predicted_s - measured_s) / measured_s) FROM model_checks "
+              "WHERE generation = ?1 AND measured_s > 0");
+  s.bind(1, generation);
+  ModelAccuracy a;
+  if (s.step() == SQLITE_ROW) {
+    a.checks = s.integer(0);
+    a.mean_abs_relative_error = sqlite3_column_double(s.raw(), 1);
+  }
+  return a;
 }
 
 int64_t Store::cached_evaluation_count() {

@@ -31,6 +31,15 @@ class Store {
                         const std::string& result_json);
   int64_t cached_evaluation_count();
 
+  // The time model checked against a device measurement of the same kernel.
+  void record_model_check(const std::string& kernel_key, const std::string& generation,
+                          double predicted_s, double measured_s);
+  struct ModelAccuracy {
+    int64_t checks = 0;
+    double mean_abs_relative_error = 0;
+  };
+  ModelAccuracy model_accuracy(const std::string& generation);
+
  private:
   void migrate();
   void exec(const char* sql);

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "knowledge/time_model.h"
 #include "tpu/host/content_hash.h"
+#include "tpu/jobs/predictions.h"
 
 namespace mk::tpu {
 
@@ -90,11 +92,43 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
   }
   result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled, std::nullopt,
                            on_progress);
+  check_model(result);
   // Only verdicts are cached (correct or not); infrastructure failures are not.
   if (store_ && !result.cache_key.empty() && result.reply.ok()) {
     store_->store_evaluation(result.cache_key, host_.fingerprint(), result.reply.body.dump());
   }
   return result;
+}
+
+void KernelJobs::check_model(JobResult& result) {
+  // Only real device time on a TPU says anything about a TPU model.
+  json& b = result.reply.body;
+  if (!result.reply.ok() || !b.value("correct", false) ||
+      b.value("time_kind", std::string()) != "device")
+    return;
+  const WorkerReply hello = host_.hello();
+  const json generation = hello.body.value("tpu_generation", json());
+  if (!generation.is_string()) return;
+  const knowledge::TpuGeneration* target =
+      knowledge::find_tpu_generation(generation.get<std::string>());
+  const json& timing = b.value("timing", json::object());
+  const double measured = timing.value("candidate", json::object()).value("median_s", 0.0);
+  if (!target || measured <= 0) return;
+  double predicted = 0;
+  for (const json& p : predict_pallas_calls(b.value("pallas_calls", json::array()), *target)) {
+    if (!p.contains("predicted_s")) return;  // a kernel without facts: no honest total
+    predicted += p["predicted_s"].get<double>();
+  }
+  b["model_check"] = {{"label", "predicted (model, " + target->name + ")"},
+                      {"predicted_s", predicted},
+                      {"measured_s", measured},
+                      {"relative_error", knowledge::model_error(predicted, measured)}};
+  if (store_) {
+    store_->record_model_check(result.cache_key, target->name, predicted, measured);
+    const auto accuracy = store_->model_accuracy(target->name);
+    b["model_check"]["checks_so_far"] = accuracy.checks;
+    b["model_check"]["mean_abs_relative_error"] = accuracy.mean_abs_relative_error;
+  }
 }
 
 JobResult KernelJobs::profile(const KernelRequest& request, const std::function<bool()>& cancelled,

@@ -52,6 +52,9 @@ class KernelJobs {
 
  private:
   nlohmann::json base_request(const std::string& op, const KernelRequest& request) const;
+  // Compares the time model with a device measurement and records both in the store.
+  void check_model(JobResult& result);
+
   KernelHost& host_;
   knowledge::Store* store_;
 };

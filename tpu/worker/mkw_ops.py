@@ -438,7 +438,9 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
         "task": task.describe(),
         "seeds": [s.seed for s in golden.sets],
         "pallas_kernels": [f["kernel"] for f in facts],
+        "pallas_calls": facts,
         "warnings": list(golden.warnings) + _fact_warnings(facts),
+
         "speedup": None,
         "timing": None,
     }

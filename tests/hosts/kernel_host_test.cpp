@@ -1,0 +1,169 @@
+// The C++ host pool against real worker processes (python with JAX, CPU): crashes, hangs,
+// garbage output, cancellation and parallel compile slots. A failed job must not affect the next.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tpu/host/kernel_host.h"
+
+namespace mk::tpu {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class KernelHostTest : public ::testing::Test {
+ protected:
+  static fs::path repo() { return fs::path(MK_SOURCE_DIR); }
+
+  void SetUp() override {
+    std::string error;
+    auto b = load_worker_bundle(repo() / "tpu" / "worker", error);
+    ASSERT_TRUE(b) << error;
+    bundle_ = *b;
+    config_.python = default_local_python();
+    scratch_ = fs::temp_directory_path() /
+               ("mk-host-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  // scale_add.py with its candidate's body replaced by `body` (indented code run when traced).
+  json lower_request(const std::string& prelude) {
+    std::string src = read(repo() / "tests" / "worker" / "tasks" / "infile" / "scale_add.py");
+    const std::string anchor = "def candidate(x, y):\n";
+    src.replace(src.find(anchor), anchor.size(), anchor + prelude);
+    return {{"op", "lower"},
+            {"source", src},
+            {"filename", (scratch_ / "k.py").string()},
+            {"task", {{"form", "infile"}}},
+            {"target", "tpu"}};
+  }
+
+  HostConfig config_;
+  WorkerBundle bundle_;
+  fs::path scratch_;
+};
+
+TEST_F(KernelHostTest, CrashedWorkerIsReportedAndReplaced) {
+  KernelHost host(config_, bundle_);
+  WorkerReply crashed = host.run(Lane::Compile, lower_request("    import os; os._exit(7)\n"));
+  EXPECT_EQ(crashed.status, WorkerReply::Status::Crashed) << crashed.message;
+  EXPECT_NE(crashed.message.find("exited with code 7"), std::string::npos) << crashed.message;
+  EXPECT_NE(crashed.stderr_tail.find("maxkernel-worker"), std::string::npos);
+  WorkerReply next = host.run(Lane::Compile, lower_request(""));
+  ASSERT_TRUE(next.ok()) << next.message;
+  EXPECT_TRUE(next.body.value("lowered", false));
+}
+
+TEST_F(KernelHostTest, HungWorkerIsKilledAtTheTimeout) {
+  KernelHost host(config_, bundle_);
+  const auto start = std::chrono::steady_clock::now();
+  WorkerReply hung = host.run(Lane::Compile, lower_request("    import time; time.sleep(600)\n"),
+                              {}, milliseconds(2500));
+  EXPECT_EQ(hung.status, WorkerReply::Status::TimedOut);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  WorkerReply next = host.run(Lane::Compile, lower_request(""));
+  EXPECT_TRUE(next.ok()) << next.message;
+}
+
+TEST_F(KernelHostTest, CancellationReachesTheRunningJob) {
+  KernelHost host(config_, bundle_);
+  ASSERT_TRUE(host.hello().ok());
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(500));  // let the request reach the worker first
+    cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  WorkerReply r = host.run(Lane::Compile, lower_request("    import time; time.sleep(600)\n"),
+                           [&] { return cancel.load(); });
+  canceller.join();
+  EXPECT_EQ(r.status, WorkerReply::Status::Cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(host.run(Lane::Compile, lower_request("")).ok());
+}
+
+TEST_F(KernelHostTest, GarbageOnTheProtocolStreamIsMalformedNotAHang) {
+  HostConfig c = config_;
+  c.kind = HostKind::Command;
+  c.command_template = {"sh", "-c", "echo this-is-not-json; exec {command}"};
+  c.remote_dir = (scratch_ / "remote").string();
+  KernelHost host(c, bundle_);
+  WorkerReply r = host.run(Lane::Compile, lower_request(""));
+  EXPECT_EQ(r.status, WorkerReply::Status::Unreachable);
+  EXPECT_NE(r.message.find("not a protocol message"), std::string::npos) << r.message;
+  // The bundle was installed by the command host before the worker started.
+  bool complete = false;
+  for (const auto& e : fs::directory_iterator(c.remote_dir))
+    complete |= fs::exists(e.path() / ".complete");
+  EXPECT_TRUE(complete);
+}
+
+TEST_F(KernelHostTest, CommandHostInstallsOnceAndRuns) {
+  HostConfig c = config_;
+  c.kind = HostKind::Command;
+  c.command_template = {"sh", "-c", "{command}"};
+  c.remote_dir = (scratch_ / "remote dir with 'quote'").string();
+  {
+    KernelHost host(c, bundle_);
+    WorkerReply r = host.run(Lane::Compile, lower_request(""));
+    ASSERT_TRUE(r.ok()) << r.message << r.stderr_tail;
+  }
+  const fs::path installed = fs::path(c.remote_dir) / ("worker-" + bundle_.hash.substr(0, 16));
+  ASSERT_TRUE(fs::exists(installed / ".complete"));
+  const auto stamp = fs::last_write_time(installed / ".complete");
+  KernelHost again(c, bundle_);
+  ASSERT_TRUE(again.run(Lane::Compile, lower_request("")).ok());
+  EXPECT_EQ(fs::last_write_time(installed / ".complete"), stamp);  // reused, not re-uploaded
+}
+
+TEST_F(KernelHostTest, CompileSlotsRunInParallel) {
+  // Each job waits (inside the worker) for the other's marker file: only parallel slots finish.
+  KernelHost host(config_, bundle_);
+  auto job = [&](const std::string& mine, const std::string& other) {
+    const std::string code = "    import os, time\n    open(" +
+                             json((scratch_ / mine).string()).dump() +
+                             ", 'w').close()\n    t0 = time.time()\n    while not os.path.exists(" +
+                             json((scratch_ / other).string()).dump() +
+                             ") and time.time() - t0 < 60: time.sleep(0.01)\n";
+    return host.run(Lane::Compile, lower_request(code));
+  };
+  WorkerReply a, b;
+  std::thread ta([&] { a = job("a", "b"); });
+  std::thread tb([&] { b = job("b", "a"); });
+  ta.join();
+  tb.join();
+  EXPECT_TRUE(a.ok()) << a.message;
+  EXPECT_TRUE(b.ok()) << b.message;
+  EXPECT_LT(a.body.value("elapsed_s", 99.0), 30.0);
+}
+
+TEST_F(KernelHostTest, UnreachableSshHostSaysWhy) {
+  HostConfig c = config_;
+  c.kind = HostKind::Ssh;
+  c.destination = "nobody@127.0.0.1";
+  c.port = 1;  // nothing listens there
+  c.connect_timeout_s = 5;
+  KernelHost host(c, bundle_);
+  WorkerReply r = host.run(Lane::Compile, lower_request(""));
+  EXPECT_EQ(r.status, WorkerReply::Status::Unreachable);
+  EXPECT_NE(r.message.find("connection refused"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace mk::tpu

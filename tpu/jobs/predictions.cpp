@@ -1,0 +1,69 @@
+#include "tpu/jobs/predictions.h"
+
+#include "knowledge/time_model.h"
+
+namespace mk::tpu {
+
+using nlohmann::json;
+
+namespace {
+
+int dtype_bits(const std::string& dtype) {
+  if (dtype.find("64") != std::string::npos) return 64;
+  if (dtype.find("32") != std::string::npos) return 32;
+  if (dtype.find("16") != std::string::npos) return 16;
+  if (dtype.find("8") != std::string::npos) return 8;
+  return 32;
+}
+
+}  // namespace
+
+json predict_pallas_calls(const json& pallas_calls, const knowledge::TpuGeneration& target) {
+  json out = json::array();
+  if (!pallas_calls.is_array()) return out;
+  for (const json& call : pallas_calls) {
+    json entry = {{"kernel", call.value("kernel", std::string("?"))}};
+    const json& cost = call.value("cost", json::object());
+    const json& traffic = call.value("traffic", json::object());
+    if (!cost.contains("flops") || !cost["flops"].is_number() ||
+        !traffic.value("available", false)) {
+      entry["unavailable"] = "lowering gave no FLOP count or HBM traffic for this kernel";
+      out.push_back(entry);
+      continue;
+    }
+    knowledge::KernelCostFacts facts;
+    facts.flops = cost["flops"].get<double>();
+    facts.hbm_bytes =
+        traffic.value("hbm_bytes_read", 0.0) + traffic.value("hbm_bytes_written", 0.0);
+    facts.grid_steps = traffic.value("grid_steps", 1.0);
+    // The widest input dtype decides which peak applies.
+    int widest = 0;
+    for (const json& op : call.value("operands", json::array())) {
+      if (op.value("role", std::string()) != "input") continue;
+      const std::string dtype = op.value("dtype", std::string());
+      if (dtype_bits(dtype) > widest) {
+        widest = dtype_bits(dtype);
+        facts.compute_dtype = dtype;
+      }
+    }
+    auto p = knowledge::predict_time(facts, target);
+    if (!p) {
+      entry["unavailable"] = "the table lacks the peak FLOP/s or HBM bandwidth of " + target.name;
+      out.push_back(entry);
+      continue;
+    }
+    entry.update({{"label", p->label},
+                  {"predicted_s", p->seconds},
+                  {"compute_s", p->compute_seconds},
+                  {"memory_s", p->memory_seconds},
+                  {"overhead_s", p->overhead_seconds},
+                  {"bound", p->bound},
+                  {"arithmetic_intensity", p->arithmetic_intensity},
+                  {"ridge_intensity", p->ridge_intensity},
+                  {"assumptions", p->assumptions}});
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace mk::tpu

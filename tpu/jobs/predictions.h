@@ -1,0 +1,17 @@
+// Predicted time per pallas_call from the worker's facts (cost + HBM traffic), and the check of
+// those predictions against device measurements.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "knowledge/tpu_generations.h"
+
+namespace mk::tpu {
+
+// For each entry of `pallas_calls` (the worker's lower/evaluate facts): {"kernel", "label",
+// "predicted_s", "compute_s", "memory_s", "overhead_s", "bound", "arithmetic_intensity",
+// "ridge_intensity", "assumptions"}, or {"kernel", "unavailable": reason}.
+nlohmann::json predict_pallas_calls(const nlohmann::json& pallas_calls,
+                                    const knowledge::TpuGeneration& target);
+
+}  // namespace mk::tpu
