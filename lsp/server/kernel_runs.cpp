@@ -4,11 +4,13 @@
 
 #include <cstdio>
 
+#include "lsp/analysis/vmem.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/syntax/normalize.h"
 #include "tpu/host/content_hash.h"
 #include "tpu/jobs/kernel_jobs.h"
+#include "tpu/jobs/predictions.h"
 
 namespace mk::server {
 
@@ -328,6 +330,7 @@ void KernelRuns::on_save(OpenDocument& doc) {
       } else {
         spdlog::warn("on-save lowering of {} did not run: {}", uri, r.reply.message);
       }
+      if (b.contains("pallas_calls")) lowered_[uri] = {version, b["pallas_calls"]};
       results_[uri]["lower:"] = std::move(result);
       const bool again = lowering_[uri];
       lowering_.erase(uri);
@@ -376,6 +379,49 @@ json KernelRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis
          {"message", (stale ? "[stale: the kernel changed since this run] " : "") + r.message}});
   }
   return out;
+}
+
+std::string KernelRuns::hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
+                                       const knowledge::TpuGeneration& target) const {
+  auto it = lowered_.find(doc.text.uri());
+  if (it == lowered_.end()) return "";
+  const auto& [version, calls] = it->second;
+  // The worker names each pallas_call by the line of its call; match it to this kernel.
+  const uint32_t line = doc.text.position_of(kernel.call_span.start).line + 1;
+  const json* call = nullptr;
+  for (const json& c : calls) {
+    if (c.value("location", json::object()).value("line", 0) == static_cast<int>(line)) call = &c;
+  }
+  if (!call && calls.size() == 1 && doc.analysis && doc.analysis->model.kernels.size() == 1)
+    call = &calls[0];
+  if (!call) return "";
+  std::string md = "\n---\n**Lowered for TPU** (exact, from the last save";
+  md += version == doc.text.version() ? ")" : "; stale: the document changed since)";
+  md += "\n\n- grid `" + call->value("grid", json::array()).dump() + "`";
+  if (call->contains("vmem_bytes_per_step") && (*call)["vmem_bytes_per_step"].is_number()) {
+    const auto vmem = (*call)["vmem_bytes_per_step"].get<int64_t>();
+    md += ", VMEM per step " + analysis::format_bytes(vmem);
+    if (auto limit = target.scoped_vmem_limit())
+      md += " of " + analysis::format_bytes(*limit) + " on " + target.name;
+  }
+  md += "\n";
+  for (const json& op : call->value("operands", json::array())) {
+    md += "- " + op.value("role", std::string()) + " block `" +
+          op.value("block_shape", json()).dump() + "` of `" +
+          op.value("array_shape", json()).dump() + "` " + op.value("dtype", std::string()) + "\n";
+  }
+  const json predictions = tpu::predict_pallas_calls(json::array({*call}), target);
+  if (!predictions.empty() && predictions[0].contains("predicted_s")) {
+    const json& p = predictions[0];
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "- %.3g FLOP/byte (ridge %.3g on %s): %s-bound; %s %s\n",
+                  p["arithmetic_intensity"].get<double>(), p["ridge_intensity"].get<double>(),
+                  target.name.c_str(), p["bound"].get<std::string>().c_str(),
+                  seconds_text(p["predicted_s"].get<double>()).c_str(),
+                  p["label"].get<std::string>().c_str());
+    md += buf;
+  }
+  return md;
 }
 
 json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {

@@ -63,6 +63,10 @@ class KernelRuns {
   // Diagnostics and inlay hints from finished runs, for the document's current text.
   nlohmann::json diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
   nlohmann::json inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  // Markdown with the exact facts of the last on-save lowering for this kernel, and the time
+  // model's prediction for the target generation ("" when there is none).
+  std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
+                             const knowledge::TpuGeneration& target) const;
   size_t running() const { return jobs_.size(); }
 
  private:
@@ -84,6 +88,9 @@ class KernelRuns {
   std::map<std::string, std::map<std::string, KernelResult>>
       results_;                           // uri -> "kind:kernel" -> result
   std::map<std::string, bool> lowering_;  // uri -> a newer save arrived while lowering
+  std::map<std::string, std::pair<int64_t, nlohmann::json>>
+      lowered_;  // uri -> (version, pallas_calls)
+
   int next_job_ = 1;
   BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go
 };

@@ -407,7 +407,9 @@ void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
   const auto& a = doc.analyse(target());
   const pallas::Kernel* k = kernel_at(a, offset);
   if (!k) return reply.result(nullptr);
-  const std::string md = analysis::hover_markdown(*k, target());
+  const std::string md =
+      analysis::hover_markdown(*k, target()) + runs_.hover_addendum(doc, *k, target());
+
   reply.result(
       {{"contents", {{"kind", client_.markdown_hover ? "markdown" : "plaintext"}, {"value", md}}},
        {"range", to_range(doc.text, k->call_span)}});

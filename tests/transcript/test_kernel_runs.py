@@ -124,3 +124,17 @@ def test_test_without_a_task_says_why(server, tmp_path):
                           {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
     assert resp["error"]["code"] == -32803
     assert "make_inputs" in resp["error"]["message"]
+
+
+def test_save_adds_exact_facts_and_a_labelled_prediction_to_the_hover(server, workspace):
+    path = workspace / "scale_add.py"
+    uri, text = open_file(server, path)
+    server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    server.diagnostics(uri)  # re-published once the lowering has come back
+    line = next(i for i, l in enumerate(text.splitlines()) if "PALLAS_CALL_LINE" in l)
+    hover = server.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": line, "character": 14}})["result"]
+    value = hover["contents"]["value"]
+    assert "Lowered for TPU" in value
+    assert "`[4]`" in value and "[16,128]" in value  # exact grid and blocks from the jaxpr
+    assert "predicted (model, v5e)" in value and "-bound" in value
