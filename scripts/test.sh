@@ -25,13 +25,16 @@ suite() {  # suite NAME COMMAND...
 scripts/setup.sh --no-apt >/dev/null || { echo "setup failed"; exit 1; }
 scripts/build.sh build || { echo "build failed"; exit 1; }
 
-suite "unit (GoogleTest)" ctest --test-dir build --output-on-failure -j 2
+suite "unit and host pool (GoogleTest)" ctest --test-dir build --output-on-failure -j 2
+
 suite "protocol transcripts" "$py" -m pytest -q tests/transcript
 suite "cli on the corpus" "$py" -m pytest -q tests/cli
 suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
-if [[ -d tests/worker ]]; then
-  suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
+suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
+if compgen -G "tests/hosts/test_*.py" >/dev/null; then
+  suite "hosts: ssh on loopback, faults, cache (CLI)" "$py" -m pytest -q tests/hosts
 fi
+
 
 if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
   if scripts/build.sh build-asan -DMAXKERNEL_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug; then
