@@ -317,8 +317,88 @@ std::vector<std::string> Evaluator::imported_modules() {
   return out;
 }
 
+const std::vector<TSNode>& Evaluator::top_level_statements() {
+  if (statements_.empty() && regions_.empty()) {
+    regions_.push_back({root_, ts_node_start_byte(root_), ts_node_end_byte(root_), {}});
+    for (TSNode statement : named_children(root_)) {
+      statements_.push_back(
+          {statement, ts_node_start_byte(statement), ts_node_end_byte(statement), false, {}});
+      statement_nodes_.push_back(statement);
+    }
+  }
+  return statement_nodes_;
+}
+
+void Evaluator::index_statement(Statement& statement) {
+  // Iterative pre-order walk of one statement (deep nesting must not exhaust the stack). `open`
+  // holds the regions enclosing the cursor with the depth of the node that opened each.
+  std::vector<std::pair<size_t, uint32_t>> open;
+  auto consider = [&](TSNode node, size_t depth) {
+    while (!open.empty() && open.back().first >= depth) open.pop_back();
+    if (!ts_node_is_named(node) ||
+        !(is(node, "function_definition") || is(node, "lambda") || is_comprehension(node))) {
+      return;
+    }
+    const auto index = static_cast<uint32_t>(regions_.size());
+    regions_.push_back({node, ts_node_start_byte(node), ts_node_end_byte(node), {}});
+    (open.empty() ? statement.regions : regions_[open.back().second].children).push_back(index);
+    open.emplace_back(depth, index);
+  };
+  consider(statement.node, 0);
+  TSTreeCursor cursor = ts_tree_cursor_new(statement.node);
+  size_t depth = 0;
+  for (;;) {
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      ++depth;
+    } else {
+      bool more = false;
+      while (depth > 0 && !(more = ts_tree_cursor_goto_next_sibling(&cursor))) {
+        ts_tree_cursor_goto_parent(&cursor);
+        --depth;
+      }
+      if (!more) break;
+    }
+    consider(ts_tree_cursor_current_node(&cursor), depth);
+  }
+  ts_tree_cursor_delete(&cursor);
+  statement.indexed = true;
+}
+
+std::vector<uint32_t> Evaluator::regions_at(uint32_t offset) {
+  top_level_statements();
+  std::vector<uint32_t> chain = {0};
+  // Only the top-level statement around `offset` is indexed, on first use: an analysis touches
+  // few statements of a long file.
+  auto s = std::upper_bound(statements_.begin(), statements_.end(), offset,
+                            [](uint32_t off, const Statement& st) { return off < st.start; });
+  if (s == statements_.begin() || offset >= std::prev(s)->end) return chain;
+  Statement& statement = *std::prev(s);
+  if (!statement.indexed) index_statement(statement);
+  const std::vector<uint32_t>* children = &statement.regions;
+  for (;;) {
+    // The last child starting at or before `offset`; it encloses `offset` if it ends after it.
+    auto it = std::upper_bound(children->begin(), children->end(), offset,
+                               [&](uint32_t off, uint32_t r) { return off < regions_[r].start; });
+    if (it == children->begin()) break;
+    const uint32_t candidate = *std::prev(it);
+    if (offset >= regions_[candidate].end) break;
+    chain.push_back(candidate);
+    children = &regions_[candidate].children;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+TSNode Evaluator::enclosing_function(uint32_t offset) {
+  for (uint32_t r : regions_at(offset)) {
+    if (is(regions_[r].node, "function_definition")) return regions_[r].node;
+  }
+  return TSNode{};
+}
+
 Value Evaluator::lookup(std::string_view name, TSNode at) {
-  for (TSNode node = at; !ts_node_is_null(node); node = ts_node_parent(node)) {
+  for (uint32_t region : regions_at(ts_node_start_byte(at))) {
+    TSNode node = regions_[region].node;
     if (is_comprehension(node)) {
       for (TSNode clause : named_children(node)) {
         if (!is(clause, "for_in_clause")) continue;

@@ -39,11 +39,33 @@ class Evaluator {
   // Every module-imported qualified name (for backend detection).
   std::vector<std::string> imported_modules();
 
+  // The module's top-level statements, in order.
+  const std::vector<TSNode>& top_level_statements();
+  // The innermost `def` enclosing a byte offset (null node at module level).
+  TSNode enclosing_function(uint32_t offset);
+
   std::string_view source() const { return source_; }
   TSNode root() const { return root_; }
 
  private:
   using Scope = std::unordered_map<std::string, std::vector<Binding>>;
+
+  // Scopes (module, defs, lambdas, comprehensions) as nested byte ranges, built in one cursor
+  // walk: finding the scopes around a node must not climb with ts_node_parent, which re-descends
+  // from the root in tree-sitter 0.20 and made every lookup linear in the file's length.
+  struct Region {
+    TSNode node;
+    uint32_t start, end;
+    std::vector<uint32_t> children;  // in source order
+  };
+  struct Statement {
+    TSNode node;
+    uint32_t start, end;
+    bool indexed;
+    std::vector<uint32_t> regions;  // the outermost regions inside this statement
+  };
+  void index_statement(Statement& statement);
+  std::vector<uint32_t> regions_at(uint32_t offset);  // innermost first
 
   const Scope& scope_of(TSNode scope_node);
   void collect_block(TSNode block, Scope& scope);
@@ -60,6 +82,10 @@ class Evaluator {
   TSNode root_;
   std::string_view source_;
   std::unordered_map<uint64_t, Scope> scopes_;
+  std::vector<Region> regions_;  // [0] is the module
+  std::vector<Statement> statements_;
+  std::vector<TSNode> statement_nodes_;
+
   std::unordered_set<uint64_t> in_progress_;
   std::unordered_map<uint64_t, Value> memo_;
   int depth_ = 0;

@@ -81,7 +81,16 @@ class Extractor {
     PallasModel model;
     model.syntax_errors = ts_node_has_error(root_);
     detect_file_backend();
-    walk(root_, model);
+    // Only statements that can contain a pallas_call site are walked: those mentioning
+    // pallas_call or a module-level alias of it. Helpers between kernels are skipped.
+    const std::vector<std::string> triggers = pallas_call_names();
+    for (TSNode statement : eval_.top_level_statements()) {
+      const std::string_view text = text_of(statement, source_);
+      const bool relevant =
+          std::any_of(triggers.begin(), triggers.end(),
+                      [&](const std::string& t) { return text.find(t) != std::string_view::npos; });
+      if (relevant) walk(statement, model);
+    }
     model.task = task_conventions();
     return model;
   }
@@ -104,13 +113,56 @@ class Extractor {
     file_is_gpu_only_ = gpu && !tpu;
   }
 
-  void walk(TSNode node, PallasModel& model) {
-    if (is(node, "call")) consider_call(node, model);
-    const uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) walk(ts_node_named_child(node, i), model);
+  // "pallas_call" plus every name a module-level statement mentioning it binds (`from ...
+  // import pallas_call as pc`, `call = pl.pallas_call`).
+  std::vector<std::string> pallas_call_names() {
+    std::vector<std::string> names = {"pallas_call"};
+    for (TSNode statement : eval_.top_level_statements()) {
+      if (text_of(statement, source_).find("pallas_call") == std::string_view::npos) continue;
+      std::vector<TSNode> targets;
+      if (is(statement, "import_from_statement") || is(statement, "import_statement")) {
+        for (TSNode item : named_children(statement)) {
+          if (is(item, "aliased_import")) targets.push_back(field(item, "alias"));
+        }
+      } else if (is(statement, "expression_statement")) {
+        for (TSNode child : named_children(statement)) {
+          if (!is(child, "assignment")) continue;
+          TSNode left = field(child, "left");
+          if (is(left, "identifier")) targets.push_back(left);
+          for (TSNode id : named_children(left)) {
+            if (is(id, "identifier")) targets.push_back(id);
+          }
+        }
+      }
+      for (TSNode t : targets) names.emplace_back(text_of(t, source_));
+    }
+    return names;
   }
 
-  void consider_call(TSNode call, PallasModel& model) {
+  // Iterative pre-order walk with a cursor (no recursion, no per-child lookups), remembering
+  // each call's parent so `pallas_call(...)(x, y)` can find its operands.
+  void walk(TSNode root, PallasModel& model) {
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    std::vector<TSNode> ancestors = {root};
+    for (;;) {
+      if (ts_tree_cursor_goto_first_child(&cursor)) {
+        ancestors.push_back(ts_tree_cursor_current_node(&cursor));
+      } else {
+        bool more = false;
+        while (!(more = ts_tree_cursor_goto_next_sibling(&cursor))) {
+          if (!ts_tree_cursor_goto_parent(&cursor)) break;
+          ancestors.pop_back();
+        }
+        if (!more) break;
+        ancestors.back() = ts_tree_cursor_current_node(&cursor);
+      }
+      TSNode node = ancestors.back();
+      if (is(node, "call")) consider_call(node, ancestors[ancestors.size() - 2], model);
+    }
+    ts_tree_cursor_delete(&cursor);
+  }
+
+  void consider_call(TSNode call, TSNode parent, PallasModel& model) {
     TSNode function = field(call, "function");
     // Cheap textual filter before evaluating: every form mentions pallas_call or partial.
     std::string_view callee_text = text_of(function, source_);
@@ -121,7 +173,7 @@ class Extractor {
     }
     Value callee = eval_.eval(function);
     if (is_pallas_call(callee)) {
-      model.kernels.push_back(decode_site(call, function, split_arguments(call, source_)));
+      model.kernels.push_back(decode_site(call, parent, function, split_arguments(call, source_)));
       return;
     }
     if (is_partial(callee)) {
@@ -129,15 +181,13 @@ class Extractor {
       if (partial_args.positional.empty()) return;
       if (!is_pallas_call(eval_.eval(partial_args.positional[0]))) return;
       model.kernels.push_back(
-          decode_site(call, partial_args.positional[0], split_arguments(call, source_, 1)));
+          decode_site(call, parent, partial_args.positional[0], split_arguments(call, source_, 1)));
     }
   }
 
   std::string enclosing_function(TSNode node) {
-    for (TSNode p = ts_node_parent(node); !ts_node_is_null(p); p = ts_node_parent(p)) {
-      if (is(p, "function_definition")) return std::string(text_of(field(p, "name"), source_));
-    }
-    return "";
+    TSNode fn = eval_.enclosing_function(ts_node_start_byte(node));
+    return ts_node_is_null(fn) ? "" : std::string(text_of(field(fn, "name"), source_));
   }
 
   // Resolves a kernel argument to its def/lambda through names and functools.partial.
@@ -164,7 +214,7 @@ class Extractor {
     }
   }
 
-  Kernel decode_site(TSNode site, TSNode callee_node, const Arguments& args) {
+  Kernel decode_site(TSNode site, TSNode parent, TSNode callee_node, const Arguments& args) {
     Kernel k;
     k.site_span = span_of(site);
     k.call_span = span_of(callee_node);
@@ -215,7 +265,7 @@ class Extractor {
 
     decode_grid(grid_node, k);
     decode_outputs(args.get(1, "out_shape"), out_specs_node, k);
-    decode_inputs(site, in_specs_node, k);
+    decode_inputs(site, parent, in_specs_node, k);
     if (scratch_node) decode_scratch(*scratch_node, k);
     decode_compiler_params(args.keyword("compiler_params"), k);
     if (auto interp = args.keyword("interpret")) {
@@ -527,11 +577,10 @@ class Extractor {
     }
   }
 
-  void decode_inputs(TSNode site, std::optional<TSNode> in_specs_node, Kernel& k) {
+  void decode_inputs(TSNode site, TSNode parent, std::optional<TSNode> in_specs_node, Kernel& k) {
     // Operands come from the immediate invocation: pallas_call(...)(x, y).
     std::vector<TSNode> operands;
     bool operands_known = false;
-    TSNode parent = ts_node_parent(site);
     if (is(parent, "call") && syntax::same_node(field(parent, "function"), site)) {
       Arguments call_args = split_arguments(parent, source_);
       operands = call_args.positional;
@@ -581,8 +630,7 @@ class Extractor {
   std::optional<Value> task_input_for(TSNode operand) {
     if (!is(operand, "identifier")) return std::nullopt;
     const std::string_view name = text_of(operand, source_);
-    TSNode fn = ts_node_parent(operand);
-    while (!ts_node_is_null(fn) && !is(fn, "function_definition")) fn = ts_node_parent(fn);
+    TSNode fn = eval_.enclosing_function(ts_node_start_byte(operand));
     if (ts_node_is_null(fn)) return std::nullopt;
     const std::string_view fn_name = text_of(field(fn, "name"), source_);
     const char* inputs_fn = fn_name == "workload"      ? "create_inputs"

@@ -102,8 +102,11 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
         dispatcher_.reject_invalid(message, "method must be a string");
         continue;
       }
+      // Some clients send `"params": null` (e.g. with exit); treat it as absent.
+      if (message.contains("params") && message["params"].is_null()) message.erase("params");
       if (message.contains("params") && !message["params"].is_object() &&
           !message["params"].is_array()) {
+
         if (has_id) {
           send(rpc::make_error_response(
               message["id"], {ec::kInvalidParams, "params must be an object or an array"}));

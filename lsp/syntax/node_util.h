@@ -28,12 +28,15 @@ inline TSNode field(TSNode node, const char* name) {
 inline std::vector<TSNode> named_children(TSNode node) {
   std::vector<TSNode> out;
   if (ts_node_is_null(node)) return out;
-  const uint32_t n = ts_node_named_child_count(node);
-  out.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode child = ts_node_named_child(node, i);
-    if (!is(child, "comment")) out.push_back(child);
+  // A cursor walks the siblings once; ts_node_named_child(i) would rescan from the first child.
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      TSNode child = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(child) && !is(child, "comment")) out.push_back(child);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
   }
+  ts_tree_cursor_delete(&cursor);
   return out;
 }
 

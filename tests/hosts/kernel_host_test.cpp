@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tpu/host/host_pool.h"
 #include "tpu/host/kernel_host.h"
 
 namespace mk::tpu {
@@ -150,6 +151,36 @@ TEST_F(KernelHostTest, CompileSlotsRunInParallel) {
   tb.join();
   EXPECT_TRUE(a.ok()) << a.message;
   EXPECT_TRUE(b.ok()) << b.message;
+  EXPECT_LT(a.body.value("elapsed_s", 99.0), 30.0);
+}
+
+TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
+  // Two hosts with one timing worker each: two concurrent jobs that wait for each other can only
+  // both finish if the pool put them on different hosts.
+  HostPool pool;
+  for (const char* name : {"vm-a", "vm-b"}) {
+    HostConfig c = config_;
+    c.name = name;
+    c.timing_slots = 1;
+    pool.add(std::make_unique<KernelHost>(c, bundle_));
+  }
+  auto job = [&](const std::string& mine, const std::string& other, size_t* chosen) {
+    const std::string code = "    import os, time\n    open(" +
+                             json((scratch_ / mine).string()).dump() +
+                             ", 'w').close()\n    t0 = time.time()\n    while not os.path.exists(" +
+                             json((scratch_ / other).string()).dump() +
+                             ") and time.time() - t0 < 60: time.sleep(0.01)\n";
+    return pool.run(Lane::Timing, lower_request(code), {}, chosen);
+  };
+  size_t ha = 9, hb = 9;
+  WorkerReply a, b;
+  std::thread ta([&] { a = job("a", "b", &ha); });
+  std::thread tb([&] { b = job("b", "a", &hb); });
+  ta.join();
+  tb.join();
+  EXPECT_TRUE(a.ok()) << a.message;
+  EXPECT_TRUE(b.ok()) << b.message;
+  EXPECT_NE(ha, hb);
   EXPECT_LT(a.body.value("elapsed_s", 99.0), 30.0);
 }
 

@@ -190,11 +190,6 @@ def test_unauthorized_key_is_an_authentication_failure(fresh_sshd, run_cli, writ
     assert not (tmp_path / "remote").exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: ssh connection sharing (ControlMaster=auto, ControlPath=/tmp/maxkernel-ssh-%C, "
-    "ControlPersist=60) is keyed only by user/host/port, so a host entry with an unauthorized "
-    "identityFile silently reuses another entry's authenticated connection; the CLI's -o options "
-    "come first, so sshOptions cannot turn it off"))
 def test_unauthorized_key_does_not_ride_an_existing_connection(sshd, run_cli, write_hosts,
                                                                tmp_path):
     good = write_hosts(sshd.host("good", tmp_path / "remote"))
@@ -302,10 +297,6 @@ def test_hang_past_the_timeout_kills_the_worker(run_cli, worker_copy, tmp_path, 
     remove_workdir(worker_workdir(r))  # see the xfail test below
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: on a timeout the local worker's process group is SIGKILLed "
-    "(WorkerProcess::kill -> boost group.terminate), so the worker never removes its "
-    "/tmp/maxkernel-worker-XXXX scratch dir; every timed-out or cancelled request leaks one"))
 def test_timed_out_local_worker_leaves_no_scratch_dir(run_cli, tmp_path, python_exe):
     r = run_cli("lower", hang_task(tmp_path), "--python", python_exe, "--format", "json",
                 "--timeout", "3", timeout=60)

@@ -123,9 +123,16 @@ def test_server_to_client_request_times_out_when_the_client_is_silent():
 
 def test_execute_command_says_not_available_yet(ready):
     resp = ready.request("workspace/executeCommand", {
-        "command": "maxkernel.test", "arguments": [{"uri": "file:///a.py", "kernel": 0}]})
+        "command": "maxkernel.graphSearch", "arguments": [{"uri": "file:///a.py", "kernel": 0}]})
+
     assert resp["result"]["status"] == "unavailable"
     msg = ready.wait_notification("window/showMessage")
     assert "not available yet" in msg["message"]
     bad = ready.request("workspace/executeCommand", {"command": "maxkernel.nope"})
     assert bad["error"]["code"] == -32602
+
+
+def test_exit_with_null_params_still_exits(ready):
+    ready.request("shutdown")
+    ready.write({"jsonrpc": "2.0", "method": "exit", "params": None})
+    assert ready.proc.wait(10) == 0

@@ -426,3 +426,42 @@ TEST(KernelExtractor, HalfTypedCodeKeepsOtherKernels) {
 
 }  // namespace
 }  // namespace mk::pallas
+
+namespace mk::pallas {
+namespace {
+
+TEST(KernelExtractor, ModuleLevelAliasesAreFollowedIntoOtherStatements) {
+  // Only statements that mention pallas_call or a module-level alias of it are walked; a use of
+  // the alias inside an unrelated function must still be found.
+  const Extracted e = extract(
+      "from jax.experimental.pallas import pallas_call as pc\n"
+      "call = pl.pallas_call\n"
+      "def helper(x):\n"
+      "    return x + 1\n"
+      "def first(x):\n"
+      "    return pc(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)\n"
+      "def second(x):\n"
+      "    return call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)\n");
+  ASSERT_EQ(e.model.kernels.size(), 2u);
+  EXPECT_EQ(e.model.kernels[0].enclosing_function, "first");
+  EXPECT_EQ(e.model.kernels[1].enclosing_function, "second");
+}
+
+TEST(KernelExtractor, NamesInsideAnUnwalkedFunctionResolveInItsOwnScope) {
+  // create_inputs never mentions pallas_call, yet its locals must not leak to module scope.
+  const Extracted e = extract(
+      "N = 4096\n"
+      "def create_inputs():\n"
+      "    N = 256\n"
+      "    return (jnp.zeros((N, 128), jnp.float32),)\n"
+      "def workload(x):\n"
+      "    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 128), jnp.float32),\n"
+      "        grid=(2,), in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],\n"
+      "        out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)))(x)\n");
+  ASSERT_EQ(e.only().inputs.size(), 1u);
+  ASSERT_TRUE(e.only().inputs[0].array_shape);
+  EXPECT_EQ((*e.only().inputs[0].array_shape)[0], 256);
+}
+
+}  // namespace
+}  // namespace mk::pallas

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tpu/host/content_hash.h"
+
 namespace mk::tpu {
 
 std::string default_local_python() {
@@ -58,11 +60,18 @@ std::vector<std::string> remote_argv(const HostConfig& host, const std::string& 
     }
     return argv;
   }
-  std::vector<std::string> argv = {"ssh", "-T", "-o", "BatchMode=yes", "-o",
-                                   "ConnectTimeout=" + std::to_string(host.connect_timeout_s),
-                                   // Connection sharing: later commands reuse the first login.
-                                   "-o", "ControlMaster=auto", "-o",
-                                   "ControlPath=/tmp/maxkernel-ssh-%C", "-o", "ControlPersist=60"};
+  // Connection sharing: later commands reuse the first login. The socket is keyed by the
+  // identity and options too, so a host entry with another key never rides an existing login.
+  const std::string credentials =
+      sha256_hex(host.identity_file + "\n" + shell_command(host.ssh_options)).substr(0, 12);
+  std::vector<std::string> argv = {
+      "ssh", "-T",
+      "-o",  "BatchMode=yes",
+      "-o",  "ConnectTimeout=" + std::to_string(host.connect_timeout_s),
+      "-o",  "ControlMaster=auto",
+      "-o",  "ControlPath=/tmp/maxkernel-ssh-" + credentials + "-%C",
+      "-o",  "ControlPersist=60"};
+
   if (host.port > 0) {
     argv.push_back("-p");
     argv.push_back(std::to_string(host.port));

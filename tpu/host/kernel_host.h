@@ -39,6 +39,7 @@ class KernelHost {
   std::string fingerprint();
   // Workers currently alive (for tests: a crashed worker is not counted until replaced).
   size_t live_workers();
+
   void shutdown();
 
  private:

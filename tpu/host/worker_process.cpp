@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <boost/process.hpp>
@@ -257,7 +258,13 @@ void WorkerProcess::stop(std::chrono::milliseconds grace) {
 void WorkerProcess::kill() {
   if (!pipes_) return;
   std::error_code ec;
-  if (pipes_->child.running(ec)) pipes_->group.terminate(ec);
+  if (pipes_->child.running(ec)) {
+    // SIGTERM first so the worker can remove its scratch directory; SIGKILL if it lingers.
+    ::killpg(pipes_->group.native_handle(), SIGTERM);
+    if (!pipes_->child.wait_for(std::chrono::milliseconds(1000), ec) || pipes_->child.running(ec)) {
+      pipes_->group.terminate(ec);
+    }
+  }
   pipes_->child.wait(ec);
 }
 

@@ -20,6 +20,8 @@ import os
 import platform as _platform
 import queue
 import shutil
+import signal
+
 import sys
 import tempfile
 import threading
@@ -400,6 +402,16 @@ def main(argv=None) -> int:
         except json.JSONDecodeError as e:
             limit_errors.append(f"MAXKERNEL_WORKER_LIMITS is not JSON: {e}")
     log(f"started; workdir {workdir}; protocol {PROTOCOL_VERSION}")
+
+    def on_terminate(signum, _frame):
+        # The host asks politely before it kills: leave no scratch directory behind.
+        if os.environ.get("MAXKERNEL_WORKER_KEEP_WORKDIR") != "1":
+            os.chdir("/")
+            shutil.rmtree(workdir, ignore_errors=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_terminate)
+
     server = Server(proto_in, proto_out, workdir)
     server.limit_errors = limit_errors
     rc = 0
