@@ -7,6 +7,7 @@
 
 #include "cli/host_selection.h"
 #include "cli/source_file.h"
+#include "lsp/analysis/vmem.h"
 #include "lsp/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 #include "tpu/jobs/predictions.h"
@@ -32,18 +33,6 @@ constexpr const char* kUsage =
     "  --target GEN       lower: TPU generation for the predicted time (default v5e)\n"
     "Exit status: 0 success (lowered / correct), 1 the kernel failed (lowering error, wrong\n"
     "result), 2 bad usage or no task, 3 the host failed (unreachable, crashed, timed out).\n";
-
-std::string fmt_seconds(double s) {
-  char buf[32];
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f s", s);
-  }
-  return buf;
-}
 
 void print_error(const json& body, const std::string& file) {
   const json& e = body.value("error", json::object());
@@ -89,9 +78,10 @@ void print_test(const json& b, const std::string& file, bool from_cache) {
     auto line = [&](const char* who) {
       if (!t.contains(who)) return;
       const json& s = t[who];
-      std::cout << "  " << who << ": " << fmt_seconds(s.value("median_s", 0.0)) << " median (p10 "
-                << fmt_seconds(s.value("p10_s", 0.0)) << ", p90 "
-                << fmt_seconds(s.value("p90_s", 0.0)) << ", " << s.value("runs", 0) << " runs)\n";
+      std::cout << "  " << who << ": " << analysis::format_seconds(s.value("median_s", 0.0))
+                << " median (p10 " << analysis::format_seconds(s.value("p10_s", 0.0)) << ", p90 "
+                << analysis::format_seconds(s.value("p90_s", 0.0)) << ", " << s.value("runs", 0)
+                << " runs)\n";
     };
     line("candidate");
     line("reference");
@@ -118,11 +108,12 @@ void print_predictions(const json& predictions) {
         line, sizeof line,
         "  %s: %s %s, %s-bound (compute %s, HBM %s, grid overhead %s; %.3g FLOP/B vs ridge %.3g)\n",
         p.value("kernel", std::string("?")).c_str(),
-        fmt_seconds(p["predicted_s"].get<double>()).c_str(), p["label"].get<std::string>().c_str(),
-        p["bound"].get<std::string>().c_str(), fmt_seconds(p["compute_s"].get<double>()).c_str(),
-        fmt_seconds(p["memory_s"].get<double>()).c_str(),
-        fmt_seconds(p["overhead_s"].get<double>()).c_str(), p["arithmetic_intensity"].get<double>(),
-        p["ridge_intensity"].get<double>());
+        analysis::format_seconds(p["predicted_s"].get<double>()).c_str(),
+        p["label"].get<std::string>().c_str(), p["bound"].get<std::string>().c_str(),
+        analysis::format_seconds(p["compute_s"].get<double>()).c_str(),
+        analysis::format_seconds(p["memory_s"].get<double>()).c_str(),
+        analysis::format_seconds(p["overhead_s"].get<double>()).c_str(),
+        p["arithmetic_intensity"].get<double>(), p["ridge_intensity"].get<double>());
     std::cout << line;
   }
 }

@@ -122,6 +122,18 @@ VmemEstimate estimate_vmem(const pallas::Kernel& k) {
   return est;
 }
 
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+  }
+  return buf;
+}
+
 std::string format_bytes(int64_t bytes) {
   char buf[32];
   const double b = static_cast<double>(bytes);

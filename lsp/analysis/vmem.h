@@ -31,6 +31,7 @@ struct VmemEstimate {
 
 VmemEstimate estimate_vmem(const pallas::Kernel& kernel);
 std::optional<int64_t> total_grid_steps(const pallas::Kernel& kernel);
-std::string format_bytes(int64_t bytes);  // "64 KiB", "1.5 MiB"
+std::string format_bytes(int64_t bytes);     // "64 KiB", "1.5 MiB"
+std::string format_seconds(double seconds);  // "12.3 us", "17.9 ms", "1.25 s"
 
 }  // namespace mk::analysis

@@ -37,18 +37,6 @@ std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
   return std::filesystem::path(percent_decode(uri.substr(7)));
 }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-  }
-  return buf;
-}
-
 const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
   for (const auto& k : a.model.kernels) {
     if (k.name == name) return &k;
@@ -91,23 +79,24 @@ KernelResult describe_test(const tpu::JobResult& r, const std::string& host) {
     const json& t = b["timing"];
     const double cand = t["candidate"].value("median_s", 0.0);
     const std::string kind = t.value("time_kind", b.value("time_kind", std::string("?")));
-    out.message += "; candidate " + seconds_text(cand) + " median (p10 " +
-                   seconds_text(t["candidate"].value("p10_s", 0.0)) + ", p90 " +
-                   seconds_text(t["candidate"].value("p90_s", 0.0)) + ")";
+    out.message += "; candidate " + analysis::format_seconds(cand) + " median (p10 " +
+                   analysis::format_seconds(t["candidate"].value("p10_s", 0.0)) + ", p90 " +
+                   analysis::format_seconds(t["candidate"].value("p90_s", 0.0)) + ")";
     if (t.contains("reference"))
-      out.message += ", reference " + seconds_text(t["reference"].value("median_s", 0.0));
+      out.message +=
+          ", reference " + analysis::format_seconds(t["reference"].value("median_s", 0.0));
     if (kind == "interpret") {
       out.message +=
           " [interpret time on the CPU: correctness is real, the time is not a kernel speedup]";
-      out.hint = " " + seconds_text(cand) + " interpret · " + host;
+      out.hint = " " + analysis::format_seconds(cand) + " interpret · " + host;
     } else if (b.contains("speedup") && b["speedup"].is_number()) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.2fx", b["speedup"].get<double>());
       out.message += std::string("; ") + buf + " vs the reference";
-      out.hint =
-          " " + seconds_text(cand) + " · " + buf + " vs XLA · " + b.value("device_kind", host);
+      out.hint = " " + analysis::format_seconds(cand) + " · " + buf + " vs XLA · " +
+                 b.value("device_kind", host);
     } else {
-      out.hint = " " + seconds_text(cand) + " · " + host;
+      out.hint = " " + analysis::format_seconds(cand) + " · " + host;
     }
   }
   return out;
@@ -131,7 +120,7 @@ KernelResult describe_profile(const tpu::JobResult& r, const std::string& host) 
   out.severity = 3;
   out.message = "Profile on " + host + " (" + s.value("measured", std::string("?")) +
                 " events): " + buf + " of the time in Pallas kernels (" +
-                seconds_text(s.value("pallas_time_us", 0.0) * 1e-6) + ")";
+                analysis::format_seconds(s.value("pallas_time_us", 0.0) * 1e-6) + ")";
   if (s.value("measured", std::string()) == "host")
     out.message += " [CPU interpret mode: host time, not device time]";
   out.hint = std::string(" profile: ") + buf + " in Pallas";
@@ -417,7 +406,7 @@ std::string KernelRuns::hover_addendum(OpenDocument& doc, const pallas::Kernel& 
     std::snprintf(buf, sizeof buf, "- %.3g FLOP/byte (ridge %.3g on %s): %s-bound; %s %s\n",
                   p["arithmetic_intensity"].get<double>(), p["ridge_intensity"].get<double>(),
                   target.name.c_str(), p["bound"].get<std::string>().c_str(),
-                  seconds_text(p["predicted_s"].get<double>()).c_str(),
+                  analysis::format_seconds(p["predicted_s"].get<double>()).c_str(),
                   p["label"].get<std::string>().c_str());
     md += buf;
   }
