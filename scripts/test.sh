@@ -22,7 +22,9 @@ suite() {  # suite NAME COMMAND...
   fi
 }
 
-scripts/setup.sh --no-apt >/dev/null || { echo "setup failed"; exit 1; }
+# Idempotent: installs only what is missing (apt is skipped when every package is present).
+scripts/setup.sh >/dev/null || { echo "setup failed"; exit 1; }
+
 scripts/build.sh build || { echo "build failed"; exit 1; }
 
 suite "unit and host pool (GoogleTest)" ctest --test-dir build --output-on-failure -j 2
