@@ -450,7 +450,11 @@ Value Evaluator::eval_binding(const Binding& binding, std::string_view name) {
   in_progress_.erase(key);
   if (binding.unpack_index >= 0) {
     if (v.is(Value::Kind::Tuple) && static_cast<size_t>(binding.unpack_index) < v.items->size()) {
-      v = (*v.items)[static_cast<size_t>(binding.unpack_index)];
+      // Copy the element out first: assigning it straight to `v` would free the tuple that
+      // holds it halfway through the assignment.
+      Value element = (*v.items)[static_cast<size_t>(binding.unpack_index)];
+      v = std::move(element);
+
     } else {
       v = Value::unknown("`" + std::string(name) + "` comes from unpacking " +
                          std::string(text_of(binding.value, source_)));

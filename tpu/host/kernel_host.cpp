@@ -78,12 +78,17 @@ bool KernelHost::ensure_installed(std::string& error) {
     bp::ipstream out, err;
     std::vector<std::string> tar_args = {"-c", "-f", "-", "-C", bundle_.directory.string()};
     tar_args.insert(tar_args.end(), bundle_.files.begin(), bundle_.files.end());
+    std::unique_lock<std::mutex> spawning(spawn_mutex());
     bp::child tar(bp::search_path("tar"), bp::args = tar_args, bp::std_out > tar_to_host,
                   bp::std_err > bp::null);
     auto exe = argv[0].find('/') == std::string::npos ? bp::search_path(argv[0])
                                                       : boost::filesystem::path(argv[0]);
     bp::child remote(exe, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
                      bp::std_in<tar_to_host, bp::std_out> out, bp::std_err > err);
+    tar_to_host.close();  // our copy: tar's exit must end the remote side's input
+    spawning.unlock();
+
+
     std::string out_text, err_text, line;
     while (std::getline(out, line)) out_text += line + "\n";
     while (std::getline(err, line)) err_text += line + "\n";

@@ -18,7 +18,13 @@ constexpr auto kCancelGrace = std::chrono::milliseconds(3000);
 constexpr auto kPoll = std::chrono::milliseconds(20);
 }  // namespace
 
+std::mutex& spawn_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 const char* to_string(WorkerReply::Status status) {
+
   switch (status) {
     case WorkerReply::Status::Ok:
       return "ok";
@@ -69,8 +75,13 @@ bool WorkerProcess::start(std::string& error) {
   std::vector<std::string> args(argv_.begin() + 1, argv_.end());
   try {
     pipes_ = std::make_unique<Pipes>();
+    // One spawn at a time: a child forked while another spawn is half done would inherit that
+    // child's pipe ends, and the other worker's readers would never see end of file.
+    std::lock_guard<std::mutex> spawning(spawn_mutex());
     pipes_->child = bp::child(exe, bp::args = args, bp::std_in<pipes_->in, bp::std_out> pipes_->out,
                               bp::std_err > pipes_->err, pipes_->group);
+
+
   } catch (const std::exception& e) {
     error = "cannot start " + description_ + ": " + e.what();
     pipes_.reset();

@@ -32,6 +32,10 @@ struct WorkerReply {
 };
 const char* to_string(WorkerReply::Status status);
 
+// Held while starting any child process (see WorkerProcess::start).
+std::mutex& spawn_mutex();
+
+
 class WorkerProcess {
  public:
   WorkerProcess(std::vector<std::string> argv, std::string description);
