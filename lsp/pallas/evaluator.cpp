@@ -330,8 +330,7 @@ const std::vector<TSNode>& Evaluator::top_level_statements() {
 }
 
 void Evaluator::index_statement(Statement& statement) {
-  // Iterative pre-order walk of one statement (deep nesting must not exhaust the stack). `open`
-  // holds the regions enclosing the cursor with the depth of the node that opened each.
+  // `open` holds the regions enclosing the cursor with the depth of the node that opened each.
   std::vector<std::pair<size_t, uint32_t>> open;
   auto consider = [&](TSNode node, size_t depth) {
     while (!open.empty() && open.back().first >= depth) open.pop_back();
@@ -345,22 +344,7 @@ void Evaluator::index_statement(Statement& statement) {
     open.emplace_back(depth, index);
   };
   consider(statement.node, 0);
-  TSTreeCursor cursor = ts_tree_cursor_new(statement.node);
-  size_t depth = 0;
-  for (;;) {
-    if (ts_tree_cursor_goto_first_child(&cursor)) {
-      ++depth;
-    } else {
-      bool more = false;
-      while (depth > 0 && !(more = ts_tree_cursor_goto_next_sibling(&cursor))) {
-        ts_tree_cursor_goto_parent(&cursor);
-        --depth;
-      }
-      if (!more) break;
-    }
-    consider(ts_tree_cursor_current_node(&cursor), depth);
-  }
-  ts_tree_cursor_delete(&cursor);
+  syntax::for_each_descendant(statement.node, consider);
   statement.indexed = true;
 }
 

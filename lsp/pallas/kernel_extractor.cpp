@@ -142,24 +142,12 @@ class Extractor {
   // Iterative pre-order walk with a cursor (no recursion, no per-child lookups), remembering
   // each call's parent so `pallas_call(...)(x, y)` can find its operands.
   void walk(TSNode root, PallasModel& model) {
-    TSTreeCursor cursor = ts_tree_cursor_new(root);
-    std::vector<TSNode> ancestors = {root};
-    for (;;) {
-      if (ts_tree_cursor_goto_first_child(&cursor)) {
-        ancestors.push_back(ts_tree_cursor_current_node(&cursor));
-      } else {
-        bool more = false;
-        while (!(more = ts_tree_cursor_goto_next_sibling(&cursor))) {
-          if (!ts_tree_cursor_goto_parent(&cursor)) break;
-          ancestors.pop_back();
-        }
-        if (!more) break;
-        ancestors.back() = ts_tree_cursor_current_node(&cursor);
-      }
-      TSNode node = ancestors.back();
-      if (is(node, "call")) consider_call(node, ancestors[ancestors.size() - 2], model);
-    }
-    ts_tree_cursor_delete(&cursor);
+    std::vector<TSNode> ancestors = {root};  // ancestors[d] is the node at depth d
+    syntax::for_each_descendant(root, [&](TSNode node, size_t depth) {
+      ancestors.resize(depth);
+      ancestors.push_back(node);
+      if (is(node, "call")) consider_call(node, ancestors[depth - 1], model);
+    });
   }
 
   void consider_call(TSNode call, TSNode parent, PallasModel& model) {

@@ -45,7 +45,31 @@ inline bool same_node(TSNode a, TSNode b) {
          ts_node_end_byte(a) == ts_node_end_byte(b) && ts_node_symbol(a) == ts_node_symbol(b);
 }
 
+// Visits every descendant of `root` (not `root` itself) in pre-order, with its depth below
+// `root` (children are at depth 1). Iterative with a cursor, so deeply nested code cannot exhaust
+// the stack, and no child is looked up by index (which rescans its siblings).
+template <typename Visit>
+void for_each_descendant(TSNode root, Visit visit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  size_t depth = 0;
+  for (;;) {
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      ++depth;
+    } else {
+      bool more = false;
+      while (depth > 0 && !(more = ts_tree_cursor_goto_next_sibling(&cursor))) {
+        ts_tree_cursor_goto_parent(&cursor);
+        --depth;
+      }
+      if (!more) break;
+    }
+    visit(ts_tree_cursor_current_node(&cursor), depth);
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
 // Strips any number of enclosing parentheses.
+
 inline TSNode unparen(TSNode node) {
   while (is(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1) {
     node = ts_node_named_child(node, 0);
