@@ -1,0 +1,13 @@
+# Writes ${OUTPUT}: a C++ source with every prompt template (${INPUTS}, a ;-list of .md files)
+# as a raw string, keyed by file name without extension, so the binary needs no repository.
+set(body "// Generated from agents/prompts/*.md by embed_prompts.cmake. Do not edit.\n")
+string(APPEND body "#include \"agents/prompts/prompt_templates.h\"\n\nnamespace mk::agents {\n")
+string(APPEND body "const std::vector<EmbeddedPrompt>& embedded_prompts() {\n")
+string(APPEND body "  static const std::vector<EmbeddedPrompt> prompts = {\n")
+foreach(input IN LISTS INPUTS)
+  get_filename_component(name ${input} NAME_WE)
+  file(READ ${input} content)
+  string(APPEND body "    {\"${name}\", R\"mkprompt(${content})mkprompt\"},\n")
+endforeach()
+string(APPEND body "  };\n  return prompts;\n}\n}  // namespace mk::agents\n")
+file(WRITE ${OUTPUT} "${body}")

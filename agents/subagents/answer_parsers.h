@@ -1,0 +1,54 @@
+// Parsers for the sub-agents' answers. Each throws AnswerFormatError with a message that can be
+// quoted back to the model in the one retry.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mk::agents {
+
+class AnswerFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Strategy {
+  std::string name;
+  std::string why;
+  std::string expected_effect;
+};
+
+struct Analysis {
+  std::string bottleneck;
+  std::string evidence;
+  std::vector<Strategy> next_strategies;
+};
+
+// The whole Python file from ONE ```python (or ```py, or untagged) fenced block; it must parse
+// with tree-sitter without ERROR nodes and contain a pallas_call.
+std::string parse_python_file_answer(const std::string& answer);
+
+// A JSON object from a ```json fenced block, or the whole answer when it is a bare object.
+nlohmann::json parse_json_answer(const std::string& answer);
+
+// {"strategies": [{name, why, expected_effect}, ...]}: 1..max non-empty strategies.
+std::vector<Strategy> parse_plan_answer(const std::string& answer, size_t max_strategies = 5);
+
+// {"shapes": [[positive ints], ...]}: 1..max_shapes shapes of rank 1..8, each dim 1..2^24.
+std::vector<std::vector<int64_t>> parse_shapes_answer(const std::string& answer,
+                                                      size_t max_shapes = 8);
+
+// {"extra_values": {"NAME": [positive ints]}}: only names in `known`, at most max_values each.
+std::map<std::string, std::vector<int64_t>> parse_extra_values_answer(
+    const std::string& answer, const std::vector<std::string>& known, size_t max_values = 4);
+
+// {"bottleneck": "...", "evidence": "...", "next_strategies": [...]}
+Analysis parse_analysis_answer(const std::string& answer, size_t max_strategies = 5);
+
+}  // namespace mk::agents
