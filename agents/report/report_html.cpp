@@ -1,0 +1,306 @@
+#include "agents/report/report_html.h"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "agents/report/cost_table.h"
+#include "agents/report/html.h"
+#include "agents/report/line_diff.h"
+#include "agents/report/progress_chart.h"
+#include "agents/report/search_graph_svg.h"
+
+namespace mk::report {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStyle = R"css(
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;
+ color:#1b1b1b;padding:0 16px}
+h1{font-size:1.5em}h2{margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;
+ text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right}
+tr.total td{font-weight:bold;background:#fafafa}
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px;line-height:1.35}
+pre.error{background:#fdecea}.diff .add{background:#e6ffec;display:block}
+.diff .del{background:#ffebe9;display:block}.diff .hunk{color:#6f42c1;display:block}
+.diff .ctx{display:block}.muted{color:#777}.kind{font-weight:bold;color:#7a4b00}
+.graph-wrap{overflow:auto;border:1px solid #eee}
+svg.graph text{font:12px monospace;fill:#fff}svg.graph .edge{stroke:#777;stroke-width:1.5}
+svg.chart .axis{stroke:#333}svg.chart .baseline{stroke:#aaa;stroke-dasharray:4 3}
+svg.chart .series{fill:none;stroke:#1e6fd9;stroke-width:2}svg.chart .point{fill:#1e6fd9}
+svg.chart text{font:11px sans-serif;fill:#333}
+.legend span{display:inline-block;padding:1px 8px;margin-right:6px;color:#fff;border-radius:4px}
+section.node{border-top:1px solid #eee;padding-top:4px}
+.badge{padding:1px 6px;border-radius:4px;color:#fff;font-size:.85em}
+)css";
+
+json parse_object(const std::string& text) {
+  json value = json::parse(text, nullptr, false);
+  return value.is_object() ? value : json::object();
+}
+
+std::optional<double> number_at(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
+  const double value = object[key].get<double>();
+  if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+std::string string_at(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return "";
+  const json& value = object[key];
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";
+  return value.dump();
+}
+
+std::string row(const std::string& name, const std::string& escaped_value) {
+  return "<tr><th>" + name + "</th><td>" + escaped_value + "</td></tr>\n";
+}
+
+std::string badge(const std::string& status) {
+  return "<span class=\"badge\" style=\"background:" + status_colour(status) + "\">" +
+         html_escape(status) + "</span>";
+}
+
+std::string node_link(int64_t id) {
+  return "<a href=\"#node-" + std::to_string(id) + "\">#" + std::to_string(id) + "</a>";
+}
+
+std::string timing_text(const json& stats) {
+  std::string text;
+  if (auto median = number_at(stats, "median_s")) text = format_seconds(*median) + " median";
+  auto p10 = number_at(stats, "p10_s");
+  auto p90 = number_at(stats, "p90_s");
+  if (p10 && p90) text += " (p10 " + format_seconds(*p10) + ", p90 " + format_seconds(*p90) + ")";
+  if (auto runs = number_at(stats, "runs")) text += ", " + format_number(*runs, 0) + " runs";
+  return text.empty() ? "-" : text;
+}
+
+std::string metrics_table(const agents::RunRecord& run, const agents::NodeRecord& node) {
+  const json metrics = parse_object(node.metrics_json);
+  std::string html = "<table class=\"metrics\">\n";
+  if (metrics.contains("correct") && metrics["correct"].is_boolean())
+    html += row("correct", metrics["correct"].get<bool>() ? "yes" : "no");
+  const std::string time_kind =
+      !node.time_kind.empty() ? node.time_kind : string_at(metrics, "time_kind");
+  if (!time_kind.empty()) html += row("time kind", html_escape(time_kind));
+  if (node.score_s) html += row("score", format_seconds(*node.score_s));
+  if (node.speedup) {
+    html += row("speedup vs baseline", format_speedup(*node.speedup) + " <span class=\"kind\">" +
+                                           html_escape(speedup_kind_label(run, &node)) + "</span>");
+  }
+  if (metrics.contains("timing") && metrics["timing"].is_object()) {
+    const json& timing = metrics["timing"];
+    if (timing.contains("candidate"))
+      html += row("candidate time", timing_text(timing["candidate"]));
+    if (timing.contains("reference"))
+      html += row("reference (XLA) time", timing_text(timing["reference"]));
+  }
+  if (auto vs_reference = number_at(metrics, "speedup_vs_reference")) {
+    html += row("speedup vs reference (XLA)",
+                format_speedup(*vs_reference) + " (" + html_escape(time_kind) + ")");
+  }
+  if (metrics.contains("pallas_calls") && metrics["pallas_calls"].is_array()) {
+    std::string names;
+    for (const json& call : metrics["pallas_calls"]) {
+      const std::string name =
+          call.is_string() ? call.get<std::string>() : string_at(call, "kernel");
+      if (!name.empty()) names += (names.empty() ? "" : ", ") + html_escape(name);
+    }
+    html += row("pallas_calls", std::to_string(metrics["pallas_calls"].size()) +
+                                    (names.empty() ? "" : ": " + names));
+  }
+  if (metrics.contains("failure") && metrics["failure"].is_object()) {
+    html += row("failure", html_escape(string_at(metrics["failure"], "kind") + ": " +
+                                       string_at(metrics["failure"], "message")));
+  }
+  html += "</table>\n";
+  if (metrics.contains("predictions") && metrics["predictions"].is_array() &&
+      !metrics["predictions"].empty()) {
+    html +=
+        "<table class=\"predictions\"><tr><th>kernel</th><th>predicted</th><th>bound</th>"
+        "<th>label</th></tr>\n";
+    for (const json& p : metrics["predictions"]) {
+      if (!p.is_object()) continue;
+      const auto predicted = number_at(p, "predicted_s");
+      html += "<tr><td>" + html_escape(string_at(p, "kernel")) + "</td><td class=\"num\">" +
+              (predicted ? format_seconds(*predicted) : "-") + "</td><td>" +
+              html_escape(string_at(p, "bound")) + "</td><td>" +
+              html_escape(string_at(p, "label")) + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  return html;
+}
+
+std::string diff_block(const agents::NodeRecord& parent, const agents::NodeRecord& node) {
+  const auto hunks = unified_diff(parent.code, node.code);
+  if (hunks.empty()) return "<p class=\"muted\">Same code as " + node_link(parent.id) + ".</p>\n";
+  std::string html = "<pre class=\"diff\"><span class=\"hunk\">--- #" + std::to_string(parent.id) +
+                     "\n+++ #" + std::to_string(node.id) + "</span>";
+  for (const DiffHunk& hunk : hunks) {
+    html += "<span class=\"hunk\">" + hunk.header() + "</span>";
+    for (const DiffLine& line : hunk.lines) {
+      const char* css = line.kind == DiffLine::Kind::Added     ? "add"
+                        : line.kind == DiffLine::Kind::Removed ? "del"
+                                                               : "ctx";
+      const char* mark = line.kind == DiffLine::Kind::Added     ? "+"
+                         : line.kind == DiffLine::Kind::Removed ? "-"
+                                                                : " ";
+      html +=
+          std::string("<span class=\"") + css + "\">" + mark + html_escape(line.text) + "</span>";
+    }
+  }
+  return html + "</pre>\n";
+}
+
+std::string node_section(const agents::RunRecord& run, const agents::NodeRecord& node,
+                         const std::map<int64_t, const agents::NodeRecord*>& by_id, bool best) {
+  const std::string id = std::to_string(node.id);
+  std::string html = "<section class=\"node\" id=\"node-" + id + "\">\n<h3>#" + id + " " +
+                     html_escape(node.strategy) + " " + badge(node.status) +
+                     (best ? " <span class=\"kind\">\xE2\x98\x85 best</span>" : "") + "</h3>\n";
+  html += "<p>";
+  if (node.parent)
+    html += "parent " + node_link(*node.parent) + " &middot; ";
+  else
+    html += "baseline &middot; ";
+  html += "depth " + std::to_string(node.depth) + " &middot; finished " +
+          html_escape(format_utc(node.finished_at)) + "</p>\n";
+  if (!node.description.empty()) html += "<p>" + html_escape(node.description) + "</p>\n";
+  if (!node.plan.empty())
+    html += "<h4>Plan</h4>\n<pre class=\"plan\">" + html_escape(node.plan) + "</pre>\n";
+  html += "<h4>Metrics</h4>\n" + metrics_table(run, node);
+  if (!node.error.empty())
+    html += "<h4>Error</h4>\n<pre class=\"error\">" + html_escape(node.error) + "</pre>\n";
+  if (node.parent) {
+    auto parent = by_id.find(*node.parent);
+    html += "<h4>Change against " + node_link(*node.parent) + "</h4>\n";
+    html += parent == by_id.end() ? "<p class=\"muted\">The parent is not in the store.</p>\n"
+                                  : diff_block(*parent->second, node);
+  }
+  if (!node.code.empty()) {
+    html += "<details><summary>Full code (" + std::to_string(split_lines(node.code).size()) +
+            " lines)</summary><pre class=\"code\">" + html_escape(node.code) + "</pre></details>\n";
+  }
+  return html + "</section>\n";
+}
+
+std::string summary_table(const agents::RunRecord& run,
+                          const std::vector<agents::NodeRecord>& nodes,
+                          const agents::NodeRecord* best) {
+  std::map<std::string, int> by_status;
+  for (const auto& node : nodes) ++by_status[node.status];
+  std::string counts;
+  for (const auto& [status, count] : by_status)
+    counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + html_escape(status);
+  std::string html = "<table class=\"summary\">\n";
+  html += row("file", html_escape(run.file));
+  html += row("kernel", run.kernel.empty() ? "(the task's default)" : html_escape(run.kernel));
+  html += row("mode", html_escape(run.mode));
+  html += row("strategy", html_escape(run.strategy));
+  html += row("target", html_escape(run.target));
+  html += row("host", html_escape(run.host));
+  html += row("llm", html_escape(run.llm.empty() ? "none" : run.llm));
+  html += row("status", badge(run.status));
+  html += row("stop reason", run.stop_reason.empty() ? "-" : html_escape(run.stop_reason));
+  html += row("started", html_escape(format_utc(run.created_at)));
+  html += row("last update", html_escape(format_utc(run.updated_at)));
+  html += row("nodes", std::to_string(nodes.size()) + (counts.empty() ? "" : " (" + counts + ")"));
+  if (best && best->speedup) {
+    const std::string kind = speedup_kind_label(run, best);
+    std::string value = "<strong>" + format_speedup(*best->speedup) +
+                        "</strong> <span class=\"kind\">" + html_escape(kind) + "</span> (node " +
+                        node_link(best->id) + ", " + html_escape(best->strategy) + ")";
+    if (kind.find("predicted") != std::string::npos)
+      value +=
+          "<br><span class=\"muted\">Predicted by the TPU time model, not measured on a "
+          "device.</span>";
+    else if (kind.find("interpret") != std::string::npos)
+      value +=
+          "<br><span class=\"muted\">Pallas interpret-mode time on a CPU: not a TPU "
+          "speedup.</span>";
+    html += row("best speedup", value);
+  } else {
+    html += row("best speedup", "<span class=\"muted\">no correct node yet</span>");
+  }
+  return html + "</table>\n";
+}
+
+bool uses_llm(const agents::RunRecord& run) {
+  return !run.llm.empty() && run.llm != "none";
+}
+
+}  // namespace
+
+std::optional<int64_t> best_node_id(const agents::RunRecord& run,
+                                    const std::vector<agents::NodeRecord>& nodes) {
+  if (run.best_node) {
+    for (const auto& node : nodes)
+      if (node.id == *run.best_node && node.status == "correct" && node.speedup) return node.id;
+  }
+  const agents::NodeRecord* best = nullptr;
+  for (const auto& node : nodes) {
+    if (node.status != "correct" || !node.speedup || !std::isfinite(*node.speedup)) continue;
+    if (!best || *node.speedup > *best->speedup) best = &node;
+  }
+  if (!best) return std::nullopt;
+  return best->id;
+}
+
+std::string speedup_kind_label(const agents::RunRecord& run, const agents::NodeRecord* node) {
+  if (!run.score_kind.empty()) return run.score_kind;
+  const std::string kind = node ? node->time_kind : "";
+  if (kind == "device") return "measured (device)";
+  if (kind == "predicted")
+    return "predicted (model, " + (run.target.empty() ? "?" : run.target) + ")";
+  if (kind == "interpret") return "interpret (CPU; not a TPU speedup)";
+  return "unknown time kind";
+}
+
+std::string render_report(const agents::RunRecord& run,
+                          const std::vector<agents::NodeRecord>& nodes) {
+  std::map<int64_t, const agents::NodeRecord*> by_id;
+  for (const auto& node : nodes) by_id.emplace(node.id, &node);
+  const std::optional<int64_t> best_id = best_node_id(run, nodes);
+  const agents::NodeRecord* best = best_id ? by_id.at(*best_id) : nullptr;
+  const std::string title = "MaxKernel run " + run.id;
+
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+      html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  html += "<h1>" + html_escape(title) + "</h1>\n";
+  html += "<h2 id=\"summary\">Summary</h2>\n" + summary_table(run, nodes, best);
+
+  html += "<h2 id=\"graph\">Search graph</h2>\n<p class=\"legend\">";
+  for (const char* status : {"correct", "incorrect", "failed", "evaluating", "pending"})
+    html += std::string("<span style=\"background:") + status_colour(status) + "\">" + status +
+            "</span>";
+  html += " the best node has a gold border; click a node for its details.</p>\n";
+  html += "<div class=\"graph-wrap\">" + render_search_graph_svg(nodes, best_id) + "</div>\n";
+
+  const std::string y_label = "best speedup (" + speedup_kind_label(run, best) + ")";
+  html += "<h2 id=\"progress\">Best speedup over time</h2>\n" +
+          render_step_chart(best_speedup_over_time(run, nodes), "seconds since the start", y_label);
+  const bool usd = uses_llm(run) && total_node_cost(nodes).usd > 0;
+  html += "<h2 id=\"progress-cost\">Best speedup over cost</h2>\n" +
+          render_step_chart(best_speedup_over_cost(nodes, usd),
+                            usd ? "cumulative LLM cost (USD)" : "cumulative host seconds", y_label);
+
+  html += "<h2 id=\"cost\">Cost</h2>\n" + render_cost_table(run, nodes);
+
+  html += "<h2 id=\"nodes\">Nodes</h2>\n";
+  for (const auto& node : nodes)
+    html += node_section(run, node, by_id, best_id && *best_id == node.id);
+  html += "<p class=\"muted\">Generated by maxkernel report.</p>\n</body>\n</html>\n";
+  return html;
+}
+
+}  // namespace mk::report

@@ -1,0 +1,231 @@
+// The HTML report of a real stored run (SQLite in a temp dir): graph, best speedup with its kind,
+// diffs, cost totals, and that planted markup only ever appears escaped.
+#include "agents/report/report_html.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "agents/report/cost_table.h"
+#include "agents/report/html.h"
+#include "agents/report/search_graph_svg.h"
+#include "demo_run.h"
+
+namespace mk::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Per process and test: several build trees may run these tests at the same time.
+    dir_ = fs::temp_directory_path() /
+           ("mk-report-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    store_ = std::make_unique<agents::RunStore>(dir_ / "store.sqlite");
+    run_id_ = testing::write_demo_run(*store_);
+    run_ = *store_->run(run_id_);
+    nodes_ = store_->nodes(run_id_);
+    html_ = render_report(run_, nodes_);
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // The text of the element that starts at the first match of `start` up to `end`.
+  std::string slice(const std::string& start, const std::string& end) const {
+    const size_t from = html_.find(start);
+    if (from == std::string::npos) return "";
+    const size_t to = html_.find(end, from);
+    return html_.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  }
+
+  fs::path dir_;
+  std::unique_ptr<agents::RunStore> store_;
+  std::string run_id_;
+  agents::RunRecord run_;
+  std::vector<agents::NodeRecord> nodes_;
+  std::string html_;
+};
+
+TEST_F(ReportTest, IsOneSelfContainedPageWithAStrictPolicy) {
+  EXPECT_EQ(html_.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html_.find("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                       "style-src 'unsafe-inline'; img-src data:\">"),
+            std::string::npos);
+  EXPECT_EQ(html_.find("https://"), std::string::npos);
+  EXPECT_EQ(html_.find("<link"), std::string::npos);
+  EXPECT_EQ(html_.find(" src="), std::string::npos);
+  EXPECT_NE(html_.find(run_id_), std::string::npos);
+}
+
+TEST_F(ReportTest, PlantedScriptAppearsOnlyEscaped) {
+  std::string lower = html_;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  EXPECT_EQ(lower.find("<script"), std::string::npos);
+  const std::string escaped = html_escape(testing::kPlanted);
+  size_t count = 0;
+  for (size_t at = html_.find(escaped); at != std::string::npos; at = html_.find(escaped, at + 1))
+    ++count;
+  // The file name, the plan, the error, and the code line (diff + full code of node 4).
+  EXPECT_GE(count, 5u);
+}
+
+TEST_F(ReportTest, GraphHasEveryNodeEdgeAndTheBestHighlighted) {
+  const std::string svg = slice("<svg class=\"graph\"", "</svg>");
+  ASSERT_FALSE(svg.empty());
+  for (const auto& node : nodes_) {
+    EXPECT_NE(svg.find("data-node=\"" + std::to_string(node.id) + "\""), std::string::npos)
+        << node.id;
+    EXPECT_NE(svg.find(">#" + std::to_string(node.id) + " "), std::string::npos) << node.id;
+    if (node.parent) {
+      EXPECT_NE(svg.find("data-edge=\"" + std::to_string(*node.parent) + "-" +
+                         std::to_string(node.id) + "\""),
+                std::string::npos);
+    }
+    EXPECT_NE(svg.find("data-status=\"" + node.status + "\""), std::string::npos);
+  }
+  EXPECT_NE(svg.find("<g class=\"node best\" data-node=\"1\""), std::string::npos);
+  EXPECT_NE(svg.find(status_colour("failed")), std::string::npos);
+}
+
+TEST_F(ReportTest, LayoutPutsDepthInRowsAndParentsOverChildren) {
+  const auto layout = layout_search_graph(nodes_);
+  ASSERT_EQ(layout.size(), nodes_.size());
+  std::map<int64_t, GraphPosition> at;
+  for (const auto& p : layout) at[p.id] = p;
+  for (const auto& node : nodes_) EXPECT_EQ(at[node.id].row, node.depth) << node.id;
+  // Node 1 has children 3 and 4: it sits over their middle; leaves never share a column.
+  EXPECT_DOUBLE_EQ(at[1].column, (at[3].column + at[4].column) / 2);
+  EXPECT_NE(at[3].column, at[4].column);
+  EXPECT_NE(at[4].column, at[5].column);
+}
+
+TEST_F(ReportTest, SummaryShowsTheBestSpeedupWithItsKindLabel) {
+  const std::string best_row = slice("<tr><th>best speedup</th>", "</tr>");
+  ASSERT_FALSE(best_row.empty());
+  const auto best =
+      std::max_element(nodes_.begin(), nodes_.end(), [](const auto& a, const auto& b) {
+        return a.status == "correct" && b.status == "correct" ? *a.speedup < *b.speedup
+                                                              : b.status == "correct";
+      });
+  EXPECT_NE(best_row.find(format_speedup(*best->speedup)), std::string::npos) << best_row;
+  EXPECT_NE(best_row.find(run_.score_kind), std::string::npos) << best_row;
+  EXPECT_NE(best_row.find("not measured"), std::string::npos) << best_row;
+  EXPECT_NE(html_.find(html_escape(run_.stop_reason)), std::string::npos);
+  EXPECT_EQ(best_node_id(run_, nodes_), best->id);
+}
+
+TEST_F(ReportTest, BestIsNeverAnIncorrectNode) {
+  agents::RunRecord run = run_;
+  run.best_node = 2;  // incorrect in the demo
+  EXPECT_EQ(best_node_id(run, nodes_), 1);
+  run.best_node.reset();
+  EXPECT_EQ(best_node_id(run, nodes_), 1);
+  run.score_kind.clear();
+  EXPECT_EQ(speedup_kind_label(run, &nodes_[1]), "predicted (model, v5e)");
+}
+
+TEST_F(ReportTest, NodeSectionsHaveDiffsAgainstTheParent) {
+  const std::string node1 = slice("<section class=\"node\" id=\"node-1\">", "</section>");
+  ASSERT_FALSE(node1.empty());
+  EXPECT_NE(node1.find("<span class=\"hunk\">@@ -"), std::string::npos);
+  EXPECT_NE(node1.find("<span class=\"del\">-BLOCK_ROWS = 16</span>"), std::string::npos);
+  EXPECT_NE(node1.find("<span class=\"add\">+BLOCK_ROWS = 32</span>"), std::string::npos);
+  EXPECT_NE(node1.find("Use 32-row blocks."), std::string::npos);  // the plan
+  const std::string node3 = slice("<section class=\"node\" id=\"node-3\">", "</section>");
+  EXPECT_NE(node3.find("<pre class=\"error\">lowering: block shape"), std::string::npos);
+  EXPECT_NE(node3.find("<span class=\"add\">+BLOCK_ROWS = 12</span>"), std::string::npos);
+  const std::string node4 = slice("<section class=\"node\" id=\"node-4\">", "</section>");
+  EXPECT_NE(node4.find("<span class=\"add\">+    # " + html_escape(testing::kPlanted)),
+            std::string::npos);
+  // Every node has a section; the baseline has no diff.
+  for (const auto& node : nodes_)
+    EXPECT_NE(html_.find("id=\"node-" + std::to_string(node.id) + "\""), std::string::npos);
+  const std::string node0 = slice("<section class=\"node\" id=\"node-0\">", "</section>");
+  EXPECT_EQ(node0.find("class=\"diff\""), std::string::npos);
+}
+
+TEST_F(ReportTest, MetricsTablesShowTimingAndPredictions) {
+  const std::string node1 = slice("<section class=\"node\" id=\"node-1\">", "</section>");
+  EXPECT_NE(node1.find("<th>candidate time</th>"), std::string::npos);
+  EXPECT_NE(node1.find("<th>reference (XLA) time</th><td>" + format_seconds(2.4e-5)),
+            std::string::npos);
+  EXPECT_NE(node1.find("<td>memory</td>"), std::string::npos);
+}
+
+TEST_F(ReportTest, CostTableTotalsSumTheNodes) {
+  double tokens_in = 0, tokens_out = 0, usd = 0, host_seconds = 0;
+  int cache_hits = 0;
+  for (const auto& node : nodes_) {
+    const auto cost = nlohmann::json::parse(node.cost_json);
+    tokens_in += cost.value("tokens_in", 0.0);
+    tokens_out += cost.value("tokens_out", 0.0);
+    usd += cost.value("usd", 0.0);
+    host_seconds += cost.value("host_seconds", 0.0);
+    cache_hits += cost.value("cache_hit", false) ? 1 : 0;
+  }
+  const std::string total = slice("<tr class=\"total\" data-row=\"node-total\">", "</tr>");
+  ASSERT_FALSE(total.empty());
+  EXPECT_NE(total.find(">" + format_number(tokens_in, 0) + "<"), std::string::npos) << total;
+  EXPECT_NE(total.find(">" + format_number(tokens_out, 0) + "<"), std::string::npos) << total;
+  EXPECT_NE(total.find(">$" + format_number(usd, 4) + "<"), std::string::npos) << total;
+  EXPECT_NE(total.find(">" + format_number(host_seconds, 2) + "<"), std::string::npos) << total;
+  EXPECT_NE(total.find("<td>" + std::to_string(cache_hits) + "</td>"), std::string::npos) << total;
+  const std::string recorded = slice("<tr class=\"total\" data-row=\"run-total\">", "</tr>");
+  const auto run_cost = nlohmann::json::parse(run_.cost_json);
+  EXPECT_NE(recorded.find(format_number(run_cost["evaluations"].get<double>(), 0) + " evaluations"),
+            std::string::npos);
+}
+
+TEST_F(ReportTest, ProgressChartsPlotTheBestSoFar) {
+  const std::string time_chart = slice("<h2 id=\"progress\">", "</svg>");
+  ASSERT_NE(time_chart.find("<svg class=\"chart\""), std::string::npos);
+  // One point per finished node (5 of 6: one is pending).
+  size_t points = 0;
+  for (size_t at = time_chart.find("<circle"); at != std::string::npos;
+       at = time_chart.find("<circle", at + 1))
+    ++points;
+  EXPECT_EQ(points, 5u);
+  // The LLM run plots its cost in USD.
+  EXPECT_NE(html_.find("cumulative LLM cost (USD)"), std::string::npos);
+}
+
+TEST(ReportEdgeCases, EmptyRunAndBrokenJsonStillRender) {
+  agents::RunRecord run;
+  run.id = "r-empty";
+  const std::string empty = render_report(run, {});
+  EXPECT_NE(empty.find("No nodes recorded yet"), std::string::npos);
+  EXPECT_NE(empty.find("no correct node yet"), std::string::npos);
+
+  agents::NodeRecord odd;
+  odd.run_id = "r-empty";
+  odd.id = 3;
+  odd.parent = 99;  // missing parent: drawn as a root, section says so
+  odd.status = "correct";
+  odd.speedup = 1.5;
+  odd.metrics_json = "{not json";
+  odd.cost_json = "[1, 2]";
+  odd.finished_at = 100;
+  agents::NodeRecord loop = odd;
+  loop.id = 4;
+  loop.parent = 4;  // a self-loop must not hang the layout
+  const std::string html = render_report(run, {odd, loop});
+  EXPECT_NE(html.find("The parent is not in the store."), std::string::npos);
+  EXPECT_NE(html.find("data-node=\"3\""), std::string::npos);
+  EXPECT_NE(html.find("data-node=\"4\""), std::string::npos);
+  EXPECT_NE(html.find("unknown time kind"), std::string::npos);  // no score_kind, no time_kind
+}
+
+}  // namespace
+}  // namespace mk::report
