@@ -1,0 +1,480 @@
+// The extension's tests, run inside a real VS Code extension host (code-server) against the real
+// maxkernel-lsp and real JAX workers; tests/editors/vscode/run.mjs starts everything and lays out
+// the workspace (examples/, bad/, tasks/scale_add.py, .vscode/settings.json).
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import * as vscode from "vscode";
+import type { MaxKernelApi } from "../extension";
+
+class Skip extends Error {}
+
+interface Outcome {
+  name: string;
+  status: "passed" | "failed" | "skipped";
+  message?: string;
+  seconds: number;
+}
+
+const tests: { name: string; fn: () => Promise<void> }[] = [];
+function test(name: string, fn: () => Promise<void>): void {
+  tests.push({ name, fn });
+}
+
+function workspaceFile(...parts: string[]): vscode.Uri {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  assert.ok(root, "the tests need a workspace folder");
+  return vscode.Uri.joinPath(root, ...parts);
+}
+
+async function open(uri: vscode.Uri): Promise<vscode.TextEditor> {
+  const doc = await vscode.workspace.openTextDocument(uri);
+  return vscode.window.showTextDocument(doc, { preview: false });
+}
+
+// Resolves when `check` returns a value, re-checking on every event of `events`; rejects on timeout.
+function waitFor<T>(events: vscode.Event<unknown>[], check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const first = check();
+    if (first !== undefined) return resolve(first);
+    const subs: vscode.Disposable[] = [];
+    const timer = setTimeout(() => {
+      subs.forEach((s) => s.dispose());
+      reject(new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`));
+    }, timeoutMs);
+    for (const e of events) {
+      subs.push(
+        e(() => {
+          const v = check();
+          if (v === undefined) return;
+          clearTimeout(timer);
+          subs.forEach((s) => s.dispose());
+          resolve(v);
+        }),
+      );
+    }
+  });
+}
+
+// Like waitFor with an asynchronous check; subscribes before the first check so no event is missed.
+function waitForAsync<T>(events: vscode.Event<unknown>[], check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const subs: vscode.Disposable[] = [];
+    const finish = (error?: Error, value?: T) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      subs.forEach((s) => s.dispose());
+      if (error) reject(error);
+      else resolve(value as T);
+    };
+    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`)), timeoutMs);
+    const attempt = () =>
+      void check().then(
+        (v) => v !== undefined && finish(undefined, v),
+        (e: Error) => finish(e),
+      );
+    for (const e of events) subs.push(e(attempt));
+    attempt();
+  });
+}
+
+function waitForDiagnostic(uri: vscode.Uri, match: (d: vscode.Diagnostic) => boolean, timeoutMs: number, what: string) {
+  return waitFor([vscode.languages.onDidChangeDiagnostics], () => vscode.languages.getDiagnostics(uri).find(match), timeoutMs, what);
+}
+
+function codeOf(d: vscode.Diagnostic): string {
+  const c = d.code;
+  return typeof c === "object" && c !== null ? String(c.value) : String(c ?? "");
+}
+
+let api: MaxKernelApi;
+
+async function lensesOf(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
+  return (await vscode.commands.executeCommand<vscode.CodeLens[]>("vscode.executeCodeLensProvider", uri)) ?? [];
+}
+
+// Opening a Python file activates the extension (activationEvents: onLanguage:python).
+async function activateByPythonFile(): Promise<void> {
+  await open(workspaceFile("examples", "matmul_tiled.py"));
+  const ext = vscode.extensions.getExtension<MaxKernelApi>("maxkernel.maxkernel");
+  assert.ok(ext, "extension maxkernel.maxkernel is not loaded");
+  api = ext.isActive ? ext.exports : await ext.activate();
+  await api.started();
+}
+
+test("the extension activates on a Python file and the server runs", async () => {
+  await activateByPythonFile();
+  await waitFor([api.status.onDidChange], () => (api.status.server === "running" ? true : undefined), 20000, "the server to run");
+  assert.match(api.status.text, /MaxKernel: running/);
+  assert.match(api.status.detail, /host local: not contacted yet/);
+});
+
+test("a kernel file from examples/ gets the kernel code lenses", async () => {
+  const uri = workspaceFile("examples", "matmul_tiled.py");
+  await open(uri);
+  const lenses = await lensesOf(uri);
+  const titles = lenses.map((l) => l.command?.title);
+  for (const t of ["Optimize step by step", "Auto", "Graph search", "Test", "Profile"]) assert.ok(titles.includes(t), `no "${t}" lens in ${titles}`);
+  const test = lenses.find((l) => l.command?.title === "Test");
+  assert.strictEqual(test?.command?.command, "maxkernel.test");
+  const arg = test?.command?.arguments?.[0];
+  assert.strictEqual(arg.kernel, 0);
+  assert.strictEqual(vscode.Uri.parse(arg.uri).fsPath, uri.fsPath);
+});
+
+test("a bad kernel from tests/corpus/bad gets its static diagnostic as an error", async () => {
+  const uri = workspaceFile("bad", "mk001_matmul_block_tiling.py");
+  await open(uri);
+  const d = await waitForDiagnostic(uri, (x) => codeOf(x) === "MK001", 20000, "an MK001 diagnostic");
+  assert.strictEqual(d.severity, vscode.DiagnosticSeverity.Error);
+  assert.match(d.source ?? "", /maxkernel/);
+});
+
+test("the context menu's kernel commands find the kernel under the selection", async () => {
+  const uri = workspaceFile("examples", "matmul_tiled.py");
+  const editor = await open(uri);
+  const line = editor.document.getText().split("\n").findIndex((l) => l.includes("pl.pallas_call("));
+  assert.ok(line >= 0);
+  editor.selection = new vscode.Selection(line, 8, line, 20);
+  // The menu passes the document URI; the middleware swaps in the lens argument.
+  const args = await api.commands.completeArguments("maxkernel.test", [uri]);
+  assert.ok(args, "no arguments");
+  const arg = args[0] as { uri: string; kernel: number; name: string };
+  assert.strictEqual(arg.kernel, 0);
+  assert.strictEqual(arg.name, "matmul_kernel");
+  const pkg = vscode.extensions.getExtension("maxkernel.maxkernel")!.packageJSON;
+  const menu = pkg.contributes.menus["maxkernel.kernel"].map((m: { command: string }) => m.command);
+  for (const c of ["maxkernel.optimizeStepByStep", "maxkernel.optimizeAuto", "maxkernel.graphSearch", "maxkernel.test", "maxkernel.profile"]) {
+    assert.ok(menu.includes(c), `${c} missing from the context menu`);
+  }
+  assert.match(pkg.contributes.menus["editor/context"][0].when, /editorHasSelection/);
+});
+
+test("Test on the local host runs a real JAX worker and shows the verdict diagnostic", async () => {
+  const uri = workspaceFile("tasks", "scale_add.py");
+  await open(uri);
+  const lens = (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.test");
+  assert.ok(lens?.command, "no Test lens");
+  const result = await vscode.commands.executeCommand<{ status: string; job: string }>(lens.command.command, ...(lens.command.arguments ?? []));
+  assert.strictEqual(result?.status, "started");
+  assert.ok([...api.status.jobs.values()].some((j) => j.jobId === result.job), "the job is not in the status item");
+  assert.match(api.status.text, /1 job/);
+  const verdict = await waitForDiagnostic(uri, (d) => codeOf(d) === "MK200", 150000, "the MK200 test verdict");
+  assert.match(verdict.message, /Test passed on local/);
+  assert.strictEqual(verdict.severity, vscode.DiagnosticSeverity.Information);
+  const callLine = (await vscode.workspace.openTextDocument(uri)).getText().split("\n").findIndex((l) => l.includes("pl.pallas_call("));
+  assert.strictEqual(verdict.range.start.line, callLine, "the verdict is not on the pallas_call");
+  await waitFor([api.status.onDidChange], () => (api.status.jobs.size === 0 ? true : undefined), 10000, "the job to leave the status item");
+  assert.match(api.status.detail, /host local: reachable/);
+});
+
+test("Cancel job stops a running Profile on the host", async () => {
+  const uri = workspaceFile("tasks", "scale_add.py");
+  await open(uri);
+  const lens = (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.profile");
+  assert.ok(lens?.command, "no Profile lens");
+  const result = await vscode.commands.executeCommand<{ status: string; job: string }>(lens.command.command, ...(lens.command.arguments ?? []));
+  assert.strictEqual(result?.status, "started");
+  await vscode.commands.executeCommand("maxkernel.cancelJob", { job: result.job });
+  const d = await waitForDiagnostic(uri, (x) => codeOf(x) === "MK201", 60000, "the MK201 profile outcome");
+  assert.match(d.message, /cancel/i);
+  assert.strictEqual(api.status.jobs.size, 0);
+});
+
+test("changing maxkernel.target reaches the server (hover names the new generation)", async () => {
+  const uri = workspaceFile("examples", "matmul_tiled.py");
+  const editor = await open(uri);
+  const line = editor.document.getText().split("\n").findIndex((l) => l.includes("pl.pallas_call("));
+  const position = new vscode.Position(line, editor.document.lineAt(line).text.indexOf("pallas_call") + 2);
+  const hoverText = async () => {
+    const hovers = (await vscode.commands.executeCommand<vscode.Hover[]>("vscode.executeHoverProvider", uri, position)) ?? [];
+    return hovers.flatMap((h) => h.contents.map((c) => (typeof c === "string" ? c : c.value))).join("\n");
+  };
+  assert.match(await hoverText(), /v5e/);
+  const config = vscode.workspace.getConfiguration("maxkernel");
+  await config.update("target", "v7", vscode.ConfigurationTarget.Workspace);
+  try {
+    // The server pulls workspace/configuration, then re-publishes diagnostics for open files.
+    const text = await waitForAsync(
+      [vscode.languages.onDidChangeDiagnostics],
+      async () => {
+        const t = await hoverText();
+        return /v7/.test(t) ? t : undefined;
+      },
+      20000,
+      "a hover that names v7",
+    );
+    assert.match(text, /v7/);
+  } finally {
+    await config.update("target", undefined, vscode.ConfigurationTarget.Workspace);
+  }
+});
+
+test("Set API key keeps the key in secret storage, out of settings and out of the trace", async () => {
+  const key = "sk-test-" + Math.random().toString(36).slice(2) + "ABCDEFGH";
+  // The runner searches every log of this session for the key afterwards (the trace is verbose).
+  const results = process.env.MAXKERNEL_VSCODE_RESULTS;
+  if (results) fs.writeFileSync(path.join(path.dirname(results), "secret-probe.txt"), key);
+  // The client traces only while its trace channel logs at Trace level (vscode-languageclient 11).
+  await vscode.commands.executeCommand("_extensionTests.setLogLevel", "trace");
+  await waitFor(
+    [api.traceChannel.onDidChangeLogLevel],
+    () => (api.traceChannel.logLevel === vscode.LogLevel.Trace ? true : undefined),
+    10000,
+    "the trace channel at Trace level",
+  );
+  let delivered: boolean | undefined;
+  const sub = api.onDidSendApiKey((e) => (delivered = e.set));
+  const sent = waitFor([api.onDidSendApiKey], () => delivered, 10000, "the key to reach the server");
+  await api.apiKeys.set("openai", key);
+  assert.strictEqual(await sent, true);
+  sub.dispose();
+  try {
+    assert.strictEqual(await api.apiKeys.get("openai"), key);
+    const config = JSON.stringify(vscode.workspace.getConfiguration("maxkernel"));
+    assert.ok(!config.includes(key), "the key leaked into settings");
+    const settingsFile = workspaceFile(".vscode", "settings.json").fsPath;
+    assert.ok(!fs.readFileSync(settingsFile, "utf8").includes(key), "the key leaked into settings.json");
+    const traced = api.apiKeys.redactor.redact(`Params: {"apiKey": "${key}"}`);
+    assert.ok(!traced.includes(key) && traced.includes("«api key»"), traced);
+  } finally {
+    await api.apiKeys.clear("openai");
+    await vscode.commands.executeCommand("_extensionTests.setLogLevel", "info");
+  }
+  assert.strictEqual(await api.apiKeys.get("openai"), undefined);
+});
+
+test("an HTML report opens in a webview under a strict Content-Security-Policy", async () => {
+  const html =
+    '<html><head><meta http-equiv="Content-Security-Policy" content="default-src *"><style>b{color:red}</style>' +
+    '<script nonce="abc">window.x=1</script></head><body><b>0.41 ms</b><span class="badge" style="background:#2a7">best</span></body></html>';
+  const panel = await api.reports.show({ html, title: "MaxKernel report: test" });
+  const shown = panel.webview.html;
+  assert.match(shown, /default-src 'none'/);
+  assert.match(shown, /script-src 'none'/);
+  assert.ok(!/default-src \*/.test(shown), "the report's own CSP survived");
+  const nonce = /style-src 'nonce-([A-Za-z0-9]+)'/.exec(shown)?.[1];
+  assert.ok(nonce, "no style nonce");
+  assert.ok(shown.includes(`<style nonce="${nonce}">`), "the style element has no nonce");
+  assert.ok(shown.includes("<script>") && !/<script nonce/.test(shown), "a script kept a nonce");
+  assert.strictEqual(panel.webview.options.enableScripts, false);
+  // The badge's inline style moved into the nonce'd sheet (a style attribute would be blocked).
+  assert.ok(!/\sstyle="/.test(shown), "an inline style attribute is left");
+  assert.ok(shown.includes('<span class="badge" data-mk-style="0">best</span>'), shown);
+  assert.ok(shown.includes(`<style nonce="${nonce}">[data-mk-style="0"]{background:#2a7}</style>`), shown);
+  const tabLabels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs.map((t) => t.label));
+  await waitFor(
+    [vscode.window.tabGroups.onDidChangeTabs, vscode.window.tabGroups.onDidChangeTabGroups],
+    () => (tabLabels().includes("MaxKernel report: test") ? true : undefined),
+    10000,
+    "the report tab",
+  ).catch((e: Error) => assert.fail(`${e.message}; tabs: ${tabLabels()}`));
+  panel.dispose();
+});
+
+test("every contributed command is registered (stand-ins for what the server lacks)", async () => {
+  const pkg = vscode.extensions.getExtension("maxkernel.maxkernel")!.packageJSON;
+  const registered = new Set(await vscode.commands.getCommands(true));
+  const missing = pkg.contributes.commands.map((c: { command: string }) => c.command).filter((c: string) => !registered.has(c));
+  assert.deepStrictEqual(missing, []);
+  // cancelJob with nothing running says so instead of failing.
+  assert.strictEqual(api.status.jobs.size, 0);
+  await vscode.commands.executeCommand("maxkernel.cancelJob");
+});
+
+test("a serverPath that is not an executable fails clearly; fixing it restarts the server", async () => {
+  const config = vscode.workspace.getConfiguration("maxkernel");
+  const original = config.inspect<string>("serverPath")?.workspaceValue;
+  await config.update("serverPath", "/nonexistent/maxkernel-lsp", vscode.ConfigurationTarget.Workspace);
+  try {
+    await waitFor([api.status.onDidChange], () => (api.status.server === "failed" ? true : undefined), 20000, "the failed state");
+    assert.match(api.status.detail, /maxkernel-lsp not found/);
+    assert.strictEqual(api.client(), undefined);
+  } finally {
+    await config.update("serverPath", original, vscode.ConfigurationTarget.Workspace);
+  }
+  await waitFor([api.status.onDidChange], () => (api.status.server === "running" ? true : undefined), 20000, "the server to run again");
+  const uri = workspaceFile("examples", "matmul_tiled.py");
+  await open(uri);
+  const lenses = await waitForAsync(
+    [api.status.onDidChange, vscode.languages.onDidChangeDiagnostics],
+    async () => {
+      const l = await lensesOf(uri);
+      return l.length > 0 ? l : undefined;
+    },
+    20000,
+    "code lenses from the restarted server",
+  );
+  assert.ok(lenses.some((l) => l.command?.command === "maxkernel.test"));
+});
+
+// Makes the real server send a request to the client (server flag --enable-test-methods).
+async function serverSends(method: string, params: unknown, timeoutMs = 20000): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+  const client = api.client();
+  assert.ok(client, "no client");
+  return client.sendRequest("maxkernel/test/clientRequest", { method, params, timeoutMs });
+}
+
+test("HITL questions from the server: a choice, a choice with feedback text, a dismissal", async () => {
+  const original = api.hitl.ui;
+  const asked: string[] = [];
+  let pick = "Revise";
+  api.hitl.ui = {
+    choose: async (_type, message, actions) => {
+      asked.push(message);
+      return actions.find((a) => a.title === pick);
+    },
+    feedback: async (prompt) => (prompt.startsWith("Revise") ? "use 256-row blocks" : undefined),
+  };
+  try {
+    const params = {
+      type: 3,
+      message: "Plan for matmul_kernel: grow block_m to 256",
+      actions: [{ title: "Approve" }, { title: "Revise", feedback: true }, { title: "Stop" }],
+    };
+    assert.deepStrictEqual(await serverSends("window/showMessageRequest", params), {
+      result: { title: "Revise", feedback: "use 256-row blocks" },
+    });
+    pick = "Approve";
+    assert.deepStrictEqual(await serverSends("window/showMessageRequest", params), { result: { title: "Approve" } });
+    pick = "nothing: dismissed";
+    assert.deepStrictEqual(await serverSends("window/showMessageRequest", params), { result: null });
+    assert.deepStrictEqual(asked, [params.message, params.message, params.message]);
+  } finally {
+    api.hitl.ui = original;
+  }
+});
+
+test("window/showDocument: an HTML report opens in the locked webview, a plan document in an editor", async () => {
+  const report = workspaceFile("report.html");
+  fs.writeFileSync(report.fsPath, "<html><head><style>td{padding:2px}</style></head><body><table><tr><td>1.58x</td></tr></table><script>1</script></body></html>");
+  const shown = await serverSends("window/showDocument", { uri: report.toString(), takeFocus: false });
+  assert.deepStrictEqual(shown, { result: { success: true } });
+  const html = api.reports.current?.webview.html ?? "";
+  assert.match(html, /default-src 'none'/);
+  assert.match(html, /1\.58x/);
+  api.reports.current?.dispose();
+  const missing = workspaceFile("no-such-report.html").toString();
+  assert.deepStrictEqual(await serverSends("window/showDocument", { uri: missing }), { result: { success: false } });
+
+  const plan = workspaceFile("plan.md");
+  fs.writeFileSync(plan.fsPath, "# Plan\n\n1. grow block_m to 256\n");
+  assert.deepStrictEqual(await serverSends("window/showDocument", { uri: plan.toString(), takeFocus: true }), { result: { success: true } });
+  assert.strictEqual(vscode.window.activeTextEditor?.document.uri.fsPath, plan.fsPath);
+});
+
+test("a proposed edit that needs confirmation opens the refactor preview and changes nothing until accepted", async () => {
+  const uri = workspaceFile("tasks", "scale_add.py");
+  const editor = await open(uri);
+  const before = editor.document.getText();
+  const line = before.split("\n").findIndex((l) => l.startsWith("BLOCK_ROWS = "));
+  assert.ok(line >= 0);
+  const proposal = (needsConfirmation: boolean) => ({
+    label: "MaxKernel: optimize step",
+    edit: {
+      documentChanges: [
+        {
+          textDocument: { uri: uri.toString(), version: editor.document.version },
+          edits: [
+            {
+              range: { start: { line, character: 0 }, end: { line, character: editor.document.lineAt(line).text.length } },
+              newText: "BLOCK_ROWS = 32",
+              annotationId: "mk-step",
+            },
+          ],
+        },
+      ],
+      changeAnnotations: { "mk-step": { label: "MaxKernel: larger row blocks", needsConfirmation } },
+    },
+  });
+  // The preview shows the proposal in its own document; the file itself stays as it was.
+  const previewOpened = waitFor(
+    [vscode.workspace.onDidOpenTextDocument],
+    () => vscode.workspace.textDocuments.find((d) => d.uri.scheme.startsWith("vscode-bulkeditpreview")),
+    30000,
+    "the refactor preview",
+  );
+  const answer = serverSends("workspace/applyEdit", proposal(true), 60000);
+  await previewOpened;
+  assert.strictEqual(editor.document.getText(), before, "the edit was applied without confirmation");
+  await vscode.commands.executeCommand("refactorPreview.discard");
+  assert.deepStrictEqual(await answer, { result: { applied: false } });
+  assert.strictEqual(editor.document.getText(), before);
+
+  // Without the annotation's confirmation the same edit applies at once (and is undone here).
+  assert.deepStrictEqual(await serverSends("workspace/applyEdit", proposal(false)), { result: { applied: true } });
+  assert.strictEqual(editor.document.lineAt(line).text, "BLOCK_ROWS = 32");
+  await vscode.window.showTextDocument(editor.document);
+  await vscode.commands.executeCommand("undo");
+  assert.strictEqual(editor.document.getText(), before);
+});
+
+test("sessions list (maxkernel/sessions)", async () => {
+  const client = api.client();
+  assert.ok(client);
+  try {
+    const sessions = await client.sendRequest("maxkernel/sessions", {});
+    assert.ok(Array.isArray(sessions) || Array.isArray((sessions as { sessions?: unknown }).sessions), JSON.stringify(sessions));
+  } catch (e) {
+    if ((e as { code?: number }).code === -32601) throw new Skip("pending: server sessions (maxkernel/sessions is not offered yet)");
+    throw e;
+  }
+});
+
+test("HITL: Optimize step by step on a recording shows the plan and a confirmable edit", async () => {
+  const uri = workspaceFile("tasks", "scale_add.py");
+  await open(uri);
+  const lens = (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.optimizeStepByStep");
+  assert.ok(lens?.command, "no Optimize step by step lens");
+  const before = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+  // Questions (window/showMessageRequest) are approved with the first action.
+  const original = api.hitl.ui;
+  api.hitl.ui = { choose: async (_t, _m, actions) => actions[0], feedback: async () => "" };
+  const shown = waitFor(
+    [vscode.window.onDidChangeActiveTextEditor],
+    () => vscode.window.visibleTextEditors.map((e) => e.document).find((d) => !before.has(d.uri.toString())),
+    120000,
+    "the HITL plan document",
+  );
+  const result = await vscode.commands.executeCommand<{ status: string; message?: string }>(lens.command.command, ...(lens.command.arguments ?? []));
+  try {
+    if (result?.status === "unavailable") {
+      shown.catch(() => undefined);
+      throw new Skip(`pending: server HITL (${result.message ?? "unavailable"})`);
+    }
+    assert.strictEqual(result?.status, "started", JSON.stringify(result));
+    const plan = await shown;
+    assert.ok(plan.getText().trim().length > 0, "the plan document is empty");
+  } finally {
+    api.hitl.ui = original;
+  }
+});
+
+export async function run(): Promise<void> {
+  const outcomes: Outcome[] = [];
+  const only = process.env.MAXKERNEL_VSCODE_ONLY;
+  if (only) await activateByPythonFile(); // the first test may be filtered out
+  for (const t of tests) {
+    if (only && !t.name.includes(only)) continue;
+    const started = Date.now();
+    try {
+      await t.fn();
+      outcomes.push({ name: t.name, status: "passed", seconds: (Date.now() - started) / 1000 });
+      console.log(`ok - ${t.name}`);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      const status = e instanceof Skip ? "skipped" : "failed";
+      outcomes.push({ name: t.name, status, message, seconds: (Date.now() - started) / 1000 });
+      console.log(`${status === "skipped" ? "skip" : "not ok"} - ${t.name}: ${message}`);
+    }
+  }
+  const out = process.env.MAXKERNEL_VSCODE_RESULTS;
+  if (out) {
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, JSON.stringify(outcomes, null, 2));
+  }
+  const failed = outcomes.filter((o) => o.status === "failed").length;
+  if (failed > 0) throw new Error(`${failed} extension test(s) failed`);
+}

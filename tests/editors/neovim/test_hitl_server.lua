@@ -1,0 +1,62 @@
+-- The server's real HITL flow: :MaxKernelOptimize starts a step-by-step session, the server asks
+-- through window/showMessageRequest after a phase, the answer goes back through vim.ui.select,
+-- and the session shows up in maxkernel/sessions. PENDING while the server answers "unavailable".
+local H = dofile(vim.env.MAXKERNEL_TEST_DIR .. "/helpers.lua")
+
+local asked = {}
+vim.ui.select = function(items, opts, on_choice)
+  asked[#asked + 1] = { items = items, opts = opts }
+  local pick = 1
+  for i, item in ipairs(items) do
+    local title = type(item) == "table" and tostring(item.title or "") or tostring(item)
+    if title:lower():find("approve") or title:lower():find("accept") then
+      pick = i
+      break
+    end
+  end
+  vim.defer_fn(function()
+    on_choice(items[pick], pick)
+  end, 10)
+end
+vim.ui.input = function(_, on_confirm)
+  vim.defer_fn(function()
+    on_confirm("looks good")
+  end, 10)
+end
+
+H.run("hitl (server flow)", function()
+  local notes = H.capture_notify()
+  H.setup()
+  local bufnr = H.open(H.copy("examples/softmax_rows.py"))
+  vim.api.nvim_win_set_cursor(0, { 20, 0 })
+  local reply
+  require("maxkernel").execute("maxkernel.optimizeStepByStep", bufnr, function(err, result)
+    reply = { err = err, result = result }
+  end)
+  reply = H.wait(15000, function()
+    return reply
+  end, "the reply to maxkernel.optimizeStepByStep")
+  if reply.result and reply.result.status == "unavailable" then
+    H.pending("the server has no HITL session yet (optimizeStepByStep: " .. reply.result.message .. ")")
+  end
+  H.check(not reply.err, "optimizeStepByStep failed: %s", vim.inspect(reply.err))
+  -- The first phase ends with a question to the user.
+  H.wait(120000, function()
+    return #asked > 0
+  end, "the server's first showMessageRequest")
+  H.check(asked[1].opts.kind == "maxkernel.hitl", "the question did not come through the HITL handler")
+  -- The session can be listed for resuming.
+  local sessions
+  require("maxkernel.compat").request(require("maxkernel").client(bufnr), "maxkernel/sessions", vim.empty_dict(), function(err, result)
+    sessions = { err = err, result = result }
+  end, bufnr)
+  sessions = H.wait(15000, function()
+    return sessions
+  end, "maxkernel/sessions")
+  H.check(not sessions.err, "maxkernel/sessions failed: %s", vim.inspect(sessions.err))
+  local list = sessions.result.sessions or sessions.result
+  H.check(#list >= 1, "no session listed: %s", vim.inspect(sessions.result))
+  H.check(not H.find(notes, function(n)
+    return n.level == vim.log.levels.ERROR
+  end), "an error was shown during the session")
+end)
