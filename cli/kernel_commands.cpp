@@ -5,7 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/host_selection.h"
+#include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "lsp/analysis/vmem.h"
 #include "lsp/syntax/normalize.h"
@@ -212,39 +212,26 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   if (command == "lower") request.options["target"] = native ? "native" : "tpu";
   if (!seeds.is_null()) request.options["seeds"] = seeds;
 
+  HostOptions host_options;
+  host_options.host_name = host_name;
+  host_options.hosts_file = hosts_file;
+  host_options.python = python;
+  host_options.timeout_s = timeout_s;
+  host_options.store_path = store_path;
+  host_options.open_store = command == "test";
   std::string error;
-  auto host_config = select_host(host_name, hosts_file, python, error);
-  if (!host_config) {
+  auto session = open_host_session(host_options, error);
+  if (!session) {
     std::cerr << "maxkernel " << command << ": " << error << "\n";
     return 2;
   }
-  host_config->request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  auto worker_dir = tpu::find_worker_directory();
-  if (!worker_dir) {
-    std::cerr << "maxkernel " << command
-              << ": cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR\n";
-    return 2;
-  }
-  auto bundle = tpu::load_worker_bundle(*worker_dir, error);
-  if (!bundle) {
-    std::cerr << "maxkernel " << command << ": " << error << "\n";
-    return 2;
-  }
-  std::unique_ptr<knowledge::Store> store;
-  if (command == "test") {
-    try {
-      store = std::make_unique<knowledge::Store>(
-          store_path.empty() ? knowledge::default_store_path() : std::filesystem::path(store_path));
-    } catch (const std::exception& e) {
-      std::cerr << "maxkernel: evaluation cache disabled: " << e.what() << "\n";
-    }
-  }
-  tpu::KernelHost host(*host_config, *bundle);
-  tpu::KernelJobs jobs(host, store.get());
+  const tpu::HostConfig used_host = session->config;  // outlives the session
+  const tpu::HostConfig* host_config = &used_host;
+  tpu::KernelJobs& jobs = *session->jobs;
   tpu::JobResult result = command == "lower"  ? jobs.lower(request)
                           : command == "test" ? jobs.test(request, use_cache)
                                               : jobs.profile(request);
-  host.shutdown();
+  session.reset();
 
   const tpu::WorkerReply& reply = result.reply;
   const bool infrastructure_failure = reply.status != tpu::WorkerReply::Status::Ok &&
@@ -258,7 +245,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
                 {"result", reply.body}};
     if (!reply.message.empty()) out["message"] = reply.message;
     if (command == "lower" && reply.body.contains("pallas_calls")) {
-      out["predicted"] = tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation);
+      out["predicted"] = tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation,
+                                                   reply.body.value("cost", json()));
     }
     if (infrastructure_failure) out["stderr_tail"] = reply.stderr_tail;
     std::cout << out.dump(2) << "\n";
@@ -273,7 +261,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     if (command == "lower") {
       print_lower(reply.body, request.file.string());
       if (reply.body.contains("pallas_calls")) {
-        print_predictions(tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation));
+        print_predictions(tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation,
+                                                    reply.body.value("cost", json())));
       }
     }
     if (command == "test") print_test(reply.body, request.file.string(), result.from_cache);

@@ -1,5 +1,7 @@
 #include "tpu/jobs/predictions.h"
 
+#include <optional>
+
 #include "knowledge/time_model.h"
 
 namespace mk::tpu {
@@ -18,13 +20,25 @@ int dtype_bits(const std::string& dtype) {
 
 }  // namespace
 
-json predict_pallas_calls(const json& pallas_calls, const knowledge::TpuGeneration& target) {
+json predict_pallas_calls(const json& pallas_calls, const knowledge::TpuGeneration& target,
+                          const json& program_cost) {
   json out = json::array();
   if (!pallas_calls.is_array()) return out;
+  std::optional<double> reference_flops;
+  if (pallas_calls.size() == 1 && program_cost.is_object() &&
+      program_cost.value("source", std::string()) == "reference_xla" &&
+      program_cost.contains("flops") && program_cost["flops"].is_number())
+    reference_flops = program_cost["flops"].get<double>();
   for (const json& call : pallas_calls) {
     json entry = {{"kernel", call.value("kernel", std::string("?"))}};
-    const json& cost = call.value("cost", json::object());
+    json cost = call.value("cost", json::object());
+    if (!cost.is_object()) cost = json::object();
     const json& traffic = call.value("traffic", json::object());
+    bool flops_from_reference = false;
+    if ((!cost.contains("flops") || !cost["flops"].is_number()) && reference_flops) {
+      cost["flops"] = *reference_flops;
+      flops_from_reference = true;
+    }
     if (!cost.contains("flops") || !cost["flops"].is_number() ||
         !traffic.value("available", false)) {
       entry["unavailable"] = "lowering gave no FLOP count or HBM traffic for this kernel";
@@ -61,6 +75,9 @@ json predict_pallas_calls(const json& pallas_calls, const knowledge::TpuGenerati
                   {"arithmetic_intensity", p->arithmetic_intensity},
                   {"ridge_intensity", p->ridge_intensity},
                   {"assumptions", p->assumptions}});
+    if (flops_from_reference)
+      entry["assumptions"].push_back(
+          "FLOPs from the reference's XLA cost analysis (the kernel has no cost_estimate)");
     out.push_back(entry);
   }
   return out;

@@ -1,0 +1,152 @@
+#include "agents/orchestration/candidate_evaluator.h"
+
+#include <chrono>
+
+#include "lsp/syntax/normalize.h"
+#include "tpu/jobs/predictions.h"
+
+namespace mk::agents {
+
+using nlohmann::json;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Sum of the model's per-call predictions; nullopt when any call lacks the facts (no honest total).
+std::optional<double> predicted_total(const json& predictions) {
+  if (!predictions.is_array() || predictions.empty()) return std::nullopt;
+  double total = 0;
+  for (const json& p : predictions) {
+    if (!p.contains("predicted_s") || !p["predicted_s"].is_number()) return std::nullopt;
+    total += p["predicted_s"].get<double>();
+  }
+  return total;
+}
+
+Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
+  Evaluation e;
+  e.status = "failed";
+  e.stage = std::move(stage);
+  e.error = std::move(error);
+  e.locations = std::move(locations);
+  return e;
+}
+
+Evaluation from_reply_failure(const tpu::WorkerReply& reply, const std::string& stage) {
+  if (reply.status == tpu::WorkerReply::Status::Cancelled) return failure("cancelled", "cancelled");
+  if (reply.status == tpu::WorkerReply::Status::Failed) {
+    const json err = reply.body.value("error", json::object());
+    return failure(err.value("kind", stage), describe_worker_error(err),
+                   err.value("locations", json::array()));
+  }
+  std::string why = std::string(tpu::to_string(reply.status)) + ": " + reply.message;
+  if (!reply.stderr_tail.empty()) why += "\n" + reply.stderr_tail;
+  return failure("host", why);
+}
+
+}  // namespace
+
+std::string describe_worker_error(const json& error) {
+  std::string text = error.value("kind", std::string("error")) + ": " +
+                     error.value("message", std::string("(no message)"));
+  const json locations = error.value("locations", json::array());
+  if (locations.is_array() && !locations.empty() && locations[0].contains("line"))
+    text += " (line " + std::to_string(locations[0].value("line", 0)) + ")";
+  return text;
+}
+
+std::string score_label(const std::string& time_kind, const knowledge::TpuGeneration& target) {
+  if (time_kind == "device") return "measured (device)";
+  if (time_kind == "predicted") return "predicted (model, " + target.name + ")";
+  return "unscored";
+}
+
+std::string CandidateEvaluator::lowering_error(const std::string& source,
+                                               const std::function<bool()>& cancelled) {
+  tpu::KernelRequest request;
+  request.file = setup_.file;
+  request.source = source;
+  request.normalized_source = syntax::normalized_python_source(source);
+  request.kernel = setup_.kernel;
+  request.task = setup_.task;
+  request.options = setup_.options;
+  request.options["target"] = "tpu";
+  const tpu::JobResult lowered = jobs_.lower(request, cancelled);
+  if (lowered.reply.ok()) return "";
+  return from_reply_failure(lowered.reply, "lowering").error;
+}
+
+Evaluation CandidateEvaluator::evaluate(const std::string& source,
+                                        const std::function<bool()>& cancelled) {
+  const auto start = std::chrono::steady_clock::now();
+  tpu::KernelRequest request;
+  request.file = setup_.file;
+  request.source = source;
+  request.normalized_source = syntax::normalized_python_source(source);
+  request.kernel = setup_.kernel;
+  request.task = setup_.task;
+  request.options = setup_.options;
+
+  // 1. The compile check: lowering for TPU raises the block-shape and Mosaic errors.
+  tpu::KernelRequest lower_request = request;
+  lower_request.options["target"] = "tpu";
+  const tpu::JobResult lowered = jobs_.lower(lower_request, cancelled);
+  if (!lowered.reply.ok()) {
+    Evaluation e = from_reply_failure(lowered.reply, "lowering");
+    e.host_seconds = seconds_since(start);
+    return e;
+  }
+  const json facts = lowered.reply.body.value("pallas_calls", json::array());
+  if (facts.empty()) {
+    Evaluation e = failure("lowering", "the candidate has no pallas_call: it cannot be scored");
+    e.host_seconds = seconds_since(start);
+    return e;
+  }
+
+  // 2. Correctness against the frozen reference, and timing.
+  const tpu::JobResult tested = jobs_.test(request, setup_.use_cache, cancelled);
+  Evaluation e;
+  if (!tested.reply.ok()) {
+    e = from_reply_failure(tested.reply, "execution");
+    e.host_seconds = seconds_since(start);
+    return e;
+  }
+  const json& body = tested.reply.body;
+  e.cache_hit = tested.from_cache;
+  const json predictions =
+      tpu::predict_pallas_calls(facts, target_, lowered.reply.body.value("cost", json()));
+  e.metrics = {{"correct", body.value("correct", false)},
+               {"time_kind", body.value("time_kind", "")},
+               {"timing", body.value("timing", json::object())},
+               {"pallas_calls", facts},
+               {"predictions", predictions},
+               {"speedup_vs_reference", body.value("speedup", json())},
+               {"seeds", body.value("seeds", json::array())},
+               {"run_mode", body.value("run_mode", json::object())}};
+  if (!body.value("correct", false)) {
+    e.status = "incorrect";
+    e.stage = "correctness";
+    const json f = body.value("failure", json::object());
+    e.error = "incorrect: " + f.value("message", f.dump());
+  } else {
+    e.status = "correct";
+    const std::string kind = body.value("time_kind", "");
+    const json median = body.value("timing", json::object())
+                            .value("candidate", json::object())
+                            .value("median_s", json());
+    if (kind == "device" && median.is_number()) {
+      e.score_s = median.get<double>();
+      e.time_kind = "device";
+    } else if (auto predicted = predicted_total(predictions)) {
+      e.score_s = *predicted;
+      e.time_kind = "predicted";
+    }
+  }
+  e.host_seconds = seconds_since(start);
+  return e;
+}
+
+}  // namespace mk::agents

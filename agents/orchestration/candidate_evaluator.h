@@ -1,0 +1,63 @@
+// Turns one candidate source into a verdict and a score: lower for the target (the compile
+// check), run against the task's frozen reference on fresh inputs, then score it. The score is
+// the measured device time where the host has a device, else the TPU time model's prediction
+// from the exact lowering facts (labelled "predicted"); interpret time never ranks candidates.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "knowledge/tpu_generations.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::agents {
+
+struct EvaluationSetup {
+  std::filesystem::path file;         // the kernel file (the task's anchor)
+  nlohmann::json task;                // from tpu::locate_task
+  std::optional<std::string> kernel;  // entry point override
+  bool use_cache = true;
+  nlohmann::json options = nlohmann::json::object();  // extra worker request fields (seeds, timing)
+};
+
+struct Evaluation {
+  std::string status;  // "correct" | "incorrect" | "failed"
+  std::string stage;   // for failures: "lowering", "execution", "correctness", "host", "cancelled"
+  std::string error;   // what went wrong, with line numbers of the candidate where known
+  nlohmann::json locations = nlohmann::json::array();  // the worker's [{line, column, message}]
+  nlohmann::json metrics = nlohmann::json::object();
+  std::optional<double> score_s;  // lower is better
+  std::string time_kind;          // "device" | "predicted" | "" (no score)
+  double host_seconds = 0;
+  bool cache_hit = false;
+};
+
+class CandidateEvaluator {
+ public:
+  CandidateEvaluator(tpu::KernelJobs& jobs, EvaluationSetup setup,
+                     const knowledge::TpuGeneration& target)
+      : jobs_(jobs), setup_(std::move(setup)), target_(target) {}
+
+  Evaluation evaluate(const std::string& source, const std::function<bool()>& cancelled = {});
+  // Only the compile check: "" when the source lowers for TPU, else the error with its line.
+  std::string lowering_error(const std::string& source,
+                             const std::function<bool()>& cancelled = {});
+  const knowledge::TpuGeneration& target() const { return target_; }
+
+ private:
+  tpu::KernelJobs& jobs_;
+  EvaluationSetup setup_;
+  const knowledge::TpuGeneration& target_;
+};
+
+// "predicted (model, v5e)" or "measured (device)": the label a score of this kind carries.
+std::string score_label(const std::string& time_kind, const knowledge::TpuGeneration& target);
+
+// The worker error as one readable text: "lowering: <message> (line 12)".
+std::string describe_worker_error(const nlohmann::json& error);
+
+}  // namespace mk::agents

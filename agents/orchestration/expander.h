@@ -1,0 +1,45 @@
+// Where new candidates come from. A search asks an Expander for up to N children of a node; the
+// rule-based expander (no LLM: autotuner moves + rewrites) is the embedded default, the LLM
+// expander runs planner -> implementer (-> debugger) through a provider.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agents/llm/llm_client.h"
+
+namespace mk::agents {
+
+struct Proposal {
+  std::string code;         // the whole candidate file
+  std::string strategy;     // "block_sizes", "autotune", "llm", ...
+  std::string description;  // one line
+  std::string plan;         // markdown (LLM) or the rule's explanation
+  llm::Usage usage;         // LLM usage spent producing it
+};
+
+struct ExpansionRequest {
+  std::string parent_code;
+  std::string kernel_name;             // "" = the first kernel
+  std::set<std::string> known_hashes;  // normalised-source hashes already in the run
+  size_t max_children = 3;
+  std::function<bool()> cancelled;
+  std::string history;  // earlier attempts with errors/metrics (for LLMs)
+  llm::Usage* unattributed_usage = nullptr;  // LLM usage no proposal carries (added to the run)
+};
+
+class Expander {
+ public:
+  virtual ~Expander() = default;
+  // Up to max_children proposals whose normalised hash is not in known_hashes, distinct from
+  // each other. An empty result means the node is exhausted for this expander.
+  virtual std::vector<Proposal> expand(const ExpansionRequest& request) = 0;
+  virtual std::string name() const = 0;
+};
+
+// sha256 of the normalised Python source (comments, blank lines and trailing spaces dropped).
+std::string candidate_hash(const std::string& source);
+
+}  // namespace mk::agents

@@ -1,0 +1,347 @@
+#include "agents/orchestration/graph_search.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "agents/orchestration/selection.h"
+
+namespace mk::agents {
+
+using nlohmann::json;
+
+namespace {
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json parse_or(const std::string& text, json fallback) {
+  if (text.empty()) return fallback;
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+std::string format_speedup(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", s);
+  return buf;
+}
+
+// What the LLM expander is told about the way to this node: each ancestor's change and verdict.
+std::string lineage_history(const std::vector<NodeRecord>& nodes, const NodeRecord& node) {
+  std::map<int64_t, const NodeRecord*> ids;
+  for (const NodeRecord& n : nodes) ids[n.id] = &n;
+  std::vector<const NodeRecord*> chain;
+  for (const NodeRecord* cur = &node; cur;) {
+    chain.insert(chain.begin(), cur);
+    if (!cur->parent) break;
+    auto it = ids.find(*cur->parent);
+    cur = it == ids.end() ? nullptr : it->second;
+  }
+  std::string out;
+  for (const NodeRecord* n : chain) {
+    out += "- node " + std::to_string(n->id) + " (" + n->strategy + "): " + n->description +
+           " -> " + n->status;
+    if (n->speedup) out += ", " + format_speedup(*n->speedup);
+    if (!n->error.empty()) out += "; error: " + n->error.substr(0, 400);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+GraphSearch::GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expander& expander,
+                         std::string run_id)
+    : store_(store), evaluator_(evaluator), expander_(expander) {
+  auto run = store_.run(run_id);
+  if (!run) throw std::runtime_error("no run '" + run_id + "' in the store");
+  run_ = *run;
+  const json params = parse_or(run_.params_json, json::object());
+  params_ = SearchParams::from_json(params.value("search", json::object()));
+  state_ = params.value("state", json::object());
+  budget_ = Budget::from_json(parse_or(run_.budget_json, json::object()));
+  cost_ = parse_or(run_.cost_json, json::object());
+  for (const char* key : {"tokens_in", "tokens_out", "evaluations", "cache_hits"})
+    if (!cost_.contains(key)) cost_[key] = 0;
+  for (const char* key : {"usd", "host_seconds"})
+    if (!cost_.contains(key)) cost_[key] = 0.0;
+}
+
+SearchProgress GraphSearch::progress(const std::string& message) const {
+  SearchProgress p;
+  p.round = state_.value("round", 0);
+  p.max_rounds = budget_.iterations;
+  p.evaluations = cost_.value("evaluations", 0);
+  p.best_speedup = best_speedup_;
+  p.score_label = run_.score_kind;
+  p.message = message;
+  return p;
+}
+
+void GraphSearch::add_cost(const NodeRecord& node) {
+  const json c = parse_or(node.cost_json, json::object());
+  cost_["tokens_in"] = cost_.value("tokens_in", int64_t{0}) + c.value("tokens_in", int64_t{0});
+  cost_["tokens_out"] = cost_.value("tokens_out", int64_t{0}) + c.value("tokens_out", int64_t{0});
+  cost_["usd"] = cost_.value("usd", 0.0) + c.value("usd", 0.0);
+  cost_["host_seconds"] = cost_.value("host_seconds", 0.0) + c.value("host_seconds", 0.0);
+  cost_["evaluations"] = cost_.value("evaluations", 0) + 1;
+  if (c.value("cache_hit", false)) cost_["cache_hits"] = cost_.value("cache_hits", 0) + 1;
+}
+
+void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
+  node.status = evaluation.status;
+  node.error = evaluation.error;
+  json metrics = evaluation.metrics;
+  if (!evaluation.locations.empty()) metrics["locations"] = evaluation.locations;
+  if (!evaluation.stage.empty()) metrics["stage"] = evaluation.stage;
+  node.metrics_json = metrics.dump();
+  node.score_s = evaluation.score_s;
+  node.time_kind = evaluation.time_kind;
+  json cost = parse_or(node.cost_json, json::object());
+  cost["host_seconds"] = evaluation.host_seconds;
+  cost["cache_hit"] = evaluation.cache_hit;
+  node.cost_json = cost.dump();
+  node.finished_at = unix_now();
+  std::lock_guard lock(mutex_);
+  if (node.id == 0) {
+    baseline_score_ = node.score_s;
+    if (node.status == "correct" && node.score_s) node.speedup = 1.0;
+    if (!evaluation.time_kind.empty())
+      run_.score_kind = score_label(evaluation.time_kind, evaluator_.target());
+  } else if (node.status == "correct" && node.score_s && baseline_score_ && *node.score_s > 0) {
+    node.speedup = *baseline_score_ / *node.score_s;
+  }
+  store_.update_node(node);
+  add_cost(node);
+  if (node.speedup && *node.speedup > best_speedup_) {
+    best_speedup_ = *node.speedup;
+    run_.best_node = node.id;
+  }
+  run_.cost_json = cost_.dump();
+  store_.update_run(run_);
+}
+
+void GraphSearch::evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
+                                 const std::function<bool()>& cancelled) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < pending.size(); i = next++) {
+      if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
+      NodeRecord& node = pending[i];
+      node.status = "evaluating";
+      store_.update_node(node);
+      const Evaluation evaluation = evaluator_.evaluate(node.code, cancelled);
+      if (evaluation.stage == "cancelled") {
+        node.status = "pending";
+        store_.update_node(node);
+        return;
+      }
+      finish_node(node, evaluation);
+      std::string message = "node " + std::to_string(node.id) + " (" + node.strategy;
+      if (!node.description.empty()) message += ": " + node.description;
+      message += "): " + node.status;
+      if (node.speedup) message += ", " + format_speedup(*node.speedup);
+      if (on_progress) {
+        std::lock_guard lock(mutex_);
+        on_progress(progress(message));
+      }
+    }
+  };
+  const size_t threads = std::max<size_t>(1, std::min(params_.concurrency, pending.size()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord>& nodes, int round,
+                                                    int rounds_without_gain) const {
+  (void)nodes;
+  const double elapsed = state_.value("elapsed_s", 0.0) + (wall_now() - session_start_);
+  if (budget_.target_speedup > 0 && best_speedup_ >= budget_.target_speedup)
+    return "target speedup " + format_speedup(budget_.target_speedup) + " reached";
+  if (budget_.iterations > 0 && round >= budget_.iterations)
+    return "budget: " + std::to_string(budget_.iterations) + " iterations";
+  if (budget_.evaluations > 0 && cost_.value("evaluations", 0) >= budget_.evaluations)
+    return "budget: " + std::to_string(budget_.evaluations) + " evaluations";
+  if (budget_.seconds > 0 && elapsed >= budget_.seconds)
+    return "budget: " + std::to_string(static_cast<int>(budget_.seconds)) + " s of wall time";
+  if (budget_.tokens > 0 &&
+      cost_.value("tokens_in", int64_t{0}) + cost_.value("tokens_out", int64_t{0}) >=
+          budget_.tokens)
+    return "budget: " + std::to_string(budget_.tokens) + " LLM tokens";
+  if (budget_.usd > 0 && cost_.value("usd", 0.0) >= budget_.usd) return "budget: LLM cost";
+  if (budget_.patience > 0 && rounds_without_gain >= budget_.patience)
+    return "no gain in " + std::to_string(budget_.patience) + " iterations";
+  return std::nullopt;
+}
+
+RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink& on_progress,
+                           const std::function<bool()>& cancelled) {
+  session_start_ = wall_now();
+  run_.status = "running";
+  run_.stop_reason.clear();
+  store_.update_run(run_);
+
+  auto persist_state = [&] {
+    json params = parse_or(run_.params_json, json::object());
+    params["search"] = params_.to_json();
+    json state = state_;
+    state["elapsed_s"] = state_.value("elapsed_s", 0.0) + (wall_now() - session_start_);
+    params["state"] = state;
+    run_.params_json = params.dump();
+    run_.cost_json = cost_.dump();
+    store_.update_run(run_);
+  };
+  auto finish = [&](const std::string& status, const std::string& reason) {
+    run_.status = status;
+    run_.stop_reason = reason;
+    persist_state();
+    return run_;
+  };
+
+  std::vector<NodeRecord> nodes = store_.nodes(run_.id);
+  if (nodes.empty()) {
+    NodeRecord root;
+    root.run_id = run_.id;
+    root.strategy = "baseline";
+    root.description = "the kernel as written";
+    root.code = baseline_code;
+    root.code_hash = candidate_hash(baseline_code);
+    root.status = "pending";
+    root.cost_json = "{}";
+    store_.add_node(root);
+    nodes = store_.nodes(run_.id);
+  }
+  // Restore what finished nodes already established.
+  for (const NodeRecord& n : nodes) {
+    if (n.id == 0 && n.finished_at > 0) baseline_score_ = n.score_s;
+    if (n.speedup && *n.speedup > best_speedup_) best_speedup_ = *n.speedup;
+  }
+  if (const NodeRecord* best = best_node(nodes)) run_.best_node = best->id;
+
+  // The root first (every speedup is relative to it), then anything a killed session left.
+  if (nodes.front().finished_at == 0) {
+    std::vector<NodeRecord> root{nodes.front()};
+    evaluate_nodes(root, on_progress, cancelled);
+    nodes = store_.nodes(run_.id);
+  }
+  const NodeRecord& root = nodes.front();
+  if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+  if (root.status != "correct")
+    return finish("failed", (root.status == "failed" ? std::string("the baseline failed")
+                                                     : "the baseline is " + root.status) +
+                                (root.error.empty() ? "" : ": " + root.error));
+  if (!root.speedup)
+    return finish("failed",
+                  "the baseline could not be scored (no device time and no model prediction)");
+  std::vector<NodeRecord> leftover;
+  for (const NodeRecord& n : nodes)
+    if (n.finished_at == 0) leftover.push_back(n);
+  if (!leftover.empty()) {
+    spdlog::info("run {}: resuming {} unfinished node(s)", run_.id, leftover.size());
+    evaluate_nodes(leftover, on_progress, cancelled);
+  }
+
+  int round = state_.value("round", 0);
+  int without_gain = state_.value("rounds_without_gain", 0);
+  while (true) {
+    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    nodes = store_.nodes(run_.id);
+    if (auto reason = stop_reason(nodes, round, without_gain)) return finish("done", *reason);
+    const std::vector<int64_t> parents = select_parents(nodes, params_, exhausted_);
+    if (parents.empty()) return finish("done", "search space exhausted");
+
+    std::set<std::string> known;
+    for (const NodeRecord& n : nodes) known.insert(n.code_hash);
+    std::vector<NodeRecord> children;
+    for (int64_t parent_id : parents) {
+      const NodeRecord* parent = nullptr;
+      for (const NodeRecord& n : nodes)
+        if (n.id == parent_id) parent = &n;
+      if (!parent) continue;
+      size_t room = params_.branches;
+      if (budget_.evaluations > 0) {
+        const int left =
+            budget_.evaluations - cost_.value("evaluations", 0) - static_cast<int>(children.size());
+        if (left <= 0) break;
+        room = std::min(room, static_cast<size_t>(left));
+      }
+      ExpansionRequest request;
+      request.parent_code = parent->code;
+      request.kernel_name = run_.kernel;
+      request.known_hashes = known;
+      request.max_children = room;
+      request.cancelled = cancelled;
+      request.history = lineage_history(nodes, *parent);
+      llm::Usage unattributed;
+      request.unattributed_usage = &unattributed;
+      auto charge_unattributed = [&] {
+        std::lock_guard lock(mutex_);
+        cost_["tokens_in"] = cost_.value("tokens_in", int64_t{0}) + unattributed.input_tokens;
+        cost_["tokens_out"] = cost_.value("tokens_out", int64_t{0}) + unattributed.output_tokens;
+        cost_["usd"] = cost_.value("usd", 0.0) + unattributed.cost_usd;
+      };
+      std::vector<Proposal> proposals;
+      try {
+        proposals = expander_.expand(request);
+      } catch (const llm::LlmError& e) {
+        // Budget, cancellation, a bad key: the run cannot go on with this expander.
+        spdlog::warn("run {}: expanding node {}: {}", run_.id, parent_id, e.what());
+        charge_unattributed();
+        return finish(e.kind() == llm::ErrorKind::Cancelled ? "cancelled" : "done",
+                      std::string("LLM: ") + e.what());
+      } catch (const std::exception& e) {
+        spdlog::warn("run {}: expanding node {} failed: {}", run_.id, parent_id, e.what());
+      }
+      charge_unattributed();
+      if (proposals.empty()) exhausted_.insert(parent_id);
+      for (Proposal& p : proposals) {
+        NodeRecord child;
+        child.run_id = run_.id;
+        child.parent = parent_id;
+        child.depth = parent->depth + 1;
+        child.strategy = p.strategy;
+        child.description = p.description;
+        child.plan = p.plan;
+        child.code = std::move(p.code);
+        child.code_hash = candidate_hash(child.code);
+        child.status = "pending";
+        child.cost_json = json{{"tokens_in", p.usage.input_tokens},
+                               {"tokens_out", p.usage.output_tokens},
+                               {"usd", p.usage.cost_usd}}
+                              .dump();
+        known.insert(child.code_hash);
+        child.id = store_.add_node(child);
+        children.push_back(std::move(child));
+      }
+    }
+    if (children.empty()) continue;  // every parent was exhausted; selection moves on
+    const double best_before = best_speedup_;
+    evaluate_nodes(children, on_progress, cancelled);
+    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    ++round;
+    without_gain = best_speedup_ > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
+    state_["round"] = round;
+    state_["rounds_without_gain"] = without_gain;
+    persist_state();
+    if (on_progress) {
+      std::lock_guard lock(mutex_);
+      on_progress(progress("iteration " + std::to_string(round) + " done"));
+    }
+  }
+}
+
+}  // namespace mk::agents

@@ -1,0 +1,64 @@
+// Runs a search over kernel variants and records every step in the RunStore: the baseline is the
+// root (speedup 1.0), each round selects parents (selection.h), asks the Expander for children,
+// records them as pending, evaluates them (bounded concurrency) and updates the best. A run that
+// was killed resumes from the database: pending nodes are evaluated, finished ones never again.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "agents/orchestration/candidate_evaluator.h"
+#include "agents/orchestration/expander.h"
+#include "agents/orchestration/run_store.h"
+#include "agents/orchestration/search_params.h"
+
+namespace mk::agents {
+
+struct SearchProgress {
+  int round = 0;
+  int max_rounds = 0;  // 0 = unbounded
+  int evaluations = 0;
+  double best_speedup = 1.0;
+  std::string score_label;  // "predicted (model, v5e)" / "measured (device)"
+  std::string message;      // "node 7 (block_sizes: BLOCK_M 128 -> 256): correct, 1.31x"
+};
+
+class GraphSearch {
+ public:
+  // `run` must already exist in the store (create_run); its params/budget JSON are authoritative.
+  GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expander& expander,
+              std::string run_id);
+
+  using ProgressSink = std::function<void(const SearchProgress&)>;
+  // Runs (or resumes) until a stop condition; returns the final run record.
+  RunRecord run(const std::string& baseline_code, const ProgressSink& on_progress = {},
+                const std::function<bool()>& cancelled = {});
+
+ private:
+  void evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
+                      const std::function<bool()>& cancelled);
+  void finish_node(NodeRecord& node, const Evaluation& evaluation);
+  std::optional<std::string> stop_reason(const std::vector<NodeRecord>& nodes, int round,
+                                         int rounds_without_gain) const;
+  void add_cost(const NodeRecord& node);
+  SearchProgress progress(const std::string& message) const;
+
+  RunStore& store_;
+  CandidateEvaluator& evaluator_;
+  Expander& expander_;
+  RunRecord run_;
+  SearchParams params_;
+  Budget budget_;
+  nlohmann::json cost_;   // totals, persisted with the run
+  nlohmann::json state_;  // round, rounds_without_gain, elapsed_s: persisted in params_json
+  std::optional<double> baseline_score_;
+  double best_speedup_ = 1.0;
+  double session_start_ = 0;
+  std::set<int64_t> exhausted_;
+  std::mutex mutex_;  // guards run_/cost_ while evaluations run on several threads
+};
+
+}  // namespace mk::agents

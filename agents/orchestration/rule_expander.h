@@ -1,0 +1,15 @@
+// The expander that needs no LLM: one-parameter autotuner moves (the derived search space) and
+// the rule-based rewrites, interleaved by strategy so a few children cover different ideas.
+#pragma once
+
+#include "agents/orchestration/expander.h"
+
+namespace mk::agents {
+
+class RuleExpander : public Expander {
+ public:
+  std::vector<Proposal> expand(const ExpansionRequest& request) override;
+  std::string name() const override { return "rules"; }
+};
+
+}  // namespace mk::agents

@@ -1,0 +1,93 @@
+// Runs and their search graphs, persisted in the knowledge store's SQLite database (own tables,
+// own migrations tracked per component). Everything a run needs to resume, report and be priced
+// lives here; a killed process loses nothing that was recorded.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace mk::agents {
+
+struct RunRecord {
+  std::string id;           // "r20261130-051402-3fa2"
+  std::string mode;         // "auto" | "graph" | "hitl"
+  std::string strategy;     // "greedy" | "parallel" | "beam" | "ucb"
+  std::string file;         // absolute path of the kernel file
+  std::string kernel;       // entry point ("" = the task's default)
+  std::string target;       // TPU generation the scores are for ("v5e")
+  std::string host;         // host name ("local")
+  std::string llm;          // "none" | "replay:FILE" | "openai:MODEL" ...
+  std::string params_json;  // search parameters (beam size, branches, depth, ...)
+  std::string budget_json;  // limits (iterations, seconds, tokens, usd, patience)
+  std::string status;       // "running" | "done" | "stopped" | "failed" | "cancelled"
+  std::string stop_reason;  // "target speedup reached", "budget: 8 iterations", ...
+  std::string task_json;    // the located task
+  std::string cost_json;    // totals: tokens, usd, host_seconds, evaluations, cache_hits
+  std::string score_kind;   // "measured (device)" | "predicted (model, v5e)"
+  std::optional<int64_t> best_node;
+  int64_t created_at = 0;  // unix seconds
+  int64_t updated_at = 0;
+};
+
+struct NodeRecord {
+  std::string run_id;
+  int64_t id = 0;                 // 0 is the baseline (root)
+  std::optional<int64_t> parent;  // nullopt only for the root
+  int depth = 0;
+  std::string strategy;           // "baseline", "block_sizes", "autotune", "llm:plan", ...
+  std::string description;        // one line for people
+  std::string plan;               // markdown plan (LLM) or the rule that made it
+  std::string code;               // the whole candidate file
+  std::string code_hash;          // sha256 of the normalised source: identical candidates run once
+  std::string status;             // "pending" | "evaluating" | "correct" | "incorrect" | "failed"
+  std::string error;              // why it failed (lowering error, mismatch, crash), with lines
+  std::string metrics_json;       // worker facts + timing + predictions
+  std::optional<double> score_s;  // the time the search compares (measured or predicted)
+  std::optional<double> speedup;  // baseline score / this score; the root is 1.0
+  std::string time_kind;          // "device" | "predicted" | "interpret"
+  std::string cost_json;          // this node's LLM tokens/usd, host seconds, cache hit
+  int64_t created_at = 0;
+  int64_t finished_at = 0;  // 0 while pending/evaluating
+};
+
+class RunStore {
+ public:
+  // Opens the same database file as knowledge::Store (creating it if needed) and migrates the
+  // run tables. Throws std::runtime_error with the path and SQLite's reason.
+  explicit RunStore(const std::filesystem::path& path);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  // Creates the run (fills id when empty, created_at/updated_at) and returns its id.
+  std::string create_run(RunRecord run);
+  void update_run(const RunRecord& run);  // by id; bumps updated_at
+  std::optional<RunRecord> run(const std::string& id);
+  std::vector<RunRecord> runs(int limit = 50);  // newest first
+
+  // Inserts the node with the next id of its run (ignored field: id) and returns that id.
+  int64_t add_node(NodeRecord node);
+  void update_node(const NodeRecord& node);  // by (run_id, id)
+  std::optional<NodeRecord> node(const std::string& run_id, int64_t id);
+  std::vector<NodeRecord> nodes(const std::string& run_id);  // by id
+  // A finished (correct/incorrect/failed) node of the run with this hash, if any.
+  std::optional<NodeRecord> finished_node_with_hash(const std::string& run_id,
+                                                    const std::string& code_hash);
+
+ private:
+  void exec(const char* sql);
+  void migrate();
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+  std::mutex mutex_;
+};
+
+std::string new_run_id();
+
+}  // namespace mk::agents

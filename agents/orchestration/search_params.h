@@ -1,0 +1,39 @@
+// What a search may do (strategy and its shape) and how much it may spend (budget). Both are
+// stored with the run as JSON so a resumed run continues under the same rules.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace mk::agents {
+
+struct SearchParams {
+  std::string strategy = "beam";  // "greedy" (Auto) | "parallel" | "beam" | "ucb"
+  size_t beam_size = 2;           // beam members; independent lineages for "parallel"
+  size_t branches = 3;            // children per expanded node
+  int max_depth = 4;              // nodes at this depth are not expanded
+  double keep_factor = 0.5;       // beam: share of the previous beam carried into the next
+  double ucb_exploration = 1.4;   // ucb: the c in mean + c * sqrt(ln N / n)
+  size_t concurrency = 2;         // evaluations in flight at once
+
+  nlohmann::json to_json() const;
+  static SearchParams from_json(const nlohmann::json& j);
+};
+
+struct Budget {
+  int iterations = 0;         // rounds of expansion (0 = no limit)
+  int evaluations = 0;        // candidate evaluations (0 = no limit)
+  double seconds = 0;         // wall time over all sessions of the run (0 = no limit)
+  int64_t tokens = 0;         // LLM tokens (0 = no limit)
+  double usd = 0;             // LLM cost (0 = no limit)
+  int patience = 0;           // stop after this many rounds without a gain (0 = never)
+  double target_speedup = 0;  // stop once the best reaches it (0 = never)
+
+  nlohmann::json to_json() const;
+  static Budget from_json(const nlohmann::json& j);
+  // "iterations=8,seconds=600,usd=2,patience=3,target=1.5"; throws std::invalid_argument.
+  static Budget parse(const std::string& spec, Budget defaults);
+};
+
+}  // namespace mk::agents

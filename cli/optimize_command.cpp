@@ -1,0 +1,412 @@
+#include "cli/optimize_command.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "agents/orchestration/expander_factory.h"
+#include "agents/orchestration/graph_search.h"
+#include "agents/orchestration/run_lessons.h"
+#include "agents/orchestration/run_store.h"
+#include "agents/orchestration/selection.h"
+#include "cli/host_session.h"
+#include "cli/run_output.h"
+#include "cli/source_file.h"
+
+namespace mk::cli {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kOptimizeUsage =
+    "usage: maxkernel optimize FILE[::KERNEL] [options]\n"
+    "  --mode auto|graph        Auto loop (greedy, default) or graph search\n"
+    "  --search beam|parallel|ucb   graph search strategy (default beam)\n"
+    "  --beam N --branches N --depth N --keep F --concurrency N   search shape\n"
+    "  --budget SPEC            iterations=8,evaluations=40,seconds=600,tokens=N,usd=X,\n"
+    "                           patience=3,target=1.5 (any subset)\n"
+    "  --llm SPEC               none (default: autotuner + rule-based rewrites), replay:FILE,\n"
+    "                           openai:MODEL[@BASE_URL], gemini:MODEL, anthropic:MODEL\n"
+    "  --record-llm FILE        write every LLM exchange (keys redacted) as a replay fixture\n"
+    "  --host NAME --hosts FILE --python PATH --timeout S   where kernels run (default local)\n"
+    "  --target GEN             TPU generation the predictions are for (default v5e)\n"
+    "  --store PATH             knowledge store holding runs and the evaluation cache\n"
+    "  --report PATH            write the HTML report there (default maxkernel-report-RUN.html)\n"
+    "  --no-report --no-cache --format text|json\n";
+
+constexpr const char* kRunsUsage =
+    "usage: maxkernel runs list [--store PATH] [--format text|json]\n"
+    "       maxkernel runs show RUN [--store PATH] [--format text|json]\n"
+    "       maxkernel runs resume RUN [--host NAME --hosts FILE --python PATH --store PATH]\n";
+
+std::atomic<bool> interrupted{false};
+
+void on_interrupt(int) {
+  interrupted = true;
+}
+
+struct OptimizeOptions {
+  std::string target_spec;
+  std::string mode = "auto";
+  std::string search = "beam";
+  std::string llm = "none";
+  std::string budget_spec;
+  std::string target = "v5e";
+  std::string report_path;
+  bool report = true;
+  bool use_cache = true;
+  std::string format = "text";
+  std::string record_llm;    // --record-llm FILE: write every LLM exchange as a fixture
+  std::string kernel_class;  // for lessons ("matmul", ...): from the source model
+  HostOptions host;
+  agents::SearchParams params;
+};
+
+// Prints one progress line per event: a bar on a terminal, plain lines in a log.
+class ProgressPrinter {
+ public:
+  void operator()(const agents::SearchProgress& p) {
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    char head[160];
+    std::snprintf(head, sizeof head, "[iteration %d%s] %d evaluations, best %.2fx %s", p.round,
+                  p.max_rounds > 0 ? ("/" + std::to_string(p.max_rounds)).c_str() : "",
+                  p.evaluations, p.best_speedup, p.score_label.c_str());
+    std::cerr << (tty ? "\r\033[K" : "") << head << " | " << p.message << (tty ? "" : "\n")
+              << std::flush;
+    dirty_ = tty;
+  }
+  ~ProgressPrinter() {
+    if (dirty_) std::cerr << "\n";
+  }
+
+ private:
+  bool dirty_ = false;
+};
+
+// Runs (or resumes) the search of `run_id` and prints the outcome. Returns the exit code.
+int drive_run(agents::RunStore& runs, HostSession& session, const std::string& run_id,
+              const std::string& baseline_code, const OptimizeOptions& options) {
+  auto run = runs.run(run_id);
+  const json task = json::parse(run->task_json);
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(run->target);
+  if (!generation) {
+    std::cerr << "maxkernel: unknown TPU generation '" << run->target << "'\n";
+    return 2;
+  }
+  agents::EvaluationSetup setup;
+  setup.file = run->file;
+  setup.task = task;
+  if (!run->kernel.empty()) setup.kernel = run->kernel;
+  setup.use_cache = options.use_cache;
+  // Without a device the score is the model's prediction and interpret time ranks nothing:
+  // one timed run keeps the record honest without spending minutes in the interpreter.
+  const tpu::WorkerReply hello = session.host->hello();
+  if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
+    setup.options["timing"] = {
+        {"warmup", 0}, {"min_runs", 1}, {"max_runs", 1}, {"min_seconds", 0}, {"max_seconds", 0}};
+  agents::CandidateEvaluator evaluator(*session.jobs, setup, *generation);
+  agents::ExpanderSetup expander_setup;
+  expander_setup.llm_spec = run->llm;
+  expander_setup.llm_settings.replay_python = "python3";  // the replay server needs only stdlib
+  expander_setup.llm_settings.record_path = options.record_llm;
+  expander_setup.budget = agents::Budget::from_json(json::parse(run->budget_json));
+  expander_setup.kernel_class = options.kernel_class;
+  expander_setup.task_summary = task.dump();
+  expander_setup.store = session.store.get();
+  expander_setup.evaluator = &evaluator;
+  agents::ExpanderBundle expander;
+  try {
+    expander = agents::make_expander(expander_setup, *generation);
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel: --llm " << run->llm << ": " << e.what() << "\n";
+    return 2;
+  }
+  agents::GraphSearch search(runs, evaluator, *expander.expander, run_id);
+
+  interrupted = false;
+  auto previous = std::signal(SIGINT, on_interrupt);
+  agents::RunRecord final_run;
+  {
+    ProgressPrinter printer;
+    final_run = search.run(
+        baseline_code, [&](const agents::SearchProgress& p) { printer(p); },
+        [] { return interrupted.load(); });
+  }
+  std::signal(SIGINT, previous);
+
+  const std::vector<agents::NodeRecord> nodes = runs.nodes(run_id);
+  if (session.store && !options.kernel_class.empty() && final_run.status == "done") {
+    try {
+      agents::record_run_lessons(*session.store, final_run, nodes, options.kernel_class);
+    } catch (const std::exception& e) {
+      std::cerr << "maxkernel: lessons not recorded: " << e.what() << "\n";
+    }
+  }
+  std::string report_file;
+  if (options.report) {
+    report_file =
+        options.report_path.empty() ? "maxkernel-report-" + run_id + ".html" : options.report_path;
+    std::string error;
+    if (!write_run_report(final_run, nodes, report_file, error)) {
+      std::cerr << "maxkernel: report not written: " << error << "\n";
+      report_file.clear();
+    }
+  }
+  if (options.format == "json") {
+    std::cout << run_json(final_run, nodes, report_file).dump(2) << "\n";
+  } else {
+    print_run_summary(std::cout, final_run, nodes, report_file);
+  }
+  if (final_run.status == "cancelled") {
+    std::cerr << "stopped; resume with: maxkernel runs resume " << run_id << "\n";
+    return 130;
+  }
+  return final_run.status == "failed" ? 1 : 0;
+}
+
+bool parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& o,
+                         std::string& error) {
+  bool depth_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      return args[++i];
+    };
+    try {
+      if (a == "--mode")
+        o.mode = value();
+      else if (a == "--search")
+        o.search = value();
+      else if (a == "--llm")
+        o.llm = value();
+      else if (a == "--budget")
+        o.budget_spec = value();
+      else if (a == "--target")
+        o.target = value();
+      else if (a == "--report")
+        o.report_path = value();
+      else if (a == "--no-report")
+        o.report = false;
+      else if (a == "--no-cache")
+        o.use_cache = false;
+      else if (a == "--format")
+        o.format = value();
+      else if (a == "--host")
+        o.host.host_name = value();
+      else if (a == "--hosts")
+        o.host.hosts_file = value();
+      else if (a == "--python")
+        o.host.python = value();
+      else if (a == "--store")
+        o.host.store_path = value();
+      else if (a == "--timeout")
+        o.host.timeout_s = std::stod(value());
+      else if (a == "--beam")
+        o.params.beam_size = std::stoul(value());
+      else if (a == "--branches")
+        o.params.branches = std::stoul(value());
+      else if (a == "--depth") {
+        o.params.max_depth = std::stoi(value());
+        depth_given = true;
+      } else if (a == "--keep")
+        o.params.keep_factor = std::stod(value());
+      else if (a == "--concurrency")
+        o.params.concurrency = std::stoul(value());
+      else if (a.starts_with("-"))
+        throw std::invalid_argument("unknown option " + a);
+      else if (o.target_spec.empty())
+        o.target_spec = a;
+      else
+        throw std::invalid_argument("one FILE[::KERNEL] at a time");
+    } catch (const std::exception& e) {
+      error = e.what();
+      return false;
+    }
+  }
+  if (o.target_spec.empty()) return error = "FILE is required", false;
+  if (o.mode != "auto" && o.mode != "graph") return error = "--mode is auto or graph", false;
+  if (o.search != "beam" && o.search != "parallel" && o.search != "ucb")
+    return error = "--search is beam, parallel or ucb", false;
+  if (o.format != "text" && o.format != "json") return error = "--format is text or json", false;
+  if (o.params.branches == 0 || o.params.beam_size == 0 || o.params.concurrency == 0)
+    return error = "--beam, --branches and --concurrency must be positive", false;
+  o.params.strategy = o.mode == "auto" ? "greedy" : o.search;
+  if (o.mode == "auto" && !depth_given) o.params.max_depth = 16;
+  return true;
+}
+
+}  // namespace
+
+int run_optimize(const std::vector<std::string>& args) {
+  OptimizeOptions options;
+  std::string error;
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::cout << kOptimizeUsage;
+    return 0;
+  }
+  if (!parse_optimize_args(args, options, error)) {
+    std::cerr << "maxkernel optimize: " << error << "\n" << kOptimizeUsage;
+    return 2;
+  }
+  agents::Budget defaults;
+  if (options.mode == "auto") {
+    defaults.iterations = 8;
+    defaults.patience = 3;
+  } else {
+    defaults.iterations = 3;
+  }
+  agents::Budget budget;
+  try {
+    budget = agents::Budget::parse(options.budget_spec, defaults);
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel optimize: " << e.what() << "\n";
+    return 2;
+  }
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(options.target);
+  if (!generation) {
+    std::cerr << "maxkernel optimize: unknown TPU generation '" << options.target
+              << "' (known: " << knowledge::known_generation_names() << ")\n";
+    return 2;
+  }
+  const size_t sep = options.target_spec.find("::");
+  const std::filesystem::path file = std::filesystem::absolute(options.target_spec.substr(0, sep));
+  const std::string kernel = sep == std::string::npos ? "" : options.target_spec.substr(sep + 2);
+  AnalysedFile analysed = analyse_file(file, *generation);
+  if (!analysed.read_error.empty()) {
+    std::cerr << "maxkernel optimize: " << analysed.read_error << "\n";
+    return 2;
+  }
+  if (analysed.analysis.model.kernels.empty()) {
+    std::cerr << "maxkernel optimize: no pallas_call in " << file.string() << "\n";
+    return 2;
+  }
+  const pallas::Kernel* chosen = &analysed.analysis.model.kernels.front();
+  for (const pallas::Kernel& k : analysed.analysis.model.kernels)
+    if (!kernel.empty() && (k.name == kernel || k.enclosing_function == kernel)) chosen = &k;
+  options.kernel_class = agents::kernel_class_of(*chosen, file.stem().string());
+  auto task = tpu::locate_task(file, analysed.analysis.model.task.form() == "infile", error);
+  if (!task) {
+    std::cerr << "maxkernel optimize: " << error << "\n";
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  auto session = open_host_session(options.host, error);
+  if (!session) {
+    std::cerr << "maxkernel optimize: " << error << "\n";
+    return 2;
+  }
+  std::unique_ptr<agents::RunStore> runs;
+  try {
+    runs = std::make_unique<agents::RunStore>(store_path_of(options.host));
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel optimize: " << e.what() << "\n";
+    return 2;
+  }
+  agents::RunRecord run;
+  run.mode = options.mode;
+  run.strategy = options.params.strategy;
+  run.file = file.string();
+  run.kernel = kernel;
+  run.target = generation->name;
+  run.host = session->config.name;
+  run.llm = options.llm;
+  run.params_json = json{{"search", options.params.to_json()}}.dump();
+  run.budget_json = budget.to_json().dump();
+  run.status = "running";
+  run.task_json = task->dump();
+  const std::string run_id = runs->create_run(run);
+  std::cerr << "run " << run_id << ": " << options.mode << " (" << options.params.strategy
+            << ") on " << file.filename().string() << ", host " << session->config.name
+            << ", no LLM\n";
+  return drive_run(*runs, *session, run_id, analysed.text, options);
+}
+
+int run_runs(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::cout << kRunsUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string verb = args[0];
+  OptimizeOptions options;
+  std::string run_id;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (a == "--store" && has_value)
+      options.host.store_path = args[++i];
+    else if (a == "--host" && has_value)
+      options.host.host_name = args[++i];
+    else if (a == "--hosts" && has_value)
+      options.host.hosts_file = args[++i];
+    else if (a == "--python" && has_value)
+      options.host.python = args[++i];
+    else if (a == "--format" && has_value)
+      options.format = args[++i];
+    else if (a == "--report" && has_value)
+      options.report_path = args[++i];
+    else if (a == "--no-report")
+      options.report = false;
+    else if (!a.starts_with("-") && run_id.empty())
+      run_id = a;
+    else {
+      std::cerr << "maxkernel runs: bad argument '" << a << "'\n" << kRunsUsage;
+      return 2;
+    }
+  }
+  std::unique_ptr<agents::RunStore> runs;
+  try {
+    runs = std::make_unique<agents::RunStore>(store_path_of(options.host));
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel runs: " << e.what() << "\n";
+    return 2;
+  }
+  if (verb == "list") {
+    print_run_list(std::cout, runs->runs(50), options.format == "json");
+    return 0;
+  }
+  if (run_id.empty()) {
+    std::cerr << kRunsUsage;
+    return 2;
+  }
+  auto run = runs->run(run_id);
+  if (!run) {
+    std::cerr << "maxkernel runs: no run '" << run_id << "' in "
+              << store_path_of(options.host).string() << "\n";
+    return 1;
+  }
+  if (verb == "show") {
+    const auto nodes = runs->nodes(run_id);
+    if (options.format == "json")
+      std::cout << run_json(*run, nodes, "").dump(2) << "\n";
+    else
+      print_run_summary(std::cout, *run, nodes, "");
+    return 0;
+  }
+  if (verb != "resume") {
+    std::cerr << "maxkernel runs: unknown verb '" << verb << "'\n" << kRunsUsage;
+    return 2;
+  }
+  if (run->status == "done" || run->status == "failed") {
+    std::cerr << "maxkernel runs: run " << run_id << " is " << run->status << " ("
+              << run->stop_reason << "); nothing to resume\n";
+    return 1;
+  }
+  if (options.host.host_name == "local" && run->host != "local") options.host.host_name = run->host;
+  std::string error;
+  auto session = open_host_session(options.host, error);
+  if (!session) {
+    std::cerr << "maxkernel runs resume: " << error << "\n";
+    return 2;
+  }
+  std::cerr << "run " << run_id << ": resuming (" << runs->nodes(run_id).size()
+            << " nodes recorded)\n";
+  return drive_run(*runs, *session, run_id, "", options);
+}
+
+}  // namespace mk::cli
