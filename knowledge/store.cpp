@@ -6,11 +6,16 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "knowledge/sqlite_statement.h"
+
 namespace mk::knowledge {
 
 namespace {
 
-// Each entry moves the schema from version i to i + 1. Never edit a shipped entry: append.
+// Each entry moves the schema from version i to i + 1 (PRAGMA user_version), in one transaction.
+// Never edit or reorder a shipped entry: append a new one at the end, whatever file the feature
+// lives in (its Store methods can be in their own .cpp, like documents.cpp and lessons.cpp).
+// A store opened by an older build upgrades by running the entries it has not seen.
 const char* const kMigrations[] = {
     R"sql(
     CREATE TABLE eval_cache (
@@ -29,37 +34,45 @@ const char* const kMigrations[] = {
       created_at INTEGER NOT NULL
     );
     )sql",
+    // 3: documents, their chunks and the FTS5 index over chunks (rowid = chunks.id); meta holds
+    // small facts such as the bundled corpus version.
+    R"sql(
+    CREATE TABLE documents (
+      id INTEGER PRIMARY KEY,
+      source TEXT NOT NULL UNIQUE,
+      title TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('bundled', 'user')),
+      content_hash TEXT NOT NULL,
+      added_at INTEGER NOT NULL
+    );
+    CREATE TABLE chunks (
+      id INTEGER PRIMARY KEY,
+      document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+      ordinal INTEGER NOT NULL,
+      heading TEXT NOT NULL,
+      body TEXT NOT NULL
+    );
+    CREATE INDEX chunks_by_document ON chunks(document_id);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(heading, body, tokenize = 'porter unicode61');
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    )sql",
+    // 4: lessons learned from measured runs.
+    R"sql(
+    CREATE TABLE lessons (
+      id INTEGER PRIMARY KEY,
+      kernel_class TEXT NOT NULL,
+      strategy TEXT NOT NULL,
+      target TEXT NOT NULL,
+      effect REAL NOT NULL,
+      run_id TEXT NOT NULL,
+      notes TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE INDEX lessons_by_class ON lessons(kernel_class, target);
+    )sql",
 };
 
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(std::string("store: ") + sqlite3_errmsg(db));
-    }
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind_real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  sqlite3_stmt* raw() { return stmt_; }
-
-  int step() { return sqlite3_step(stmt_); }
-  std::string text(int col) {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
-             : "";
-  }
-  int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using detail::Statement;
 
 }  // namespace
 
@@ -101,6 +114,10 @@ void Store::exec(const char* sql) {
   }
 }
 
+int Store::latest_schema_version() {
+  return static_cast<int>(std::size(kMigrations));
+}
+
 int Store::schema_version() const {
   Statement s(db_, "PRAGMA user_version");
   return s.step() == SQLITE_ROW ? static_cast<int>(s.integer(0)) : 0;
@@ -108,17 +125,29 @@ int Store::schema_version() const {
 
 void Store::migrate() {
   const int total = static_cast<int>(std::size(kMigrations));
-  for (int v = schema_version(); v < total; ++v) {
-    exec("BEGIN IMMEDIATE");
-    try {
-      exec(kMigrations[v]);
-      exec(("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
-      exec("COMMIT");
-    } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
+  while (schema_version() < total) {
+    detail::Transaction tx(db_);
+    // Re-read under the write lock: another process opening the same new store may have
+    // applied this step while we waited.
+    const int v = schema_version();
+    if (v >= total) break;
+    exec(kMigrations[v]);
+    exec(("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
+    tx.commit();
   }
+}
+
+std::string Store::meta(const std::string& key) {
+  Statement s(db_, "SELECT value FROM meta WHERE key = ?1");
+  s.bind(1, key);
+  return s.step() == SQLITE_ROW ? s.text(0) : std::string();
+}
+
+void Store::set_meta(const std::string& key, const std::string& value) {
+  Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
+  s.bind(1, key);
+  s.bind(2, value);
+  s.run("write meta");
 }
 
 std::optional<std::string> Store::cached_evaluation(const std::string& key) {

@@ -1,12 +1,20 @@
-// The knowledge store: one SQLite database (WAL, versioned schema migrations). Today it holds the
-// evaluation cache; documents, runs, graph nodes and lessons join it as those features land.
+// The knowledge store: one SQLite database (WAL, versioned schema migrations). It holds the
+// evaluation cache, model checks, documents with an FTS5 index (documents.cpp, bundled_corpus.cpp)
+// and lessons (lessons.cpp); runs and graph nodes join it as those features land.
+// Adding a table: append a migration to kMigrations in store.cpp (see the comment there).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "knowledge/documents.h"
+#include "knowledge/lessons.h"
 
 struct sqlite3;
 
@@ -22,6 +30,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   int schema_version() const;
+  // The version a freshly opened store has: the number of migrations.
+  static int latest_schema_version();
   const std::filesystem::path& path() const { return path_; }
 
   // Evaluation cache: results keyed by a hash of (normalised source, task, host fingerprint,
@@ -40,11 +50,51 @@ class Store {
   };
   ModelAccuracy model_accuracy(const std::string& generation);
 
+  // Documents (documents.cpp). Adding a source whose content (and kind) is unchanged is a no-op;
+  // changed content replaces all of its chunks. Title: the document's own ('# ' heading or
+  // file name) unless one is given.
+  IndexOutcome add_document(const std::string& source, const std::string& content,
+                            DocumentKind kind, const std::string& title = "");
+  bool remove_document(const std::string& source);
+  int64_t document_count(SearchFilter::Kind kind = SearchFilter::Kind::any);
+  int64_t chunk_count();
+
+  // BM25-ranked passages for free text (any characters; never throws on query syntax).
+  // Indexes the bundled corpus first if this store has not got the current one.
+  std::vector<Passage> search(const std::string& query, int limit, const SearchFilter& filter = {});
+
+  // Context for an agent working on a kernel: passages for the error first (when there is
+  // one), then for the kernel summary; no passage twice; trimmed to about token_budget tokens
+  // (chars / 4), the last passage cut at a line end when it does not fit whole.
+  std::vector<Passage> retrieve_for(const std::string& kernel_summary,
+                                    const std::string& error_text, int token_budget);
+
+  // The bundled corpus (bundled_corpus.cpp): indexes it when the store's copy is missing or from
+  // another build's corpus version; drops bundled documents no longer shipped. Returns the
+  // number of documents (re)indexed; 0 when already current.
+  int ensure_bundled_corpus();
+
+  // Lessons (lessons.cpp).
+  int64_t record_lesson(const Lesson& lesson);
+  // Lessons for a kernel class on a target ("" = any), best first: log(effect) weighted by
+  // recency (half-life kLessonHalfLifeDays), so a recent 2x beats an old 2x and any speedup
+  // beats a slowdown.
+  std::vector<Lesson> lessons_for(const std::string& kernel_class, const std::string& target,
+                                  int limit);
+
  private:
   void migrate();
+  IndexOutcome index_document(const std::string& source, const std::string& content,
+                              DocumentKind kind, const std::string& title);
+  bool drop_document(const std::string& source);
+  std::string meta(const std::string& key);
+  void set_meta(const std::string& key, const std::string& value);
   void exec(const char* sql);
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  // search() may be called from several threads; one of them syncs the bundled corpus.
+  std::atomic<bool> bundled_checked_ = false;
+  std::mutex bundled_mutex_;
 };
 
 // $MAXKERNEL_STORE, else $XDG_CACHE_HOME/maxkernel/store.sqlite, else

@@ -1,0 +1,18 @@
+# Writes ${OUTPUT}: a C++ source with every ${INPUT_DIR}/*.md as a BundledDocument, and a corpus
+# version (a hash of names and contents) so stores re-index when the bundled corpus changes.
+file(GLOB files RELATIVE ${INPUT_DIR} ${INPUT_DIR}/*.md)
+list(SORT files)
+set(entries "")
+set(all "")
+foreach(name IN LISTS files)
+  file(READ ${INPUT_DIR}/${name} content)
+  string(FIND "${content}" ")mkdoc\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${name} contains the raw-string delimiter )mkdoc\"")
+  endif()
+  string(APPEND entries "    {\"bundled/${name}\", R\"mkdoc(${content})mkdoc\"},\n")
+  string(APPEND all "${name}\n${content}\n")
+endforeach()
+string(SHA256 version "${all}")
+string(SUBSTRING ${version} 0 16 version)
+file(WRITE ${OUTPUT} "#include \"knowledge/bundled_corpus.h\"\n\nnamespace mk::knowledge {\n\nnamespace {\nconst BundledDocument kDocuments[] = {\n${entries}};\n}  // namespace\n\nstd::span<const BundledDocument> bundled_corpus() { return kDocuments; }\nconst char* bundled_corpus_version() { return \"${version}\"; }\n\n}  // namespace mk::knowledge\n")

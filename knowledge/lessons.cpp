@@ -1,0 +1,68 @@
+// Store: lessons, ranked by effect and recency.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "knowledge/sqlite_statement.h"
+#include "knowledge/store.h"
+
+namespace mk::knowledge {
+
+using detail::Statement;
+
+int64_t Store::record_lesson(const Lesson& lesson) {
+  if (lesson.kernel_class.empty() || lesson.strategy.empty())
+    throw std::invalid_argument("a lesson needs a kernel class and a strategy");
+  if (!(lesson.effect > 0) || !std::isfinite(lesson.effect))
+    throw std::invalid_argument("a lesson's effect is a speedup ratio and must be > 0, got " +
+                                std::to_string(lesson.effect));
+  Statement s(db_,
+              "INSERT INTO lessons (kernel_class, strategy, target, effect, run_id, notes, "
+              "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  s.bind(1, lesson.kernel_class);
+  s.bind(2, lesson.strategy);
+  s.bind(3, lesson.target);
+  s.bind_real(4, lesson.effect);
+  s.bind(5, lesson.run_id);
+  s.bind(6, lesson.notes);
+  s.bind(7, lesson.created_at ? lesson.created_at : static_cast<int64_t>(std::time(nullptr)));
+  s.run("record a lesson");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::vector<Lesson> Store::lessons_for(const std::string& kernel_class, const std::string& target,
+                                       int limit) {
+  std::vector<Lesson> lessons;
+  if (limit <= 0) return lessons;
+  Statement s(db_,
+              "SELECT id, kernel_class, strategy, target, effect, run_id, notes, created_at "
+              "FROM lessons WHERE (?1 = '' OR kernel_class = ?1) AND (?2 = '' OR target = ?2)");
+  s.bind(1, kernel_class);
+  s.bind(2, target);
+  const double now = static_cast<double>(std::time(nullptr));
+  while (s.step() == SQLITE_ROW) {
+    Lesson l;
+    l.id = s.integer(0);
+    l.kernel_class = s.text(1);
+    l.strategy = s.text(2);
+    l.target = s.text(3);
+    l.effect = s.real(4);
+    l.run_id = s.text(5);
+    l.notes = s.text(6);
+    l.created_at = s.integer(7);
+    const double age_days = std::max(0.0, (now - static_cast<double>(l.created_at)) / 86400.0);
+    // log: a 2x and a 0.5x weigh the same, with opposite signs; recency shrinks both.
+    l.rank_score = std::log(l.effect) * std::exp2(-age_days / kLessonHalfLifeDays);
+    lessons.push_back(std::move(l));
+  }
+  std::stable_sort(lessons.begin(), lessons.end(), [](const Lesson& a, const Lesson& b) {
+    if (a.rank_score != b.rank_score) return a.rank_score > b.rank_score;
+    return a.created_at > b.created_at;
+  });
+  if (lessons.size() > static_cast<size_t>(limit)) lessons.resize(static_cast<size_t>(limit));
+  return lessons;
+}
+
+}  // namespace mk::knowledge
