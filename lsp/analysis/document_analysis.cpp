@@ -5,9 +5,10 @@
 namespace mk::analysis {
 
 DocumentAnalysis analyze_document(TSNode root, std::string_view source,
-                                  const knowledge::TpuGeneration& target) {
+                                  const knowledge::TpuGeneration& target,
+                                  pallas::ModelCache* cache) {
   DocumentAnalysis out;
-  out.model = pallas::extract_pallas_model(root, source);
+  out.model = pallas::extract_pallas_model(root, source, cache);
   out.findings = check_model(out.model, target);
   return out;
 }

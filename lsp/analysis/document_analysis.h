@@ -7,6 +7,7 @@
 
 #include "lsp/analysis/findings.h"
 #include "lsp/pallas/kernel_model.h"
+#include "lsp/pallas/model_cache.h"
 
 namespace mk::analysis {
 
@@ -15,7 +16,10 @@ struct DocumentAnalysis {
   std::vector<Finding> findings;
 };
 
+// `cache` (optional) carries per-statement extraction results from one analysis of a document to
+// the next; see pallas::ModelCache.
 DocumentAnalysis analyze_document(TSNode root, std::string_view source,
-                                  const knowledge::TpuGeneration& target);
+                                  const knowledge::TpuGeneration& target,
+                                  pallas::ModelCache* cache = nullptr);
 
 }  // namespace mk::analysis

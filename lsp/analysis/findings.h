@@ -19,6 +19,7 @@ struct Finding {
   pallas::Span span;
   std::string message;
   size_t kernel = 0;  // index into PallasModel::kernels
+  friend bool operator==(const Finding&, const Finding&) = default;
 };
 
 struct DiagnosticCode {

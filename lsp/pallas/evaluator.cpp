@@ -108,7 +108,13 @@ const Evaluator::Scope& Evaluator::scope_of(TSNode scope_node) {
   if (it != scopes_.end()) return it->second;
   Scope scope;
   if (is(scope_node, "module")) {
-    collect_block(scope_node, scope);
+    // Each binding remembers its top-level statement, so a cache can tell what a read depends on.
+    const std::vector<TSNode>& statements = top_level_statements();
+    for (size_t i = 0; i < statements.size(); ++i) {
+      collecting_statement_ = static_cast<int>(i);
+      collect_statement(statements[i], scope);
+    }
+    collecting_statement_ = -1;
   } else if (is(scope_node, "function_definition")) {
     collect_parameters(field(scope_node, "parameters"), scope,
                        text_of(field(scope_node, "name"), source_));
@@ -117,6 +123,11 @@ const Evaluator::Scope& Evaluator::scope_of(TSNode scope_node) {
     collect_parameters(field(scope_node, "parameters"), scope, "lambda");
   }
   return scopes_.emplace(key, std::move(scope)).first->second;
+}
+
+void Evaluator::add_binding(Scope& scope, std::string name, Binding binding) {
+  binding.statement = collecting_statement_;
+  scope[std::move(name)].push_back(std::move(binding));
 }
 
 void Evaluator::collect_parameters(TSNode parameters, Scope& scope, std::string_view owner) {
@@ -134,7 +145,7 @@ void Evaluator::collect_parameters(TSNode parameters, Scope& scope, std::string_
     b.kind = Binding::Kind::Parameter;
     b.why = "parameter `" + std::string(text_of(name_node, source_)) + "` of `" +
             std::string(owner) + "`";
-    scope[std::string(text_of(name_node, source_))].push_back(b);
+    add_binding(scope, std::string(text_of(name_node, source_)), b);
   }
 }
 
@@ -150,7 +161,7 @@ void Evaluator::bind_target(TSNode target, TSNode value, int index, Scope& scope
     b.kind = Binding::Kind::Value;
     b.value = value;
     b.unpack_index = index;
-    scope[std::string(text_of(target, source_))].push_back(b);
+    add_binding(scope, std::string(text_of(target, source_)), b);
     return;
   }
   if (is(target, "pattern_list") || is(target, "tuple_pattern") || is(target, "list_pattern") ||
@@ -159,7 +170,7 @@ void Evaluator::bind_target(TSNode target, TSNode value, int index, Scope& scope
       for (TSNode t : named_children(target)) {
         if (is(t, "identifier")) {
           Binding b{Binding::Kind::Opaque, {}, -1, "", "nested unpacking"};
-          scope[std::string(text_of(t, source_))].push_back(b);
+          add_binding(scope, std::string(text_of(t, source_)), b);
         }
       }
       return;
@@ -189,8 +200,8 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
         for (TSNode t : targets) {
           if (ts_node_is_null(node)) {
             if (is(t, "identifier")) {
-              scope[std::string(text_of(t, source_))].push_back(
-                  {Binding::Kind::Opaque, {}, -1, "", "annotation without a value"});
+              add_binding(scope, std::string(text_of(t, source_)),
+                          {Binding::Kind::Opaque, {}, -1, "", "annotation without a value"});
             }
           } else {
             bind_target(t, node, -1, scope);
@@ -199,8 +210,8 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
       } else if (is(child, "augmented_assignment")) {
         TSNode left = field(child, "left");
         if (is(left, "identifier")) {
-          scope[std::string(text_of(left, source_))].push_back(
-              {Binding::Kind::Opaque, {}, -1, "", "updated in place"});
+          add_binding(scope, std::string(text_of(left, source_)),
+                      {Binding::Kind::Opaque, {}, -1, "", "updated in place"});
         }
       }
     }
@@ -213,7 +224,7 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
         is(statement, "function_definition") ? Binding::Kind::Definition : Binding::Kind::Opaque;
     b.value = statement;
     b.why = "a class";
-    scope[std::string(text_of(name, source_))].push_back(b);
+    add_binding(scope, std::string(text_of(name, source_)), b);
     return;
   }
   if (is(statement, "decorated_definition")) {
@@ -226,11 +237,11 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
         // `import jax.experimental.pallas` binds `jax`
         std::string full(text_of(item, source_));
         std::string first = full.substr(0, full.find('.'));
-        scope[first].push_back({Binding::Kind::Import, {}, -1, first, ""});
+        add_binding(scope, first, {Binding::Kind::Import, {}, -1, first, ""});
       } else if (is(item, "aliased_import")) {
         std::string full(text_of(field(item, "name"), source_));
-        scope[std::string(text_of(field(item, "alias"), source_))].push_back(
-            {Binding::Kind::Import, {}, -1, full, ""});
+        add_binding(scope, std::string(text_of(field(item, "alias"), source_)),
+                    {Binding::Kind::Import, {}, -1, full, ""});
       }
     }
     return;
@@ -242,11 +253,11 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
       if (syntax::same_node(item, module_node)) continue;
       if (is(item, "dotted_name")) {
         std::string name(text_of(item, source_));
-        scope[name].push_back({Binding::Kind::Import, {}, -1, module + "." + name, ""});
+        add_binding(scope, name, {Binding::Kind::Import, {}, -1, module + "." + name, ""});
       } else if (is(item, "aliased_import")) {
         std::string name(text_of(field(item, "name"), source_));
-        scope[std::string(text_of(field(item, "alias"), source_))].push_back(
-            {Binding::Kind::Import, {}, -1, module + "." + name, ""});
+        add_binding(scope, std::string(text_of(field(item, "alias"), source_)),
+                    {Binding::Kind::Import, {}, -1, module + "." + name, ""});
       }
     }
     return;
@@ -255,13 +266,13 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
     TSNode left = field(statement, "left");
     for (TSNode id : named_children(left)) {
       if (is(id, "identifier")) {
-        scope[std::string(text_of(id, source_))].push_back(
-            {Binding::Kind::Opaque, {}, -1, "", "a loop variable"});
+        add_binding(scope, std::string(text_of(id, source_)),
+                    {Binding::Kind::Opaque, {}, -1, "", "a loop variable"});
       }
     }
     if (is(left, "identifier")) {
-      scope[std::string(text_of(left, source_))].push_back(
-          {Binding::Kind::Opaque, {}, -1, "", "a loop variable"});
+      add_binding(scope, std::string(text_of(left, source_)),
+                  {Binding::Kind::Opaque, {}, -1, "", "a loop variable"});
     }
   }
   // `with x as name:` and `except E as name:` bind names whose values we cannot know.
@@ -274,8 +285,8 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
         if (is(n, "as_pattern_target") && ids.empty()) ids.push_back(n);
         for (TSNode id : ids) {
           if (is(id, "identifier")) {
-            scope[std::string(text_of(id, source_))].push_back(
-                {Binding::Kind::Opaque, {}, -1, "", "a with/except target"});
+            add_binding(scope, std::string(text_of(id, source_)),
+                        {Binding::Kind::Opaque, {}, -1, "", "a with/except target"});
           }
         }
         return;
@@ -301,7 +312,29 @@ void Evaluator::collect_statement(TSNode statement, Scope& scope) {
   }
 }
 
+void Evaluator::begin_statement() {
+  memo_.clear();
+  in_progress_.clear();
+  module_reads_.clear();
+}
+
+std::vector<std::string> Evaluator::module_reads() const {
+  std::vector<std::string> out(module_reads_.begin(), module_reads_.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> Evaluator::module_binding_statements(std::string_view name) {
+  std::vector<int> out;
+  const Scope& module = scope_of(root_);
+  auto it = module.find(std::string(name));
+  if (it == module.end()) return out;
+  for (const Binding& b : it->second) out.push_back(b.statement);
+  return out;
+}
+
 const std::vector<Binding>* Evaluator::module_binding(std::string_view name) {
+  module_reads_.emplace(name);
   const Scope& module = scope_of(root_);
   auto it = module.find(std::string(name));
   return it == module.end() ? nullptr : &it->second;
@@ -396,6 +429,7 @@ Value Evaluator::lookup(std::string_view name, TSNode at) {
       continue;
     }
     if (!is_scope(node)) continue;
+    if (region == 0) module_reads_.emplace(name);
     const Scope& scope = scope_of(node);
     auto it = scope.find(std::string(name));
     if (it == scope.end()) continue;

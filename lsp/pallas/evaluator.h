@@ -23,6 +23,7 @@ struct Binding {
   int unpack_index = -1;  // for `a, b = (x, y)`: which element of `value`
   std::string qualified;  // Import: the qualified name
   std::string why;        // Opaque / Parameter: reason the value is unknown
+  int statement = -1;     // module scope: index of the top-level statement that binds it
 };
 
 class Evaluator {
@@ -38,6 +39,16 @@ class Evaluator {
   const std::vector<Binding>* module_binding(std::string_view name);
   // Every module-imported qualified name (for backend detection).
   std::vector<std::string> imported_modules();
+
+  // Starts the analysis of one top-level statement: forgets memoised binding values, so the
+  // result depends only on the statement and the module bindings it reads (never on what an
+  // earlier statement evaluated), and starts a fresh record of those reads.
+  void begin_statement();
+  // Names looked up at module scope (bound there or not) since begin_statement, sorted.
+  std::vector<std::string> module_reads() const;
+  // Indices into top_level_statements() of the statements binding `name` at module scope, one
+  // per binding in binding order; does not count as a read.
+  std::vector<int> module_binding_statements(std::string_view name);
 
   // The module's top-level statements, in order.
   const std::vector<TSNode>& top_level_statements();
@@ -68,6 +79,7 @@ class Evaluator {
   std::vector<uint32_t> regions_at(uint32_t offset);  // innermost first
 
   const Scope& scope_of(TSNode scope_node);
+  void add_binding(Scope& scope, std::string name, Binding binding);
   void collect_block(TSNode block, Scope& scope);
   void collect_statement(TSNode statement, Scope& scope);
   void collect_parameters(TSNode parameters, Scope& scope, std::string_view owner);
@@ -88,6 +100,8 @@ class Evaluator {
 
   std::unordered_set<uint64_t> in_progress_;
   std::unordered_map<uint64_t, Value> memo_;
+  int collecting_statement_ = -1;  // top-level statement being collected into the module scope
+  std::unordered_set<std::string> module_reads_;
   int depth_ = 0;
   bool depth_limited_ = false;  // the current top-level evaluation hit kMaxDepth
 };

@@ -1,6 +1,7 @@
 #include "lsp/pallas/kernel_extractor.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <functional>
 
 #include "lsp/pallas/evaluator.h"
@@ -77,21 +78,37 @@ class Extractor {
   Extractor(TSNode root, std::string_view source)
       : root_(root), source_(source), eval_(root, source) {}
 
-  PallasModel run() {
+  PallasModel run(ModelCache* cache) {
     PallasModel model;
     model.syntax_errors = ts_node_has_error(root_);
     detect_file_backend();
+    // What every statement's kernels depend on besides the statement and the names it reads.
+    const uint64_t file_key =
+        file_is_gpu_only_ ? 1 + static_cast<uint64_t>(gpu_backend_) : uint64_t{0};
     // Only statements that can contain a pallas_call site are walked: those mentioning
     // pallas_call or a module-level alias of it. Helpers between kernels are skipped.
     const std::vector<std::string> triggers = pallas_call_names();
-    for (TSNode statement : eval_.top_level_statements()) {
+    const std::vector<TSNode>& statements = eval_.top_level_statements();
+    for (size_t i = 0; i < statements.size(); ++i) {
+      TSNode statement = statements[i];
       const std::string_view text = text_of(statement, source_);
       const bool relevant =
           std::any_of(triggers.begin(), triggers.end(),
                       [&](const std::string& t) { return text.find(t) != std::string_view::npos; });
-      if (relevant) walk(statement, model);
+      if (!relevant) continue;
+      if (cache && cache->reuse(statement, file_key, eval_, model.kernels)) continue;
+      // Each statement is analysed on its own, so a cached result equals a fresh one.
+      eval_.begin_statement();
+      const size_t first = model.kernels.size();
+      walk(statement, model);
+      if (cache) {
+        cache->store(
+            static_cast<int>(i), statement, file_key, eval_,
+            {model.kernels.begin() + static_cast<std::ptrdiff_t>(first), model.kernels.end()});
+      }
     }
     model.task = task_conventions();
+    if (cache) cache->finish_pass();
     return model;
   }
 
@@ -747,8 +764,8 @@ class Extractor {
 
 }  // namespace
 
-PallasModel extract_pallas_model(TSNode root, std::string_view source) {
-  return Extractor(root, source).run();
+PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache) {
+  return Extractor(root, source).run(cache);
 }
 
 }  // namespace mk::pallas

@@ -6,9 +6,12 @@
 #include <string_view>
 
 #include "lsp/pallas/kernel_model.h"
+#include "lsp/pallas/model_cache.h"
 
 namespace mk::pallas {
 
-PallasModel extract_pallas_model(TSNode root, std::string_view source);
+// With a cache, statements whose inputs did not change since the cache's last extraction are
+// not analysed again; the result is the same either way.
+PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache = nullptr);
 
 }  // namespace mk::pallas

@@ -13,6 +13,7 @@ struct Span {
   uint32_t start = 0;
   uint32_t end = 0;
   bool empty() const { return start == end; }
+  friend bool operator==(const Span&, const Span&) = default;
 };
 
 enum class Backend { Tpu, TritonGpu, MosaicGpu };
@@ -24,6 +25,7 @@ const char* to_string(MemorySpace space);
 struct DType {
   std::string name;  // canonical: "float32", "bfloat16", "int8", ...
   int bits = 0;
+  friend bool operator==(const DType&, const DType&) = default;
 };
 std::optional<DType> dtype_from_name(std::string_view name);
 
@@ -32,6 +34,7 @@ struct Dim {
   std::optional<int64_t> size;
   bool squeezed = false;
   std::string text;  // source text, for messages about unknowns
+  friend bool operator==(const Dim&, const Dim&) = default;
 };
 
 struct IndexMap {
@@ -41,6 +44,7 @@ struct IndexMap {
   Span span;                       // the lambda / def
   Span result_span;                // the returned expression (lambda body or `return` line)
   std::string text;
+  friend bool operator==(const IndexMap&, const IndexMap&) = default;
 };
 
 struct BlockSpec {
@@ -51,6 +55,7 @@ struct BlockSpec {
   MemorySpace memory_space = MemorySpace::Default;
   int buffer_count = 2;  // pipeline buffers (pl.Buffered(n)); 2 = double-buffered
   Span span;
+  friend bool operator==(const BlockSpec&, const BlockSpec&) = default;
 };
 
 struct Operand {
@@ -60,6 +65,7 @@ struct Operand {
   std::optional<DType> dtype;
   std::string unknown_because;  // why the array shape or dtype is unknown
   BlockSpec block;
+  friend bool operator==(const Operand&, const Operand&) = default;
 };
 
 struct Scratch {
@@ -68,12 +74,14 @@ struct Scratch {
   std::optional<std::vector<std::optional<int64_t>>> shape;
   std::optional<DType> dtype;
   Span span;
+  friend bool operator==(const Scratch&, const Scratch&) = default;
 };
 
 struct Grid {
   std::optional<size_t> rank;
   std::vector<std::optional<int64_t>> extents;
   Span span;
+  friend bool operator==(const Grid&, const Grid&) = default;
 };
 
 struct Kernel {
@@ -97,6 +105,7 @@ struct Kernel {
   std::optional<bool> interpret;
   bool has_input_output_aliases = false;
   std::vector<std::string> unknowns;  // what could not be determined, in words
+  friend bool operator==(const Kernel&, const Kernel&) = default;
 };
 
 // JAXBench / MaxKernel task conventions a file provides, for the issues that run kernels.
@@ -105,12 +114,14 @@ struct TaskConventions {
        tuned_params = false, get_inputs = false, computation = false, reference = false,
        make_inputs = false;
   std::string form() const;  // "jaxbench", "maxkernel", "infile", "" when none
+  friend bool operator==(const TaskConventions&, const TaskConventions&) = default;
 };
 
 struct PallasModel {
   std::vector<Kernel> kernels;
   TaskConventions task;
   bool syntax_errors = false;
+  friend bool operator==(const PallasModel&, const PallasModel&) = default;
 };
 
 }  // namespace mk::pallas

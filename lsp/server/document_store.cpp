@@ -9,7 +9,7 @@ OpenDocument::OpenDocument(std::string uri, int64_t version, std::string content
 
 const analysis::DocumentAnalysis& OpenDocument::analyse(const knowledge::TpuGeneration& target) {
   if (!analysis || analysed_target != target.name) {
-    analysis = analysis::analyze_document(tree.root(), text.text(), target);
+    analysis = analysis::analyze_document(tree.root(), text.text(), target, &model_cache);
     analysed_target = target.name;
   }
   return *analysis;

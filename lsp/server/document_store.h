@@ -22,6 +22,9 @@ struct OpenDocument {
   bool python = true;
   std::optional<analysis::DocumentAnalysis> analysis;  // reset by every edit
   std::string analysed_target;
+  // Per-statement extraction results kept across edits: an edit re-analyses only the
+  // pallas_call statements whose text, or whose module-level inputs, it changed.
+  pallas::ModelCache model_cache;
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);

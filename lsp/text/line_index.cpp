@@ -73,6 +73,39 @@ LineIndex::LineIndex(std::string_view text) {
   }
 }
 
+void LineIndex::apply_edit(std::string_view text, size_t start, size_t old_end, size_t new_end) {
+  // Whether a byte ends a line depends only on it and the byte after it, so the bytes whose
+  // verdict can change are [first, new_end): the edited ones and the one before them.
+  const size_t first = start > 0 ? start - 1 : 0;
+  std::vector<size_t> starts, newlines;
+  for (size_t i = first; i < new_end && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      newlines.push_back(i);
+      starts.push_back(i + 1);
+    } else if (text[i] == '\r' && !(i + 1 < text.size() && text[i + 1] == '\n')) {
+      starts.push_back(i + 1);
+    }
+  }
+  // Before the edit those bytes were [first, old_end): they produced line starts in
+  // [first + 1, old_end] and newline offsets in [first, old_end).
+  auto splice = [&](std::vector<size_t>& values, size_t lo, size_t hi,
+                    const std::vector<size_t>& fresh) {
+    auto from = std::lower_bound(values.begin(), values.end(), lo);
+    auto to = std::upper_bound(from, values.end(), hi);
+    for (auto it = to; it != values.end(); ++it) *it = *it - old_end + new_end;
+    from = values.erase(from, to);
+    values.insert(from, fresh.begin(), fresh.end());
+  };
+  splice(line_starts_, first + 1, old_end, starts);
+  if (old_end > first) {
+    splice(newline_offsets_, first, old_end - 1, newlines);
+  } else {  // nothing removed; shift what follows and insert
+    auto from = std::lower_bound(newline_offsets_.begin(), newline_offsets_.end(), first);
+    for (auto it = from; it != newline_offsets_.end(); ++it) *it = *it - old_end + new_end;
+    newline_offsets_.insert(from, newlines.begin(), newlines.end());
+  }
+}
+
 size_t LineIndex::line_content_end(std::string_view text, uint32_t line) const {
   size_t end = line + 1 < line_starts_.size() ? line_starts_[line + 1] : text.size();
   if (end > line_starts_[line] && line + 1 < line_starts_.size()) {

@@ -34,6 +34,11 @@ class LineIndex {
   LineIndex() : line_starts_{0} {}
   explicit LineIndex(std::string_view text);
 
+  // Updates the index after bytes [start, old_end) of the text were replaced with bytes
+  // [start, new_end) of `text` (the text after the edit). Rescans only the edited bytes and the
+  // one before them (a "\r" there may now pair with a "\n"); lines after the edit are shifted.
+  void apply_edit(std::string_view text, size_t start, size_t old_end, size_t new_end);
+
   uint32_t line_count() const { return static_cast<uint32_t>(line_starts_.size()); }
   size_t line_start(uint32_t line) const { return line_starts_[line]; }
   // End of the line's content, before its terminator.

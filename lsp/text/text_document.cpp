@@ -19,7 +19,7 @@ ByteEdit TextDocument::apply_change(const Utf16Range& range, std::string_view ne
   edit.old_end_point = lines_.point_of(text_, end);
 
   text_.replace(start, end - start, new_text);
-  lines_ = LineIndex(text_);
+  lines_.apply_edit(text_, start, end, start + new_text.size());
 
   edit.new_end_byte = static_cast<uint32_t>(start + new_text.size());
   edit.new_end_point = lines_.point_of(text_, edit.new_end_byte);
