@@ -8,8 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_command.h"
 #include "cli/check_command.h"
 #include "cli/kernel_commands.h"
+#include "cli/knowledge_command.h"
+#include "cli/optimize_command.h"
+#include "cli/report_command.h"
 
 namespace {
 
@@ -20,6 +24,11 @@ constexpr const char* kUsage =
     "  lower     lower a kernel for TPU on a host; exact pallas_call facts or mapped errors\n"
     "  test      check a kernel against its task's frozen reference and time it\n"
     "  profile   profile a kernel on a host\n"
+    "  optimize  Auto loop or graph search over kernel variants; prints a table, writes a report\n"
+    "  runs      list, show or resume optimisation runs\n"
+    "  report    write a run's self-contained HTML report (graph, progress, diffs, cost)\n"
+    "  bench     evaluate a JAXBench-format suite: correctness, speedup vs XLA, fast_p\n"
+    "  knowledge add documents to the knowledge store, search it, list lessons\n"
     "  version   print the version\n"
     "run `maxkernel <command> --help` for a command's options\n";
 
@@ -41,6 +50,11 @@ int main(int argc, char** argv) {
   if (command == "check") return mk::cli::run_check(args);
   if (command == "lower" || command == "test" || command == "profile")
     return mk::cli::run_kernel_command(command, args);
+  if (command == "optimize") return mk::cli::run_optimize(args);
+  if (command == "runs") return mk::cli::run_runs(args);
+  if (command == "report") return mk::cli::run_report(args);
+  if (command == "bench") return mk::cli::run_bench(args);
+  if (command == "knowledge") return mk::cli::run_knowledge(args);
   if (command == "version" || command == "--version") {
     std::cout << "maxkernel 0.1.0\n";
     return 0;

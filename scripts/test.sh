@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds MaxKernel and runs every test suite. Each suite prints its own closing line; the script
 # ends with an overall "N passed, N failed" line and exits non-zero if any suite failed.
-#   MAXKERNEL_SKIP_SANITIZERS=1  skips the ASan/UBSan build (quicker local runs)
+#   MAXKERNEL_SKIP_SANITIZERS=1  skips the ASan/UBSan and TSan builds (quicker local runs)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -33,10 +33,16 @@ suite "protocol transcripts" "$py" -m pytest -q tests/transcript
 suite "cli on the corpus" "$py" -m pytest -q tests/cli
 suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
 suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
+suite "agents: rewrites lower for TPU with real JAX" "$py" -m pytest -q tests/agents
+suite "report and bench (CLI, real run store, real JAX)" "$py" -m pytest -q tests/report
+suite "optimize: Auto, graph strategies, resume after kill (real workers)" "$py" -m pytest -q tests/optimize
 if compgen -G "tests/hosts/test_*.py" >/dev/null; then
   suite "hosts: ssh on loopback, faults, cache (CLI)" "$py" -m pytest -q tests/hosts
 fi
 
+
+suite "vscode extension in a real VS Code (code-server + Chromium)" tests/editors/vscode/run.sh
+suite "neovim plugin, headless in Neovim 0.7.2 and 0.10.4" tests/editors/neovim/run.sh
 
 if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
   if scripts/build.sh build-asan -DMAXKERNEL_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug; then
@@ -48,6 +54,23 @@ if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
     failed=$((failed + 1))
     failed_names+=("sanitizer build")
   fi
+  # ThreadSanitizer over the threaded code: the protocol units (dispatcher, outgoing requests),
+  # the host pool and worker processes (mk_host_tests), and the server's reader thread, main loop
+  # and background pool through the transcripts. See docs/reliability.md for what it covers.
+  if scripts/build.sh build-tsan -DMAXKERNEL_SANITIZE=thread; then
+    suite "unit and hosts under TSan" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      ctest --test-dir build-tsan --output-on-failure -j 2
+    suite "transcripts under TSan" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      MAXKERNEL_LSP="$root/build-tsan/bin/maxkernel-lsp" "$py" -m pytest -q tests/transcript
+  else
+    failed=$((failed + 1))
+    failed_names+=("TSan build")
+  fi
+fi
+
+#   MAXKERNEL_SKIP_FUZZ=1  skips the libFuzzer suite; MAXKERNEL_FUZZ_SECONDS sets its time per target
+if [[ "${MAXKERNEL_SKIP_FUZZ:-0}" != "1" ]]; then
+  suite "fuzz: regressions + ${MAXKERNEL_FUZZ_SECONDS:-45}s per target (libFuzzer)" tests/fuzz/run.sh
 fi
 
 echo

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -133,37 +135,83 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   store_.update_run(run_);
 }
 
+// Evaluates nodes on `threads` threads as they are pushed, so a search can keep expanding (LLM
+// calls) while earlier children are being evaluated on the host.
+class GraphSearch::EvaluationQueue {
+ public:
+  EvaluationQueue(size_t threads, std::function<void(NodeRecord&)> evaluate_one)
+      : evaluate_one_(std::move(evaluate_one)) {
+    for (size_t t = 0; t < std::max<size_t>(1, threads); ++t)
+      pool_.emplace_back([this] { work(); });
+  }
+  ~EvaluationQueue() { close_and_wait(); }
+  void push(NodeRecord node) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(node));
+    }
+    ready_.notify_one();
+  }
+  void close_and_wait() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : pool_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void work() {
+    while (true) {
+      NodeRecord node;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        node = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      evaluate_one_(node);
+    }
+  }
+  std::function<void(NodeRecord&)> evaluate_one_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<NodeRecord> queue_;
+  bool closed_ = false;
+  std::vector<std::thread> pool_;
+};
+
+void GraphSearch::evaluate_one(NodeRecord& node, const ProgressSink& on_progress,
+                               const std::function<bool()>& cancelled) {
+  if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
+  node.status = "evaluating";
+  store_.update_node(node);
+  const Evaluation evaluation = evaluator_.evaluate(node.code, cancelled);
+  if (evaluation.stage == "cancelled") {
+    node.status = "pending";
+    store_.update_node(node);
+    return;
+  }
+  finish_node(node, evaluation);
+  std::string message = "node " + std::to_string(node.id) + " (" + node.strategy;
+  if (!node.description.empty()) message += ": " + node.description;
+  message += "): " + node.status;
+  if (node.speedup) message += ", " + format_speedup(*node.speedup);
+  if (on_progress) {
+    std::lock_guard lock(mutex_);
+    on_progress(progress(message));
+  }
+}
+
 void GraphSearch::evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
                                  const std::function<bool()>& cancelled) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < pending.size(); i = next++) {
-      if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
-      NodeRecord& node = pending[i];
-      node.status = "evaluating";
-      store_.update_node(node);
-      const Evaluation evaluation = evaluator_.evaluate(node.code, cancelled);
-      if (evaluation.stage == "cancelled") {
-        node.status = "pending";
-        store_.update_node(node);
-        return;
-      }
-      finish_node(node, evaluation);
-      std::string message = "node " + std::to_string(node.id) + " (" + node.strategy;
-      if (!node.description.empty()) message += ": " + node.description;
-      message += "): " + node.status;
-      if (node.speedup) message += ", " + format_speedup(*node.speedup);
-      if (on_progress) {
-        std::lock_guard lock(mutex_);
-        on_progress(progress(message));
-      }
-    }
-  };
-  const size_t threads = std::max<size_t>(1, std::min(params_.concurrency, pending.size()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  EvaluationQueue queue(std::min(params_.concurrency, pending.size()),
+                        [&](NodeRecord& n) { evaluate_one(n, on_progress, cancelled); });
+  for (NodeRecord& n : pending) queue.push(n);
+  queue.close_and_wait();
 }
 
 std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord>& nodes, int round,
@@ -267,6 +315,15 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     std::set<std::string> known;
     for (const NodeRecord& n : nodes) known.insert(n.code_hash);
     std::vector<NodeRecord> children;
+    const double best_before = best_speedup_;
+    int evaluations_before = 0;
+    {
+      std::lock_guard lock(mutex_);
+      evaluations_before = cost_.value("evaluations", 0);
+    }
+    // Children are evaluated while the next parents are expanded.
+    EvaluationQueue queue(params_.concurrency,
+                          [&](NodeRecord& n) { evaluate_one(n, on_progress, cancelled); });
     for (int64_t parent_id : parents) {
       const NodeRecord* parent = nullptr;
       for (const NodeRecord& n : nodes)
@@ -275,7 +332,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       size_t room = params_.branches;
       if (budget_.evaluations > 0) {
         const int left =
-            budget_.evaluations - cost_.value("evaluations", 0) - static_cast<int>(children.size());
+            budget_.evaluations - evaluations_before - static_cast<int>(children.size());
         if (left <= 0) break;
         room = std::min(room, static_cast<size_t>(left));
       }
@@ -301,6 +358,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         // Budget, cancellation, a bad key: the run cannot go on with this expander.
         spdlog::warn("run {}: expanding node {}: {}", run_.id, parent_id, e.what());
         charge_unattributed();
+        queue.close_and_wait();  // children already proposed are still evaluated and recorded
         return finish(e.kind() == llm::ErrorKind::Cancelled ? "cancelled" : "done",
                       std::string("LLM: ") + e.what());
       } catch (const std::exception& e) {
@@ -325,12 +383,12 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
                               .dump();
         known.insert(child.code_hash);
         child.id = store_.add_node(child);
+        queue.push(child);
         children.push_back(std::move(child));
       }
     }
+    queue.close_and_wait();
     if (children.empty()) continue;  // every parent was exhausted; selection moves on
-    const double best_before = best_speedup_;
-    evaluate_nodes(children, on_progress, cancelled);
     if (cancelled && cancelled()) return finish("cancelled", "cancelled");
     ++round;
     without_gain = best_speedup_ > best_before * (1 + 1e-6) ? 0 : without_gain + 1;

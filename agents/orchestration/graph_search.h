@@ -38,6 +38,9 @@ class GraphSearch {
                 const std::function<bool()>& cancelled = {});
 
  private:
+  class EvaluationQueue;
+  void evaluate_one(NodeRecord& node, const ProgressSink& on_progress,
+                    const std::function<bool()>& cancelled);
   void evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
                       const std::function<bool()>& cancelled);
   void finish_node(NodeRecord& node, const Evaluation& evaluation);

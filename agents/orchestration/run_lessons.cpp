@@ -1,5 +1,6 @@
 #include "agents/orchestration/run_lessons.h"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -32,7 +33,9 @@ int record_run_lessons(knowledge::Store& store, const RunRecord& run,
     auto parent = ids.find(*cur->parent);
     if (parent == ids.end()) break;
     const NodeRecord* p = parent->second;
-    if (cur->speedup && p->speedup && *p->speedup > 0) {
+    const bool measurable = cur->speedup && p->speedup && *p->speedup > 0 && *cur->speedup > 0 &&
+                            std::isfinite(*cur->speedup / *p->speedup);
+    if (measurable) {
       knowledge::Lesson lesson;
       lesson.kernel_class = kernel_class;
       lesson.strategy = cur->strategy + ": " + cur->description;
