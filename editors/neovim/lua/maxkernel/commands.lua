@@ -145,6 +145,10 @@ function M.cancel(client, bufnr, arg, on_reply)
       break
     end
   end
+  if not job_id or not progress.is_active(jobs[job_id].token) then
+    notify_error("no running job for " .. tostring(arg.name))
+    return false
+  end
   if server_offers(client, "maxkernel.cancelJob") then
     arg.job = job_id
     compat.request(client, "workspace/executeCommand", { command = "maxkernel.cancelJob", arguments = { arg } }, function(err, result)
@@ -156,10 +160,6 @@ function M.cancel(client, bufnr, arg, on_reply)
       end
     end, bufnr)
     return true
-  end
-  if not job_id or not progress.is_active(jobs[job_id].token) then
-    notify_error("no running job for " .. tostring(arg.name))
-    return false
   end
   compat.notify(client, "window/workDoneProgress/cancel", { token = jobs[job_id].token })
   vim.notify("MaxKernel: cancelling " .. job_id, vim.log.levels.INFO)
