@@ -25,7 +25,10 @@ void PriceTable::merge_json(const std::string& text, const std::string& origin) 
     throw LlmError(
         ErrorKind::Config,
         "price table " + origin + ": expected {\"models\": {NAME: {input, output, cached_input}}}");
-  for (const auto& [model, entry] : root["models"].items()) {
+  for (const auto& item : root["models"].items()) {
+    // Named copies: clang 14 cannot capture structured bindings in the lambda below.
+    const std::string& model = item.key();
+    const nlohmann::json& entry = item.value();
     auto number = [&](const char* field, bool required) {
       if (!entry.is_object() || (required && !entry.contains(field)))
         throw LlmError(ErrorKind::Config, "price table " + origin + ": model '" + model +

@@ -154,11 +154,11 @@ TEST_F(KernelHostTest, CompileSlotsRunInParallel) {
   EXPECT_LT(a.body.value("elapsed_s", 99.0), 30.0);
 }
 
-// Disabled: in a clean-checkout CI run this test once hung in teardown (a WorkerProcess's reader
-// threads never saw end of file after two hosts launched workers at the same moment); it passes
-// when run alone here. Re-enable once WorkerProcess no longer joins its readers unconditionally.
-TEST_F(KernelHostTest, DISABLED_PoolSpreadsConcurrentJobsOverHosts) {
-
+// This once hung in CI teardown: two hosts launched workers at the same moment, one worker
+// inherited the other's stdout pipe (plain pipe(2) fds, made outside the spawn lock), and the
+// first worker's destructor joined a reader that never saw end of file. Pipes are now
+// close-on-exec and the destructor stops its readers (see worker_process_test.cpp).
+TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
   // Two hosts with one timing worker each: two concurrent jobs that wait for each other can only
   // both finish if the pool put them on different hosts.
   HostPool pool;

@@ -74,8 +74,11 @@ bool KernelHost::ensure_installed(std::string& error) {
                              " " + shell_quote(dir) + " && echo installed; fi";
   const std::vector<std::string> argv = remote_argv(config_, shell_command({"sh", "-c", script}));
   try {
-    bp::pipe tar_to_host;
-    bp::ipstream out, err;
+    // Close-on-exec pipes: a worker another thread starts meanwhile must not hold their ends.
+    int fds[3][2];
+    for (auto& f : fds) make_cloexec_pipe(f);
+    bp::pipe tar_to_host(fds[0][0], fds[0][1]);
+    bp::ipstream out(bp::pipe(fds[1][0], fds[1][1])), err(bp::pipe(fds[2][0], fds[2][1]));
     std::vector<std::string> tar_args = {"-c", "-f", "-", "-C", bundle_.directory.string()};
     tar_args.insert(tar_args.end(), bundle_.files.begin(), bundle_.files.end());
     std::unique_lock<std::mutex> spawning(spawn_mutex());
@@ -87,7 +90,6 @@ bool KernelHost::ensure_installed(std::string& error) {
                      bp::std_in<tar_to_host, bp::std_out> out, bp::std_err > err);
     tar_to_host.close();  // our copy: tar's exit must end the remote side's input
     spawning.unlock();
-
 
     std::string out_text, err_text, line;
     while (std::getline(out, line)) out_text += line + "\n";

@@ -2,8 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
 
 #include <boost/process.hpp>
 
@@ -16,7 +22,94 @@ namespace {
 constexpr size_t kStderrTailBytes = 8192;
 constexpr auto kCancelGrace = std::chrono::milliseconds(3000);
 constexpr auto kPoll = std::chrono::milliseconds(20);
+// A longer line is garbage: the stream is not trusted further and memory stays bounded.
+constexpr size_t kMaxLineBytes = 64u << 20;
+
+// Both ends close on exec. A pipe made with plain pipe(2) is inherited by every process any
+// thread starts, and a stray copy of a worker's stdout write end keeps its reader from ever
+// seeing end of file. O_CLOEXEC at creation leaves no window; the child still gets its own end
+// because dup2 onto 0/1/2 clears the flag on the copy.
+bp::pipe cloexec_pipe() {
+  int fds[2];
+  make_cloexec_pipe(fds);
+  return bp::pipe(fds[0], fds[1]);
+}
+
+// Calls `on_line` for each line read from `fd` (without its newline) until end of file, or
+// until `wake_fd` becomes readable: the owner's way to stop a reader whatever else holds the
+// pipe open.
+void read_lines(int fd, int wake_fd, const std::function<void(std::string_view)>& on_line) {
+  std::string pending;
+  char chunk[1 << 16];
+  for (;;) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents != 0) return;  // told to stop
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    pending.append(chunk, static_cast<size_t>(got));
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
+      on_line(std::string_view(pending).substr(start, nl - start));
+    pending.erase(0, start);
+    if (pending.size() > kMaxLineBytes) {
+      on_line(std::string_view(pending).substr(0, 200));
+      pending.clear();
+    }
+  }
+  if (!pending.empty()) on_line(pending);  // a last line without its newline
+}
+
 }  // namespace
+
+void make_cloexec_pipe(int fds[2]) {
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe2");
+}
+
+WorkerLine parse_worker_line(std::string_view line) {
+  WorkerLine out;
+  if (line.empty() || (line.size() == 1 && line[0] == '\r')) return out;
+  nlohmann::json message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object() || !message.contains("id")) {
+    out.kind = WorkerLine::Kind::Garbage;
+    return out;
+  }
+  out.key = message["id"].dump();
+  out.kind = message.contains("event") ? WorkerLine::Kind::Event : WorkerLine::Kind::Response;
+  out.message = std::move(message);
+  return out;
+}
+
+WorkerReply reply_from_response(nlohmann::json body, bool cancelling) {
+  WorkerReply reply;
+  const auto ok_field = body.find("ok");
+  const bool ok = ok_field != body.end() && ok_field->is_boolean() && ok_field->get<bool>();
+  reply.status = cancelling ? WorkerReply::Status::Cancelled
+                 : ok       ? WorkerReply::Status::Ok
+                            : WorkerReply::Status::Failed;
+  if (!ok) {
+    const auto error = body.find("error");
+    if (error != body.end() && error->is_object()) {
+      const auto message = error->find("message");
+      if (message != error->end() && message->is_string())
+        reply.message = message->get<std::string>();
+    } else if (error != body.end() && error->is_string()) {
+      reply.message = error->get<std::string>();
+    }
+    if (reply.message.empty() && !cancelling)
+      reply.message = ok_field == body.end() || ok_field->is_boolean()
+                          ? "the worker reported a failure without a message"
+                          : "the worker's response has a non-boolean \"ok\"";
+  }
+  if (cancelling && reply.message.empty()) reply.message = "cancelled";
+  reply.body = std::move(body);
+  return reply;
+}
 
 std::mutex& spawn_mutex() {
   static std::mutex m;
@@ -24,7 +117,6 @@ std::mutex& spawn_mutex() {
 }
 
 const char* to_string(WorkerReply::Status status) {
-
   switch (status) {
     case WorkerReply::Status::Ok:
       return "ok";
@@ -45,9 +137,10 @@ const char* to_string(WorkerReply::Status status) {
 }
 
 struct WorkerProcess::Pipes {
-  bp::opstream in;
-  bp::ipstream out;
-  bp::ipstream err;
+  bp::opstream in{cloexec_pipe()};
+  bp::pipe out = cloexec_pipe();
+  bp::pipe err = cloexec_pipe();
+  bp::pipe wake = cloexec_pipe();  // written once to stop both readers
   bp::group group;
   bp::child child;
 };
@@ -56,9 +149,20 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, std::string descript
     : argv_(std::move(argv)), description_(std::move(description)) {}
 
 WorkerProcess::~WorkerProcess() {
-  if (pipes_) kill();
+  if (pipes_) {
+    kill();
+    // The process is gone, but a descendant that left its group could still hold our pipes:
+    // stop the readers instead of waiting for an end of file that might never come.
+    stop_readers();
+  }
   if (stdout_thread_.joinable()) stdout_thread_.join();
   if (stderr_thread_.joinable()) stderr_thread_.join();
+}
+
+void WorkerProcess::stop_readers() {
+  const char byte = 0;
+  while (::write(pipes_->wake.native_sink(), &byte, 1) < 0 && errno == EINTR) {
+  }
 }
 
 bool WorkerProcess::start(std::string& error) {
@@ -75,12 +179,11 @@ bool WorkerProcess::start(std::string& error) {
   std::vector<std::string> args(argv_.begin() + 1, argv_.end());
   try {
     pipes_ = std::make_unique<Pipes>();
-    // One spawn at a time: a child forked while another spawn is half done would inherit that
-    // child's pipe ends, and the other worker's readers would never see end of file.
+    // The pipes close on exec (see cloexec_pipe), so no other child inherits them; spawns are
+    // still serialised with KernelHost's installer, which shares this lock.
     std::lock_guard<std::mutex> spawning(spawn_mutex());
     pipes_->child = bp::child(exe, bp::args = args, bp::std_in<pipes_->in, bp::std_out> pipes_->out,
                               bp::std_err > pipes_->err, pipes_->group);
-
 
   } catch (const std::exception& e) {
     error = "cannot start " + description_ + ": " + e.what();
@@ -104,43 +207,34 @@ bool WorkerProcess::running() {
 }
 
 void WorkerProcess::read_stdout() {
-  std::string line;
-  while (std::getline(pipes_->out, line)) {
-    if (line.empty()) continue;
-    nlohmann::json message;
-    try {
-      message = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      message = nullptr;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!message.is_object() || !message.contains("id")) {
-      if (malformed_.empty()) malformed_ = line.substr(0, 200);
-    } else {
-      // Key first: json's by-value operator= would move `message` before the key is read.
-      std::string key = message["id"].dump();
-      if (message.contains("event")) {
-        events_[std::move(key)].push_back(std::move(message));
-      } else {
-        responses_[std::move(key)] = std::move(message);
-      }
-    }
-    changed_.notify_all();
-  }
+  read_lines(pipes_->out.native_source(), pipes_->wake.native_source(),
+             [this](std::string_view line) {
+               WorkerLine parsed = parse_worker_line(line);
+               if (parsed.kind == WorkerLine::Kind::Blank) return;
+               std::lock_guard<std::mutex> lock(mutex_);
+               if (parsed.kind == WorkerLine::Kind::Garbage) {
+                 if (malformed_.empty()) malformed_ = std::string(line.substr(0, 200));
+               } else if (parsed.kind == WorkerLine::Kind::Event) {
+                 events_[std::move(parsed.key)].push_back(std::move(parsed.message));
+               } else {
+                 responses_[std::move(parsed.key)] = std::move(parsed.message);
+               }
+               changed_.notify_all();
+             });
   std::lock_guard<std::mutex> lock(mutex_);
   stdout_closed_ = true;
   changed_.notify_all();
 }
 
 void WorkerProcess::read_stderr() {
-  std::string line;
-  while (std::getline(pipes_->err, line)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stderr_tail_ += line;
-    stderr_tail_ += '\n';
-    if (stderr_tail_.size() > kStderrTailBytes)
-      stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
-  }
+  read_lines(pipes_->err.native_source(), pipes_->wake.native_source(),
+             [this](std::string_view line) {
+               std::lock_guard<std::mutex> lock(mutex_);
+               stderr_tail_ += line;
+               stderr_tail_ += '\n';
+               if (stderr_tail_.size() > kStderrTailBytes)
+                 stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+             });
 }
 
 std::string WorkerProcess::stderr_tail() {
@@ -198,16 +292,9 @@ WorkerReply WorkerProcess::call(nlohmann::json request, std::chrono::millisecond
       continue;
     }
     if (auto it = responses_.find(key); it != responses_.end()) {
-      reply.body = std::move(it->second);
+      nlohmann::json body = std::move(it->second);
       responses_.erase(it);
-      const bool ok = reply.body.value("ok", false);
-      reply.status = cancel_deadline ? WorkerReply::Status::Cancelled
-                     : ok            ? WorkerReply::Status::Ok
-                                     : WorkerReply::Status::Failed;
-      if (!ok && reply.body.contains("error"))
-        reply.message = reply.body["error"].value("message", std::string());
-      if (cancel_deadline && reply.message.empty()) reply.message = "cancelled";
-      return reply;
+      return reply_from_response(std::move(body), cancel_deadline.has_value());
     }
     if (!malformed_.empty()) {
       reply.status = WorkerReply::Status::Malformed;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,7 +35,23 @@ const char* to_string(WorkerReply::Status status);
 
 // Held while starting any child process (see WorkerProcess::start).
 std::mutex& spawn_mutex();
+// pipe2(O_CLOEXEC): fds[0] reads, fds[1] writes; neither end leaks into processes started by
+// other threads. Throws std::system_error. Use for every pipe to a child process.
+void make_cloexec_pipe(int fds[2]);
 
+// One line the worker wrote on stdout, classified.
+struct WorkerLine {
+  enum class Kind { Blank, Response, Event, Garbage };
+  Kind kind = Kind::Blank;
+  std::string key;         // Response, Event: the id as JSON text
+  nlohmann::json message;  // Response, Event: the whole object
+};
+WorkerLine parse_worker_line(std::string_view line);
+
+// The reply for a response object: Ok only when "ok" is the boolean true; otherwise Failed with
+// the error's message (Cancelled when the call was being cancelled). Never throws, whatever
+// the worker put in the object.
+WorkerReply reply_from_response(nlohmann::json body, bool cancelling);
 
 class WorkerProcess {
  public:
@@ -63,6 +80,7 @@ class WorkerProcess {
   struct Pipes;
   void read_stdout();
   void read_stderr();
+  void stop_readers();
   bool send_line(const std::string& line);
   std::string exit_description();
 
