@@ -59,4 +59,8 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   "$root/.venv/bin/python" -m pip install -q -r "$PY_REQUIREMENTS"
   echo "$want" > "$stamp"
 fi
+# The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
+"$root/scripts/setup_vscode.sh" ${1:+"$1"}
+# Neovim 0.7.2 (apt) and 0.10.4 (Debian 13 packages, unpacked) for the plugin tests: docs/neovim.md
+"$root/scripts/setup_neovim.sh" ${1:+"$1"}
 echo "setup: done"

@@ -56,12 +56,14 @@ ClientCapabilities resolve_client_capabilities(const nlohmann::json& c) {
 nlohmann::json server_capabilities() {
   nlohmann::json commands = nlohmann::json::array();
   for (const auto& c : kernel_commands()) commands.push_back(c.id);
+  for (const char* c : run_commands()) commands.push_back(c);
   return {
       {"positionEncoding", "utf-16"},
       {"textDocumentSync",
        {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
       {"hoverProvider", true},
       {"codeLensProvider", {{"resolveProvider", false}}},
+      {"codeActionProvider", {{"codeActionKinds", nlohmann::json::array({"quickfix"})}}},
       {"inlayHintProvider", true},
       {"documentSymbolProvider", true},
       {"executeCommandProvider", {{"commands", commands}}},

@@ -23,4 +23,11 @@ inline const std::vector<KernelCommand>& kernel_commands() {
   return commands;
 }
 
+// Commands the server answers that are not lenses on every kernel (job control, run results).
+inline const std::vector<const char*>& run_commands() {
+  static const std::vector<const char*> commands = {"maxkernel.cancelJob", "maxkernel.openReport",
+                                                    "maxkernel.applyBestVariant"};
+  return commands;
+}
+
 }  // namespace mk::server

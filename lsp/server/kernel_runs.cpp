@@ -32,11 +32,6 @@ std::string percent_decode(const std::string& s) {
   return out;
 }
 
-std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
-  if (!uri.starts_with("file://")) return std::nullopt;
-  return std::filesystem::path(percent_decode(uri.substr(7)));
-}
-
 const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
   for (const auto& k : a.model.kernels) {
     if (k.name == name) return &k;
@@ -153,11 +148,16 @@ void KernelRuns::configure(const HostSettings& settings) {
   settings_ = settings;
 }
 
-tpu::KernelHost* KernelRuns::host(std::string& error) {
-  const std::string& name = settings_.default_host;
-  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second.get();
+std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
+  if (!uri.starts_with("file://")) return std::nullopt;
+  return std::filesystem::path(percent_decode(uri.substr(7)));
+}
+
+std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings,
+                                                  std::string& error) {
+  const std::string& name = settings.default_host;
   std::optional<tpu::HostConfig> config;
-  for (const json& h : settings_.hosts) {
+  for (const json& h : settings.hosts) {
     if (h.is_object() && h.value("name", std::string()) == name)
       config = tpu::parse_host_config(h.dump(), error);
   }
@@ -168,7 +168,7 @@ tpu::KernelHost* KernelRuns::host(std::string& error) {
   }
   if (config->kind == tpu::HostKind::Local) {
     config->python =
-        settings_.local_python.empty() ? tpu::default_local_python() : settings_.local_python;
+        settings.local_python.empty() ? tpu::default_local_python() : settings.local_python;
   }
   auto dir = tpu::find_worker_directory();
   if (!dir) {
@@ -177,8 +177,16 @@ tpu::KernelHost* KernelRuns::host(std::string& error) {
   }
   auto bundle = tpu::load_worker_bundle(*dir, error);
   if (!bundle) return nullptr;
+  return std::make_unique<tpu::KernelHost>(*config, *bundle);
+}
+
+tpu::KernelHost* KernelRuns::host(std::string& error) {
+  const std::string& name = settings_.default_host;
+  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second.get();
+  auto made = make_kernel_host(settings_, error);
+  if (!made) return nullptr;
   auto& slot = hosts_[name];
-  slot = std::make_unique<tpu::KernelHost>(*config, *bundle);
+  slot = std::move(made);
   return slot.get();
 }
 
@@ -337,6 +345,13 @@ bool KernelRuns::cancel_by_progress_token(const std::string& token) {
     }
   }
   return false;
+}
+
+bool KernelRuns::cancel_job(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  it->second.cancelled->store(true);
+  return true;
 }
 
 void KernelRuns::cancel_all() {

@@ -58,6 +58,7 @@ class KernelRuns {
                        const nlohmann::json* work_done_token);
   void on_save(OpenDocument& doc);
   bool cancel_by_progress_token(const std::string& token);
+  bool cancel_job(const std::string& job_id);
   void cancel_all();
 
   // Diagnostics and inlay hints from finished runs, for the document's current text.
@@ -94,6 +95,13 @@ class KernelRuns {
   int next_job_ = 1;
   BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go
 };
+
+// A host for the settings' default host (with the worker bundle); nullptr and `error` when the
+// settings name no usable host. Shared by Test/Profile and the optimization runs.
+std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings, std::string& error);
+
+// The file path of a file:// URI (percent-decoded); nullopt for other schemes.
+std::optional<std::filesystem::path> path_of_uri(const std::string& uri);
 
 // A short hash of the kernel's pallas_call text, to tell whether a result is stale.
 std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& kernel);

@@ -38,6 +38,24 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       progress_(
           [this](const std::string& method, json params) { notify(method, std::move(params)); },
           outgoing_),
+      optimizations_(
+          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
+           [this](const std::string& uri) { refresh_after_run(uri); },
+           [this](const std::string& uri) { return documents_.find(uri); },
+           [this](const std::string& method, json params) { notify(method, std::move(params)); },
+           [this](const std::string& method, json params, OptimizationRuns::ResponseHandler h) {
+             outgoing_.send(method, std::move(params), std::move(h),
+                            options_.client_request_timeout);
+           },
+           [this](const std::string& job) { return runs_.cancel_job(job); }},
+          progress_),
+      hitl_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
+             [this](const std::string& uri) { return documents_.find(uri); },
+             [this](const std::string& method, json params) { notify(method, std::move(params)); },
+             [this](const std::string& uri) { dirty_.push_back(uri); },
+             [this]() -> const knowledge::TpuGeneration& { return target(); },
+             [this] { return host_settings(); }},
+            outgoing_, client_, progress_),
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
              [this](const std::string& uri) { return documents_.find(uri); }},
@@ -106,7 +124,6 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
       if (message.contains("params") && message["params"].is_null()) message.erase("params");
       if (message.contains("params") && !message["params"].is_object() &&
           !message["params"].is_array()) {
-
         if (has_id) {
           send(rpc::make_error_response(
               message["id"], {ec::kInvalidParams, "params must be an object or an array"}));
@@ -131,10 +148,11 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
 }
 
 int LanguageServer::run(rpc::ByteSource& input) {
-  std::atomic<bool> reader_done{false};
-  std::thread reader([&] {
+  // Shared, not on this stack: a detached reader still sets it when its read returns.
+  auto reader_done = std::make_shared<std::atomic<bool>>(false);
+  std::thread reader([this, &input, reader_done] {
     reader_loop(input);
-    reader_done = true;
+    *reader_done = true;
   });
   bool input_ended = false;
   while (!exit_requested_ && !input_ended) {
@@ -159,9 +177,10 @@ int LanguageServer::run(rpc::ByteSource& input) {
     }
   }
   runs_.cancel_all();
+  optimizations_.shutdown();  // cancelled runs stay resumable; their workers are stopped
   outgoing_.fail_all("the server is exiting");
-  if (reader_done) {
-    reader.join();
+  if (input_ended || *reader_done) {
+    reader.join();  // it queued end of input, so it has returned or is about to
   } else {
     reader.detach();  // blocked on a read of stdin; the process is about to exit
   }
@@ -206,6 +225,8 @@ void LanguageServer::publish_diagnostics(OpenDocument& doc) {
     const auto& a = doc.analyse(target());
     diagnostics = to_diagnostics(doc.text, a);
     for (json& d : runs_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
+    for (json& d : optimizations_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
+    for (json& d : hitl_.diagnostics(doc)) diagnostics.push_back(std::move(d));
   }
   notify("textDocument/publishDiagnostics",
          {{"uri", doc.text.uri()}, {"version", doc.text.version()}, {"diagnostics", diagnostics}});
@@ -274,8 +295,12 @@ void LanguageServer::register_handlers() {
   dispatcher_.on_request("initialize",
                          [this](const ParamReader& p, Reply r) { on_initialize(p, r); });
   dispatcher_.on_notification("initialized", [](const ParamReader&) {});
+  // The editor's secret store hands the LLM key over here; it lives in memory only.
+  dispatcher_.on_notification("maxkernel/setApiKey",
+                              [this](const ParamReader& p) { take_api_key(p.value()); });
   dispatcher_.on_request("shutdown", [this](const ParamReader&, Reply r) {
     shutdown_requested_ = true;
+    optimizations_.cancel_all();  // no new work after shutdown; exit waits for the workers
     r.result(nullptr);
   });
   dispatcher_.on_notification("exit", [this](const ParamReader&) { exit_requested_ = true; });
@@ -291,7 +316,9 @@ void LanguageServer::register_handlers() {
     }
   });
   dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
-    runs_.cancel_by_progress_token(p.raw("token").dump());
+    const std::string token = p.raw("token").dump();
+    if (!runs_.cancel_by_progress_token(token) && !hitl_.cancel_by_progress_token(token))
+      optimizations_.cancel_by_progress_token(token);
   });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
@@ -311,7 +338,15 @@ void LanguageServer::register_handlers() {
   dispatcher_.on_request("textDocument/codeLens", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
     if (!doc.python) return r.result(json::array());
-    r.result(to_code_lenses(doc.text, doc.analyse(target())));
+    json lenses = to_code_lenses(doc.text, doc.analyse(target()));
+    for (json& l : optimizations_.code_lenses(doc, doc.analyse(target())))
+      lenses.push_back(std::move(l));
+    r.result(std::move(lenses));
+  });
+  dispatcher_.on_request("textDocument/codeAction", [this](const ParamReader& p, Reply r) {
+    OpenDocument& doc = document_for(p);
+    const json* context = p.object("context").optional_raw("diagnostics");
+    r.result(optimizations_.code_actions(doc.text.uri(), context ? *context : json::array()));
   });
   dispatcher_.on_request("textDocument/inlayHint", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
@@ -328,6 +363,8 @@ void LanguageServer::register_handlers() {
     if (!doc.python) return r.result(json::array());
     r.result(to_document_symbols(doc.text, doc.analyse(target()), client_.hierarchical_symbols));
   });
+  dispatcher_.on_request("maxkernel/sessions",
+                         [this](const ParamReader&, Reply r) { r.result(hitl_.sessions()); });
   dispatcher_.on_request("workspace/executeCommand",
                          [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
 }
@@ -351,6 +388,15 @@ void LanguageServer::refresh_after_run(const std::string& uri) {
   }
 }
 
+void LanguageServer::take_api_key(const json& secret) {
+  if (!secret.is_object() || !secret.contains("apiKey")) return;
+  if (secret["apiKey"].is_string() && !secret["apiKey"].get<std::string>().empty())
+    llm_api_key_ = secret["apiKey"].get<std::string>();
+  else
+    llm_api_key_.reset();
+  spdlog::info("LLM API key {}", llm_api_key_ ? "received (kept in memory)" : "cleared");
+}
+
 void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
   if (const json* caps = params.optional_raw("capabilities"))
     client_ = resolve_client_capabilities(*caps);
@@ -358,8 +404,10 @@ void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
     std::vector<std::string> problems;
     apply_settings(*options, settings_, problems);
     for (const auto& p : problems) spdlog::warn("initializationOptions: {}", p);
+    take_api_key(options->value("secrets", json::object()).value("llm", json::object()));
   }
   progress_.set_client_support(client_.work_done_progress);
+  optimizations_.set_client(client_);
   runs_.configure(host_settings());
   initialized_ = true;
   reply.result({{"capabilities", server_capabilities()},
@@ -434,6 +482,16 @@ void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) 
                                     static_cast<size_t>(index),
                                     params.optional_raw("workDoneToken")));
   }
+  if (command == "maxkernel.optimizeStepByStep") {
+    const json& args = params.raw("arguments");
+    if (!args.is_array() || args.empty())
+      params.fail("arguments", "expected [{uri, kernel}] or [{session, uri}]");
+    return reply.result(hitl_.start(args[0]));
+  }
+  if (OptimizationRuns::handles(command))
+    return optimizations_.execute(command, params, reply,
+                                  {host_settings(), settings_.budget, settings_.target,
+                                   llm_spec_of(settings_.llm), llm_api_key_});
   for (const KernelCommand& c : kernel_commands()) {
     if (command != c.id) continue;
     const std::string message = std::string("MaxKernel: \"") + c.title +

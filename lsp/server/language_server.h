@@ -16,7 +16,9 @@
 #include "lsp/protocol/outgoing_requests.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/hitl_runs.h"
 #include "lsp/server/kernel_runs.h"
+#include "lsp/server/optimization_runs.h"
 #include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
 
@@ -53,6 +55,7 @@ class LanguageServer {
   void pull_configuration();
 
   // handlers
+  void take_api_key(const nlohmann::json& secret);  // {provider, apiKey|null}
   void on_initialize(const rpc::ParamReader& params, rpc::Reply reply);
   void on_did_open(const rpc::ParamReader& params);
   void on_did_change(const rpc::ParamReader& params);
@@ -70,11 +73,14 @@ class LanguageServer {
   DocumentStore documents_;
   ClientCapabilities client_;
   Settings settings_;
+  std::optional<std::string> llm_api_key_;  // from the editor's secret store; never logged
   bool initialized_ = false;
   bool shutdown_requested_ = false;
   bool exit_requested_ = false;
   std::vector<std::string> dirty_;  // documents whose diagnostics must be re-published
   ProgressTracker progress_;
+  OptimizationRuns optimizations_;  // Auto / graph search runs
+  HitlRuns hitl_;                   // "Optimize step by step" sessions
   KernelRuns runs_;  // last: its destructor waits for background jobs that use the members above
 };
 

@@ -33,6 +33,25 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
       problems.push_back("maxkernel.lowerOnSave must be true or false");
     }
   }
+  if (section.contains("budget")) {
+    if (section["budget"].is_object()) {
+      settings.budget = section["budget"];
+    } else {
+      problems.push_back("maxkernel.budget must be an object {maxIterations, maxWallSeconds, ...}");
+    }
+  }
+  if (section.contains("llm")) {
+    if (!section["llm"].is_object()) {
+      problems.push_back("maxkernel.llm must be an object {provider, model, baseUrl}");
+    } else {
+      try {
+        llm_spec_of(section["llm"]);
+        settings.llm = section["llm"];
+      } catch (const std::invalid_argument& e) {
+        problems.push_back(e.what());
+      }
+    }
+  }
   if (section.contains("target")) {
     const auto& t = section["target"];
     if (!t.is_string()) {
@@ -44,6 +63,29 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
                          "' (known: " + knowledge::known_generation_names() + ")");
     }
   }
+}
+
+std::string llm_spec_of(const nlohmann::json& llm) {
+  if (!llm.is_object()) return "none";
+  auto text = [&](const char* key) -> std::string {
+    if (!llm.contains(key) || llm[key].is_null()) return "";
+    if (!llm[key].is_string())
+      throw std::invalid_argument(std::string("maxkernel.llm.") + key + " must be a string");
+    return llm[key].get<std::string>();
+  };
+  const std::string provider = text("provider"), model = text("model"), base = text("baseUrl");
+  if (provider.empty() || provider == "none") return "none";
+  if (provider == "replay") {
+    const std::string fixture = text("fixture");
+    if (fixture.empty())
+      throw std::invalid_argument("maxkernel.llm.fixture is required for replay");
+    return "replay:" + fixture;
+  }
+  if (provider != "openai" && provider != "gemini" && provider != "anthropic")
+    throw std::invalid_argument("maxkernel.llm.provider: '" + provider +
+                                "' is not none, openai, gemini, anthropic or replay");
+  if (model.empty()) throw std::invalid_argument("maxkernel.llm.model is required for " + provider);
+  return provider + ":" + model + (provider == "openai" && !base.empty() ? "@" + base : "");
 }
 
 }  // namespace mk::server

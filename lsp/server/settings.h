@@ -13,7 +13,16 @@ struct Settings {
   std::string python;                              // python with JAX for the local host ("" = auto)
   nlohmann::json hosts = nlohmann::json::array();  // host definitions (docs/hosts.md)
   bool lower_on_save = true;
+  nlohmann::json budget = nlohmann::json::object();  // Auto / graph limits (docs/lsp.md)
+  // {provider: none|openai|gemini|anthropic|replay, model, baseUrl, fixture}; the key is never a
+  // setting: it comes from the editor's secret store (initializationOptions.secrets.llm or the
+  // maxkernel/setApiKey notification) or the provider's environment variable.
+  nlohmann::json llm = nlohmann::json::object();
 };
+
+// The --llm spec the settings name: "none", "replay:FILE", "openai:MODEL[@URL]", "gemini:MODEL",
+// "anthropic:MODEL". Throws std::invalid_argument naming the setting that is wrong.
+std::string llm_spec_of(const nlohmann::json& llm);
 
 // Applies the recognised keys of `value` (either the section itself or {"maxkernel": {...}}).
 // Invalid values are skipped and described in `problems`; the rest still applies.

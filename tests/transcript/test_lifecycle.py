@@ -121,13 +121,11 @@ def test_server_to_client_request_times_out_when_the_client_is_silent():
         c.close()
 
 
-def test_execute_command_says_not_available_yet(ready):
+def test_execute_command_errors_name_the_problem(ready):
     resp = ready.request("workspace/executeCommand", {
         "command": "maxkernel.graphSearch", "arguments": [{"uri": "file:///a.py", "kernel": 0}]})
-
-    assert resp["result"]["status"] == "unavailable"
-    msg = ready.wait_notification("window/showMessage")
-    assert "not available yet" in msg["message"]
+    assert resp["error"]["code"] == -32602
+    assert "params.arguments[0].uri" in resp["error"]["message"] and "not open" in resp["error"]["message"]
     bad = ready.request("workspace/executeCommand", {"command": "maxkernel.nope"})
     assert bad["error"]["code"] == -32602
 

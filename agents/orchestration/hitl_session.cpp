@@ -1,0 +1,221 @@
+#include "agents/orchestration/hitl_session.h"
+
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
+
+#include "agents/orchestration/rule_expander.h"
+
+namespace mk::agents {
+
+namespace {
+
+constexpr const char* kApprove = "Approve";
+constexpr const char* kRevise = "Revise with feedback";
+constexpr const char* kRetry = "Retry";
+constexpr const char* kSkip = "Skip";
+constexpr const char* kStop = "Stop";
+constexpr const char* kNextPhasePrefix = "Next phase: ";
+
+int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string trim(const std::string& s) {
+  const size_t start = s.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  const size_t end = s.find_last_not_of(" \t\r\n");
+  return s.substr(start, end - start + 1);
+}
+
+// Moves to the phase after the current one, or finishes the session after the last.
+HitlNext advance(SessionRecord& s) {
+  const size_t index = hitl_phase_index(s.phase).value_or(0);
+  s.feedback.clear();
+  if (index + 1 >= hitl_phases().size()) {
+    s.status = "done";
+    hitl_record(s, "done", "all phases finished");
+    return HitlNext::Finished;
+  }
+  s.phase = hitl_phases()[index + 1];
+  s.status = "running";
+  return HitlNext::RunPhase;
+}
+
+}  // namespace
+
+const std::vector<std::string>& hitl_phases() {
+  static const std::vector<std::string> phases = {"plan", "implement", "validate",
+                                                  "test", "autotune",  "profile"};
+  return phases;
+}
+
+std::optional<size_t> hitl_phase_index(const std::string& phase) {
+  const auto& phases = hitl_phases();
+  for (size_t i = 0; i < phases.size(); ++i)
+    if (phases[i] == phase) return i;
+  return std::nullopt;
+}
+
+HitlQuestion hitl_question(const SessionRecord& s) {
+  const size_t index = hitl_phase_index(s.phase).value_or(0);
+  std::string summary = trim(s.summary);
+  while (!summary.empty() && summary.back() == '.') summary.pop_back();
+  HitlQuestion q;
+  q.message = "Step " + std::to_string(index + 1) + "/" + std::to_string(hitl_phases().size()) +
+              " " + s.phase + ": " + (summary.empty() ? "finished" : summary) + ". Next?";
+  q.actions.push_back({kApprove, false});
+  q.actions.push_back({kRevise, true});
+  q.actions.push_back({kRetry, false});
+  q.actions.push_back({kSkip, false});
+  for (const std::string& phase : hitl_phases())
+    if (phase != s.phase) q.actions.push_back({kNextPhasePrefix + phase, false});
+  q.actions.push_back({kStop, false});
+  return q;
+}
+
+HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& feedback) {
+  HitlAnswer a;
+  if (title == kApprove) {
+    a.kind = HitlAnswer::Kind::Approve;
+  } else if (title == kRevise) {
+    a.kind = HitlAnswer::Kind::Revise;
+    a.feedback = feedback;
+  } else if (title == kRetry) {
+    a.kind = HitlAnswer::Kind::Retry;
+  } else if (title == kSkip) {
+    a.kind = HitlAnswer::Kind::Skip;
+  } else if (title == kStop) {
+    a.kind = HitlAnswer::Kind::Stop;
+  } else if (title.starts_with(kNextPhasePrefix) &&
+             hitl_phase_index(title.substr(std::string(kNextPhasePrefix).size()))) {
+    a.kind = HitlAnswer::Kind::GoTo;
+    a.phase = title.substr(std::string(kNextPhasePrefix).size());
+  } else {
+    throw std::invalid_argument("not an action of the step-by-step question: '" + title + "'");
+  }
+  return a;
+}
+
+SessionRecord hitl_begin(std::string uri, std::string kernel, int64_t version, std::string code) {
+  SessionRecord s;
+  s.uri = std::move(uri);
+  s.kernel = std::move(kernel);
+  s.start_version = s.doc_version = version;
+  s.code = std::move(code);
+  s.phase = hitl_phases().front();
+  s.status = "running";
+  hitl_record(s, "started", "document version " + std::to_string(version));
+  return s;
+}
+
+void hitl_record(SessionRecord& s, const std::string& event, const std::string& text) {
+  s.history.push_back({s.phase, event, text, now_seconds()});
+}
+
+void hitl_record_result(SessionRecord& s, const std::string& summary) {
+  s.summary = summary;
+  s.status = "awaiting";
+  hitl_record(s, "result", summary);
+}
+
+bool hitl_active(const SessionRecord& s) {
+  return s.status == "running" || s.status == "awaiting";
+}
+
+HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
+  if (!hitl_active(s)) return HitlNext::Finished;
+  switch (answer.kind) {
+    case HitlAnswer::Kind::Approve:
+      hitl_record(s, "approved", s.summary);
+      return advance(s);
+    case HitlAnswer::Kind::Skip:
+      hitl_record(s, "skipped", "");
+      s.proposed.clear();
+      return advance(s);
+    case HitlAnswer::Kind::Revise:
+      hitl_record(s, "feedback", answer.feedback);
+      s.feedback = answer.feedback;
+      s.status = "running";
+      return HitlNext::RunPhase;
+    case HitlAnswer::Kind::Retry:
+      hitl_record(s, "retry", "");
+      s.status = "running";
+      return HitlNext::RunPhase;
+    case HitlAnswer::Kind::GoTo:
+      if (!hitl_phase_index(answer.phase))
+        throw std::invalid_argument("unknown phase '" + answer.phase + "'");
+      hitl_record(s, "jump", answer.phase);
+      s.phase = answer.phase;
+      s.feedback.clear();
+      s.status = "running";
+      return HitlNext::RunPhase;
+    case HitlAnswer::Kind::Stop:
+      hitl_record(s, "stopped", "");
+      s.status = "stopped";
+      return HitlNext::Finished;
+    case HitlAnswer::Kind::Dismissed:
+      hitl_record(s, "dismissed", "");
+      s.status = "awaiting";
+      return HitlNext::Wait;
+  }
+  return HitlNext::Wait;
+}
+
+std::vector<std::string> ticked_plan_items(const std::string& plan) {
+  std::vector<std::string> items;
+  std::istringstream in(plan);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.size() < 6 || (t[0] != '-' && t[0] != '*')) continue;
+    if (t.compare(1, 5, " [x] ") != 0 && t.compare(1, 5, " [X] ") != 0) continue;
+    const std::string item = trim(t.substr(6));
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+std::string RuleProposer::plan(const PlanRequest& request) {
+  RuleExpander expander;
+  ExpansionRequest er;
+  er.parent_code = request.code;
+  er.kernel_name = request.kernel;
+  er.max_children = max_items_;
+  const std::vector<Proposal> proposals = expander.expand(er);
+  std::string md = "# MaxKernel plan for `" + (request.kernel.empty() ? "kernel" : request.kernel) +
+                   "`\n\n"
+                   "Untick the strategies you do not want (or reorder the lines), save this file,\n"
+                   "then answer Approve. Implement applies the ticked lines in order, each on top\n"
+                   "of the previous one where it still applies.\n\n";
+  if (!request.feedback.empty()) md += "> Your feedback: " + request.feedback + "\n\n";
+  if (proposals.empty()) md += "(no rule-based strategy applies to this kernel)\n";
+  for (const Proposal& p : proposals) md += "- [x] " + p.strategy + ": " + p.description + "\n";
+  return md;
+}
+
+Implementation RuleProposer::implement(const ImplementRequest& request) {
+  Implementation out;
+  std::string current = request.code;
+  RuleExpander expander;
+  for (const std::string& item : ticked_plan_items(request.plan)) {
+    ExpansionRequest er;
+    er.parent_code = current;
+    er.kernel_name = request.kernel;
+    er.max_children = 1000;  // every proposal: the ticked one may be anywhere in the list
+    bool found = false;
+    for (Proposal& p : expander.expand(er)) {
+      if (p.strategy + ": " + p.description != item) continue;
+      current = std::move(p.code);
+      found = true;
+      break;
+    }
+    (found ? out.applied : out.skipped).push_back(item);
+  }
+  out.code = std::move(current);
+  return out;
+}
+
+}  // namespace mk::agents

@@ -1,0 +1,107 @@
+// The "Optimize step by step" state machine: the phases plan -> implement -> validate -> test ->
+// autotune -> profile, the question asked after each, and what each answer does to the session.
+// Plain data and decisions only: no LSP, no worker. The server glue (lsp/server/hitl_runs) runs
+// the phase work and asks the questions; the Proposer makes plans and candidates.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agents/orchestration/session_store.h"
+
+namespace mk::agents {
+
+// The phases in order.
+const std::vector<std::string>& hitl_phases();
+// 0-based index of a phase name; nullopt when unknown.
+std::optional<size_t> hitl_phase_index(const std::string& phase);
+
+// One button of the question. `feedback`: the client asks the user for text and returns it.
+struct HitlAction {
+  std::string title;
+  bool feedback = false;
+};
+
+struct HitlQuestion {
+  std::string message;  // "Step 2/6 implement: <summary>. Next?"
+  std::vector<HitlAction> actions;
+};
+
+struct HitlAnswer {
+  enum class Kind { Approve, Revise, Retry, Skip, GoTo, Stop, Dismissed };
+  Kind kind = Kind::Dismissed;
+  std::string feedback;  // Revise
+  std::string phase;     // GoTo
+};
+
+// What the caller does after an answer.
+enum class HitlNext {
+  RunPhase,  // run the work of session.phase (status is "running")
+  Wait,      // nothing: the session stays paused on its question (asked again on resume)
+  Finished,  // the session is done or stopped
+};
+
+// The question pending for a session that has finished its phase work.
+HitlQuestion hitl_question(const SessionRecord& session);
+// Maps the title of the chosen action (and the typed feedback) back to an answer; a title the
+// question never offered is an invalid_argument error.
+HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& feedback);
+
+// A new session on `code`, at the plan phase, about to run.
+SessionRecord hitl_begin(std::string uri, std::string kernel, int64_t version, std::string code);
+// The phase work finished: record its summary and wait for the user's answer.
+void hitl_record_result(SessionRecord& session, const std::string& summary);
+// Records an event of the current phase in the history (edits applied/rejected, rebases, ...).
+void hitl_record(SessionRecord& session, const std::string& event, const std::string& text);
+// Applies the user's answer to the session (history, phase, status, feedback).
+HitlNext hitl_decide(SessionRecord& session, const HitlAnswer& answer);
+// True while the session may still advance (not done, stopped or failed).
+bool hitl_active(const SessionRecord& session);
+
+// Where plans and candidates come from. The rule-based proposer needs no LLM; an LLM planner /
+// implementer plugs in through the same interface.
+struct PlanRequest {
+  std::string code;
+  std::string kernel;
+  std::string feedback;  // the user's feedback on the previous plan ("" = none)
+};
+
+struct ImplementRequest {
+  std::string code;
+  std::string kernel;
+  std::string plan;      // the plan markdown as the user left it
+  std::string feedback;  // the user's feedback on the previous attempt
+};
+
+struct Implementation {
+  std::string code;                  // the whole new file ("" or == input: nothing applied)
+  std::vector<std::string> applied;  // the plan lines that were applied, in order
+  std::vector<std::string> skipped;  // ticked lines that no longer apply
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual std::string plan(const PlanRequest& request) = 0;  // markdown
+  virtual Implementation implement(const ImplementRequest& request) = 0;
+};
+
+// The plan is a markdown checklist of the rule expander's proposals ("- [x] autotune: BLOCK_ROWS
+// 8 -> 16"); implement applies the ticked lines in order, each on top of the previous one where
+// it still applies (the expander is re-run on the current code and the proposal with the same
+// strategy and description is taken).
+class RuleProposer : public Proposer {
+ public:
+  explicit RuleProposer(size_t max_items = 8) : max_items_(max_items) {}
+  std::string plan(const PlanRequest& request) override;
+  Implementation implement(const ImplementRequest& request) override;
+
+ private:
+  size_t max_items_;
+};
+
+// The ticked checklist items of a plan: "strategy: description" (text after "- [x] ").
+std::vector<std::string> ticked_plan_items(const std::string& plan);
+
+}  // namespace mk::agents

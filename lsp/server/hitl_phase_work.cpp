@@ -1,0 +1,246 @@
+#include "lsp/server/hitl_phase_work.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "agents/orchestration/rule_expander.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kAutotuneMoves = 4;  // one-parameter moves evaluated by the autotune phase
+
+std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+// A diagnostic on a whole line (0-based) of the session's document.
+json line_diagnostic(int line, int severity, const std::string& code, const std::string& message) {
+  return {{"range",
+           {{"start", {{"line", line}, {"character", 0}}},
+            {"end", {{"line", line}, {"character", 1000}}}}},
+          {"severity", severity},
+          {"code", code},
+          {"source", "maxkernel"},
+          {"message", message}};
+}
+
+// The 0-based line of the named kernel's pallas_call in `code` (0 when not found).
+int kernel_line(const std::string& code, const std::string& kernel) {
+  std::istringstream in(code);
+  std::string line;
+  int first_call = -1;
+  for (int n = 0; std::getline(in, line); ++n) {
+    if (!kernel.empty() && line.find("def " + kernel + "(") != std::string::npos) return n;
+    if (first_call < 0 && line.find("pallas_call(") != std::string::npos) first_call = n;
+  }
+  return std::max(first_call, 0);
+}
+
+std::string evaluation_text(const agents::Evaluation& e, const knowledge::TpuGeneration& target) {
+  if (e.status == "correct") {
+    std::string text = "correct";
+    if (e.score_s)
+      text += ", " + seconds_text(*e.score_s) + " " + agents::score_label(e.time_kind, target);
+    return text;
+  }
+  if (e.status == "incorrect") return e.error;
+  return "failed (" + e.stage + "): " + e.error;
+}
+
+}  // namespace
+
+HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request) {
+  HitlPhaseOutcome out;
+  try {
+    out.plan = proposer.plan(request);
+    const size_t items = agents::ticked_plan_items(out.plan).size();
+    out.summary = std::to_string(items) + " strateg" + (items == 1 ? "y" : "ies") +
+                  " proposed; untick or edit them in plan.md, then approve";
+  } catch (const std::exception& e) {
+    out.summary = std::string("planning failed: ") + e.what();
+  }
+  return out;
+}
+
+HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
+                                const agents::ImplementRequest& request) {
+  HitlPhaseOutcome out;
+  try {
+    agents::Implementation impl = proposer.implement(request);
+    if (impl.code.empty() || impl.code == request.code) {
+      out.summary = "nothing to apply (no ticked strategy applies to the current code)";
+    } else {
+      out.proposed = std::move(impl.code);
+      out.summary = "applied " + std::to_string(impl.applied.size()) + " of " +
+                    std::to_string(impl.applied.size() + impl.skipped.size()) +
+                    " ticked strategies";
+      for (const std::string& a : impl.applied) out.summary += "; " + a;
+    }
+  } catch (const std::exception& e) {
+    out.summary = std::string("implementing failed: ") + e.what();
+  }
+  return out;
+}
+
+HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
+  [[maybe_unused]] tpu::KernelHost* h = job.host;
+  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
+  [[maybe_unused]] const std::string& code = job.code;
+  [[maybe_unused]] const std::string& kernel = job.kernel;
+  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
+  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelJobs jobs(*h, nullptr);
+  tpu::KernelRequest lower = request;
+  lower.options["target"] = "tpu";
+  const tpu::JobResult r = jobs.lower(lower, is_cancelled);
+  HitlPhaseOutcome out;
+  out.has_diagnostics = true;
+  const json& body = r.reply.body;
+  if (r.reply.ok()) {
+    const size_t calls = body.value("pallas_calls", json::array()).size();
+    out.summary = "lowered for TPU on " + h->config().name + ": " + std::to_string(calls) +
+                  " pallas_call(s), no errors";
+  } else if (r.reply.status == tpu::WorkerReply::Status::Failed) {
+    const json err = body.value("error", json::object());
+    out.summary = "lowering failed: " + agents::describe_worker_error(err);
+    const json locations = err.value("locations", json::array());
+    for (const json& loc : locations) {
+      const int line = std::max(1, loc.value("line", 1)) - 1;
+      out.diagnostics.push_back(
+          line_diagnostic(line, 1, "MK310",
+                          "step by step, validate: lowering for TPU failed (" +
+                              err.value("kind", std::string("error")) +
+                              "): " + loc.value("message", err.value("message", std::string()))));
+      break;  // the deepest frame in the user's file comes first; the rest is the stack
+    }
+    if (locations.empty())
+      out.diagnostics.push_back(line_diagnostic(kernel_line(code, kernel), 1, "MK310",
+                                                "step by step, validate: " + out.summary));
+  } else {
+    out.summary = std::string("lowering did not run: ") + tpu::to_string(r.reply.status) + ": " +
+                  r.reply.message;
+  }
+  return out;
+}
+
+HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
+  [[maybe_unused]] tpu::KernelHost* h = job.host;
+  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
+  [[maybe_unused]] const std::string& code = job.code;
+  [[maybe_unused]] const std::string& kernel = job.kernel;
+  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
+  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelJobs jobs(*h, nullptr);
+  agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
+  const agents::Evaluation e = evaluator.evaluate(code, is_cancelled);
+  HitlPhaseOutcome out;
+  out.has_diagnostics = true;
+  out.summary = "test on " + h->config().name + ": " + evaluation_text(e, *target);
+  out.diagnostics.push_back(line_diagnostic(kernel_line(code, kernel),
+                                            e.status == "correct" ? 3 : 1, "MK311",
+                                            "step by step, " + out.summary));
+  agents::NodeRecord node;
+  node.run_id = job.run_id;
+  node.parent = 0;
+  node.depth = 1;
+  node.strategy = "hitl";
+  node.description = "the session's candidate";
+  node.code = code;
+  node.code_hash = agents::candidate_hash(code);
+  node.status = e.status;
+  node.error = e.error;
+  node.metrics_json = e.metrics.dump();
+  node.score_s = e.score_s;
+  node.time_kind = e.time_kind;
+  out.node = std::move(node);
+  return out;
+}
+
+HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
+  [[maybe_unused]] tpu::KernelHost* h = job.host;
+  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
+  [[maybe_unused]] const std::string& code = job.code;
+  [[maybe_unused]] const std::string& kernel = job.kernel;
+  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
+  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelJobs jobs(*h, nullptr);
+  agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
+  agents::RuleExpander expander;
+  agents::ExpansionRequest er;
+  er.parent_code = code;
+  er.kernel_name = kernel;
+  er.max_children = 1000;
+  std::vector<agents::Proposal> moves;
+  for (agents::Proposal& p : expander.expand(er))
+    if (p.strategy == "autotune" && moves.size() < kAutotuneMoves) moves.push_back(std::move(p));
+  HitlPhaseOutcome out;
+  const agents::Evaluation current = evaluator.evaluate(code, is_cancelled);
+  const bool current_scored = current.status == "correct" && current.score_s.has_value();
+  double best = current_scored ? *current.score_s : 0.0;
+  bool have_best = current_scored;
+  std::string best_move, best_kind;
+  for (const agents::Proposal& move : moves) {
+    if (is_cancelled()) break;
+    const agents::Evaluation e = evaluator.evaluate(move.code, is_cancelled);
+    if (e.status != "correct" || !e.score_s) continue;
+    if (!have_best || *e.score_s < best) {
+      have_best = true;
+      best = *e.score_s;
+      best_move = move.description;
+      best_kind = e.time_kind;
+      out.proposed = move.code;
+    }
+  }
+  const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
+  if (out.proposed.empty()) {
+    out.summary = "no move of " + std::to_string(moves.size()) +
+                  " beats the current configuration" +
+                  (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
+  } else {
+    out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
+                  agents::score_label(best_kind, *target) + was;
+  }
+  return out;
+}
+
+HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
+  [[maybe_unused]] tpu::KernelHost* h = job.host;
+  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
+  [[maybe_unused]] const std::string& code = job.code;
+  [[maybe_unused]] const std::string& kernel = job.kernel;
+  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
+  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelJobs jobs(*h, nullptr);
+  const tpu::JobResult r = jobs.profile(request, is_cancelled);
+  HitlPhaseOutcome out;
+  if (!r.reply.ok()) {
+    out.summary = "profile did not run: " +
+                  (r.reply.message.empty()
+                       ? r.reply.body.value("error", json::object()).value("message", std::string())
+                       : r.reply.message);
+  } else {
+    const json facts = r.reply.body.value("summary", json::object());
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", facts.value("pallas_share", 0.0) * 100);
+    out.summary = "profile on " + h->config().name + " (" +
+                  facts.value("measured", std::string("?")) + " events): " + share +
+                  " of the time in Pallas kernels (" +
+                  seconds_text(facts.value("pallas_time_us", 0.0) * 1e-6) + ")";
+    out.report = "\n## Profile\n\n" + out.summary + "\n\n```json\n" + facts.dump(2) + "\n```\n";
+  }
+  return out;
+}
+
+}  // namespace mk::server

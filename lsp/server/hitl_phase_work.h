@@ -1,0 +1,53 @@
+// The work of each step-by-step phase, off the main loop: plan and implement through the
+// Proposer, and validate / test / autotune / profile on a kernel host. Each returns what the
+// session shows and keeps; HitlRuns applies it on the main loop.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agents/orchestration/candidate_evaluator.h"
+#include "agents/orchestration/hitl_session.h"
+#include "agents/orchestration/run_store.h"
+#include "knowledge/tpu_generations.h"
+#include "tpu/host/kernel_host.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+struct HitlPhaseOutcome {
+  std::string summary;
+  std::string plan;                         // plan: the markdown
+  std::string proposed;                     // implement/autotune: the candidate to send as an edit
+  std::vector<nlohmann::json> diagnostics;  // validate/test: LSP diagnostics (MK310/MK311)
+  bool has_diagnostics = false;             // replace the session's diagnostics
+  std::string report;                       // profile: appended to the plan document
+  std::optional<agents::NodeRecord> node;   // an evaluated candidate for the run
+};
+
+// One host phase's inputs: the candidate (the session's code) against the file's task.
+struct HitlHostJob {
+  tpu::KernelHost* host = nullptr;
+  tpu::KernelRequest request;  // file, source, task
+  std::string code;
+  std::string kernel;  // the kernel function's name
+  std::string run_id;
+  const knowledge::TpuGeneration* target = nullptr;
+  std::function<bool()> cancelled;
+};
+
+HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request);
+HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
+                                const agents::ImplementRequest& request);
+// Lowers for TPU; an error becomes an MK310 diagnostic on the line the worker names.
+HitlPhaseOutcome hitl_validate(const HitlHostJob& job);
+// Lower + evaluate + score; an MK311 verdict and a run node.
+HitlPhaseOutcome hitl_test(const HitlHostJob& job);
+// The current code and a few one-parameter moves; the best correct move when it beats it.
+HitlPhaseOutcome hitl_autotune(const HitlHostJob& job);
+HitlPhaseOutcome hitl_profile(const HitlHostJob& job);
+
+}  // namespace mk::server

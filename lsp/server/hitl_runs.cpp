@@ -1,0 +1,561 @@
+#include "lsp/server/hitl_runs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "agents/orchestration/expander.h"
+#include "lsp/protocol/json_rpc.h"
+#include "lsp/server/lsp_convert.h"
+#include "lsp/syntax/normalize.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+using agents::HitlNext;
+using agents::SessionRecord;
+using nlohmann::json;
+namespace ec = rpc::error_code;
+
+namespace {
+
+// A human does not answer within the protocol's usual 30 s: the question waits for a day (the
+// session is persisted anyway, and resuming asks again).
+constexpr auto kQuestionTimeout = std::chrono::hours(24);
+constexpr auto kEditTimeout = std::chrono::hours(24);
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool write_file(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+HitlRuns::HitlRuns(Context context, rpc::OutgoingRequests& outgoing,
+                   const ClientCapabilities& client, ProgressTracker& progress)
+    : context_(std::move(context)),
+      outgoing_(outgoing),
+      client_(client),
+      progress_(progress),
+      proposer_(std::make_shared<agents::RuleProposer>()) {}
+
+HitlRuns::~HitlRuns() {
+  cancel_all();
+}
+
+// ----- persistence --------------------------------------------------------------------------
+
+agents::SessionStore& HitlRuns::store() {
+  if (!store_) {
+    try {
+      store_ = std::make_unique<agents::SessionStore>(knowledge::default_store_path());
+    } catch (const std::exception& e) {
+      throw rpc::RpcError(ec::kRequestFailed, std::string("MaxKernel sessions: ") + e.what());
+    }
+  }
+  return *store_;
+}
+
+agents::RunStore* HitlRuns::run_store() {
+  if (!run_store_ && !run_store_failed_) {
+    try {
+      run_store_ = std::make_unique<agents::RunStore>(store().path());
+    } catch (const std::exception& e) {
+      run_store_failed_ = true;
+      spdlog::warn("step by step: no run store: {}", e.what());
+    }
+  }
+  return run_store_.get();
+}
+
+std::optional<SessionRecord> HitlRuns::load(const std::string& id) {
+  try {
+    return store().get(id);
+  } catch (const std::exception& e) {
+    spdlog::warn("step by step: cannot load session {}: {}", id, e.what());
+    return std::nullopt;
+  }
+}
+
+void HitlRuns::save(const SessionRecord& session) {
+  try {
+    store().update(session);
+  } catch (const std::exception& e) {
+    spdlog::warn("step by step: cannot save session {}: {}", session.id, e.what());
+  }
+}
+
+std::filesystem::path HitlRuns::plan_path(const std::string& id) {
+  return store().path().parent_path() / "sessions" / id / "plan.md";
+}
+
+std::shared_ptr<tpu::KernelHost> HitlRuns::host(std::string& error) {
+  const HostSettings settings = context_.host_settings();
+  if (host_ && settings.default_host == host_settings_.default_host &&
+      settings.hosts == host_settings_.hosts &&
+      settings.local_python == host_settings_.local_python)
+    return host_;
+  host_ = make_kernel_host(settings, error);
+  host_settings_ = settings;
+  return host_;
+}
+
+// ----- commands -----------------------------------------------------------------------------
+
+json HitlRuns::start(const json& args) {
+  if (!args.is_object())
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "params.arguments[0]: expected {uri, kernel} or {session, uri}");
+  auto string_arg = [&](const char* key) -> std::string {
+    if (!args.contains(key)) return "";
+    if (!args[key].is_string())
+      throw rpc::RpcError(ec::kInvalidParams,
+                          std::string("params.arguments[0].") + key + ": expected a string");
+    return args[key].get<std::string>();
+  };
+  const std::string session_id = string_arg("session");
+  const std::string uri = string_arg("uri");
+
+  if (!session_id.empty()) {  // resume
+    std::optional<SessionRecord> s = store().get(session_id);
+    if (!s)
+      throw rpc::RpcError(ec::kInvalidParams,
+                          "params.arguments[0].session: no session '" + session_id + "'");
+    if (!uri.empty()) s->uri = uri;
+    if (!agents::hitl_active(*s))
+      return {{"status", s->status},
+              {"session", s->id},
+              {"phase", s->phase},
+              {"message", "the session has ended (" + s->status + ")"}};
+    // The document may have been reopened (new version numbers): same text, same candidate.
+    if (OpenDocument* doc = context_.find_document(s->uri); doc && doc->text.text() == s->code)
+      s->doc_version = doc->text.version();
+    agents::hitl_record(*s, "resumed", "");
+    save(*s);
+    // After this reply: the client sees the command's answer before the question.
+    context_.post([this, id = s->id] {
+      std::optional<SessionRecord> now = load(id);
+      if (!now) return;
+      if (now->status == "awaiting")
+        ask(id);
+      else
+        run_phase(*now);  // the server stopped while the phase's work was running: run it again
+    });
+    return {{"status", "resumed"}, {"session", s->id}, {"phase", s->phase}};
+  }
+
+  if (uri.empty()) throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: required");
+  OpenDocument* doc = context_.find_document(uri);
+  if (!doc)
+    throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: document is not open");
+  if (!path_of_uri(uri))
+    throw rpc::RpcError(ec::kRequestFailed, "only file:// documents can be optimized");
+  const auto& analysis = doc->analyse(context_.target());
+  if (analysis.model.kernels.empty())
+    throw rpc::RpcError(ec::kRequestFailed, "no Pallas kernel in the document");
+  std::string kernel = analysis.model.kernels.front().name;
+  if (args.contains("kernel")) {
+    const json& k = args["kernel"];
+    if (k.is_number_integer()) {
+      const int64_t index = k.get<int64_t>();
+      if (index < 0 || static_cast<size_t>(index) >= analysis.model.kernels.size())
+        throw rpc::RpcError(ec::kInvalidParams,
+                            "params.arguments[0].kernel: no such kernel in the document");
+      kernel = analysis.model.kernels[static_cast<size_t>(index)].name;
+    } else if (k.is_string()) {
+      kernel = k.get<std::string>();
+      bool known = false;
+      for (const auto& candidate : analysis.model.kernels)
+        known = known || candidate.name == kernel;
+      if (!known)
+        throw rpc::RpcError(ec::kInvalidParams,
+                            "params.arguments[0].kernel: no kernel named '" + kernel + "'");
+    } else {
+      throw rpc::RpcError(ec::kInvalidParams,
+                          "params.arguments[0].kernel: expected an index or a name");
+    }
+  }
+
+  SessionRecord s = agents::hitl_begin(uri, kernel, doc->text.version(), doc->text.text());
+  if (agents::RunStore* runs = run_store()) {
+    try {
+      agents::RunRecord run;
+      run.mode = "hitl";
+      run.strategy = "hitl";
+      run.file = path_of_uri(uri)->string();
+      run.kernel = kernel;
+      run.target = context_.target().name;
+      run.host = context_.host_settings().default_host;
+      run.llm = "none";
+      run.status = "running";
+      s.run_id = runs->create_run(run);
+      agents::NodeRecord root;
+      root.run_id = s.run_id;
+      root.strategy = "baseline";
+      root.description = "the kernel as the session found it";
+      root.code = s.code;
+      root.code_hash = agents::candidate_hash(s.code);
+      root.status = "pending";
+      runs->add_node(root);
+    } catch (const std::exception& e) {
+      spdlog::warn("step by step: run not recorded: {}", e.what());
+    }
+  }
+  s.id = store().create(s);
+  spdlog::info("step by step: session {} on {} ({})", s.id, kernel, uri);
+  run_phase(s);
+  return {{"status", "started"}, {"session", s.id}, {"phase", s.phase}, {"run", s.run_id}};
+}
+
+json HitlRuns::sessions() {
+  json out = json::array();
+  for (const SessionRecord& s : store().list()) {
+    out.push_back({{"id", s.id},
+                   {"kernel", s.kernel},
+                   {"status", s.status},
+                   {"phase", s.phase},
+                   {"uri", s.uri},
+                   {"run", s.run_id}});
+  }
+  return {{"sessions", out}};
+}
+
+json HitlRuns::diagnostics(const OpenDocument& doc) const {
+  json out = json::array();
+  auto it = diagnostics_.find(doc.text.uri());
+  if (it == diagnostics_.end() || it->second.first != doc.text.version()) return out;
+  for (const json& d : it->second.second) out.push_back(d);
+  return out;
+}
+
+bool HitlRuns::cancel_by_progress_token(const std::string& token) {
+  for (auto& [id, work] : host_work_) {
+    if (work.progress != token) continue;
+    work.cancelled->store(true);
+    spdlog::info("step by step: {} cancelled its {} work", id, token);
+    return true;
+  }
+  return false;
+}
+
+// ----- phases -------------------------------------------------------------------------------
+
+void HitlRuns::run_phase(SessionRecord s) {
+  if (s.status != "running") return;
+  save(s);
+  const std::string id = s.id;
+  const std::string phase = s.phase;
+  auto post = context_.post;
+  auto cancelled = cancelled_;
+  auto done = [this, post, id, phase](HitlPhaseOutcome outcome) {
+    post([this, id, phase, outcome = std::move(outcome)]() mutable {
+      finish_phase(id, phase, std::move(outcome));
+    });
+  };
+
+  if (phase == "plan") {
+    agents::PlanRequest request{s.code, s.kernel, s.feedback};
+    pool_.submit([proposer = proposer_, request, done] { done(hitl_plan(*proposer, request)); });
+    return;
+  }
+  if (phase == "implement") {
+    // The user may have edited the plan document: what is on disk now is the plan.
+    if (const std::string edited = read_file(plan_path(id)); !edited.empty()) s.plan = edited;
+    save(s);
+    agents::ImplementRequest request{s.code, s.kernel, s.plan, s.feedback};
+    pool_.submit(
+        [proposer = proposer_, request, done] { done(hitl_implement(*proposer, request)); });
+    return;
+  }
+
+  // The remaining phases run the candidate on the kernel host against the task.
+  const auto path = path_of_uri(s.uri);
+  std::string reason;
+  OpenDocument* doc = context_.find_document(s.uri);
+  const bool infile = doc ? (doc->analyse(context_.target()).model.task.form() == "infile")
+                          : (s.code.find("def reference(") != std::string::npos &&
+                             s.code.find("def make_inputs(") != std::string::npos);
+  std::optional<json> task = path ? tpu::locate_task(*path, infile, reason) : std::nullopt;
+  std::string error;
+  std::shared_ptr<tpu::KernelHost> h = task ? host(error) : nullptr;
+  if (!task || !h) {
+    HitlPhaseOutcome out;
+    out.summary = phase + " cannot run: " + (task ? error : reason);
+    finish_phase(id, phase, std::move(out));
+    return;
+  }
+  tpu::KernelRequest request;
+  request.file = *path;
+  request.source = s.code;
+  request.normalized_source = syntax::normalized_python_source(s.code);
+  // s.kernel names the kernel function; the task's entry point stays the default.
+  request.task = *task;
+  const knowledge::TpuGeneration* target = &context_.target();
+  const std::string code = s.code;
+  const std::string kernel = s.kernel;
+  HostWork work{progress_.begin("MaxKernel step by step: " + phase + " (" + kernel + ")", nullptr),
+                std::make_shared<std::atomic<bool>>(false)};
+  progress_.report(work.progress, "on " + h->config().name);
+  host_work_[id] = work;
+  auto is_cancelled = [cancelled, mine = work.cancelled] {
+    return cancelled->load() || mine->load();
+  };
+  const HitlHostJob job{h.get(), request, code, kernel, s.run_id, target, is_cancelled};
+  // Cancelled work reports only that it was cancelled (a partial result would mislead).
+  auto finish = [done, is_cancelled, phase](HitlPhaseOutcome out) {
+    if (is_cancelled()) {
+      out = HitlPhaseOutcome{};
+      out.summary = phase + " cancelled";
+    }
+    done(std::move(out));
+  };
+
+  if (phase == "validate") {
+    pool_.submit([h, job, finish] { finish(hitl_validate(job)); });
+    return;
+  }
+  if (phase == "test") {
+    pool_.submit([h, job, finish] { finish(hitl_test(job)); });
+    return;
+  }
+  if (phase == "autotune") {
+    pool_.submit([h, job, finish] { finish(hitl_autotune(job)); });
+    return;
+  }
+  if (phase == "profile") {
+    pool_.submit([h, job, finish] { finish(hitl_profile(job)); });
+    return;
+  }
+  HitlPhaseOutcome out;
+  out.summary = "unknown phase '" + phase + "'";
+  finish_phase(id, phase, std::move(out));
+}
+
+void HitlRuns::finish_phase(const std::string& id, const std::string& phase,
+                            HitlPhaseOutcome outcome) {
+  if (auto it = host_work_.find(id); it != host_work_.end()) {
+    progress_.end(it->second.progress, outcome.summary.substr(0, 120));
+    host_work_.erase(it);
+  }
+  std::optional<SessionRecord> s = load(id);
+  // Stopped meanwhile, or moved on (a jump): this work no longer counts.
+  if (!s || s->status != "running" || s->phase != phase) return;
+  if (outcome.has_diagnostics) {
+    const OpenDocument* doc = context_.find_document(s->uri);
+    diagnostics_[s->uri] = {doc ? doc->text.version() : s->doc_version, outcome.diagnostics};
+    context_.refresh(s->uri);
+  }
+  if (outcome.node && !s->run_id.empty()) {
+    if (agents::RunStore* runs = run_store()) {
+      try {
+        runs->add_node(*outcome.node);
+      } catch (const std::exception& e) {
+        spdlog::warn("step by step: node not recorded: {}", e.what());
+      }
+    }
+  }
+  if (phase == "plan" && !outcome.plan.empty()) {
+    s->plan = outcome.plan;
+    s->feedback.clear();
+    const std::filesystem::path path = plan_path(id);
+    if (!write_file(path, s->plan)) {
+      outcome.summary = "cannot write the plan to " + path.string();
+    } else if (client_.show_document) {
+      const std::string plan_uri = "file://" + path.string();
+      outgoing_.send("window/showDocument", {{"uri", plan_uri}, {"takeFocus", true}},
+                     [](const json*, const rpc::Error* error) {
+                       if (error) spdlog::warn("showDocument failed: {}", error->message);
+                     });
+    }
+  }
+  if (!outcome.report.empty()) {
+    const std::filesystem::path path = plan_path(id);
+    write_file(path, read_file(path) + outcome.report);
+    context_.notify("window/showMessage",
+                    {{"type", 3}, {"message", "MaxKernel: " + outcome.summary}});
+  }
+  if (!outcome.proposed.empty()) {
+    s->proposed = outcome.proposed;
+    s->feedback.clear();
+    agents::hitl_record(*s, "proposed", outcome.summary);
+    send_edit(*s, outcome.summary);
+    return;
+  }
+  s->feedback.clear();
+  agents::hitl_record_result(*s, outcome.summary);
+  save(*s);
+  ask(id);
+}
+
+// ----- edits --------------------------------------------------------------------------------
+
+void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
+  OpenDocument* doc = context_.find_document(s.uri);
+  if (!doc) {
+    agents::hitl_record_result(s, label +
+                                      "; edit not sent: the document is not open (open it, "
+                                      "then Retry)");
+    save(s);
+    return ask(s.id);
+  }
+  if (doc->text.version() != s.doc_version) {
+    const std::string why = "the document changed since the session read it (version " +
+                            std::to_string(s.doc_version) + ", now " +
+                            std::to_string(doc->text.version()) + ")";
+    context_.notify("window/showMessage",
+                    {{"type", 2},
+                     {"message", "MaxKernel: " + why +
+                                     "; the edit was not sent. Answer Retry to re-read the "
+                                     "document and propose again."}});
+    agents::hitl_record(s, "edit not sent", why);
+    agents::hitl_record_result(s, "edit not sent: " + why);
+    save(s);
+    return ask(s.id);
+  }
+  if (!client_.apply_edit || !client_.document_changes) {
+    // No versioned edits in this editor: leave the candidate beside the plan instead.
+    const std::filesystem::path file = plan_path(s.id).parent_path() / "candidate.py";
+    write_file(file, s.proposed);
+    agents::hitl_record_result(
+        s,
+        label + "; this editor cannot apply versioned edits: the candidate is in " + file.string());
+    save(s);
+    return ask(s.id);
+  }
+  save(s);
+  const std::string& text = doc->text.text();
+  const json range = to_range(doc->text, pallas::Span{0, static_cast<uint32_t>(text.size())});
+  const std::string title = "MaxKernel: " + s.phase + " (" + s.kernel + ")";
+  json edit = {{"documentChanges",
+                json::array({{{"textDocument", {{"uri", s.uri}, {"version", s.doc_version}}},
+                              {"edits", json::array({{{"range", range},
+                                                      {"newText", s.proposed},
+                                                      {"annotationId", "maxkernel.hitl"}}})}}})},
+               {"changeAnnotations",
+                {{"maxkernel.hitl",
+                  {{"label", title}, {"needsConfirmation", true}, {"description", label}}}}}};
+  const std::string id = s.id;
+  outgoing_.send(
+      "workspace/applyEdit", {{"label", title}, {"edit", std::move(edit)}},
+      [this, id, label](const json* result, const rpc::Error* error) {
+        on_edit_answer(id, label, result, error);
+      },
+      kEditTimeout);
+}
+
+void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, const json* result,
+                              const rpc::Error* error) {
+  std::optional<SessionRecord> s = load(id);
+  if (!s || s->status != "running") return;
+  if (error) {
+    agents::hitl_record_result(*s, label + "; the edit failed: " + error->message);
+  } else if (result && result->is_object() && result->value("applied", false)) {
+    // The client applied it (its didChange came first): the document is the new candidate.
+    const OpenDocument* doc = context_.find_document(s->uri);
+    s->code = doc ? doc->text.text() : s->proposed;
+    s->doc_version = doc ? doc->text.version() : s->doc_version + 1;
+    s->proposed.clear();
+    agents::hitl_record(*s, "applied", label);
+    agents::hitl_record_result(*s, label + "; edit applied");
+  } else {
+    std::string why = "rejected";
+    if (result && result->is_object() && result->contains("failureReason") &&
+        (*result)["failureReason"].is_string())
+      why += ": " + (*result)["failureReason"].get<std::string>();
+    agents::hitl_record(*s, "rejected", why);
+    agents::hitl_record_result(*s, label + "; edit " + why);
+  }
+  save(*s);
+  ask(id);
+}
+
+// ----- questions ----------------------------------------------------------------------------
+
+void HitlRuns::ask(const std::string& id) {
+  std::optional<SessionRecord> s = load(id);
+  if (!s || s->status != "awaiting") return;
+  const agents::HitlQuestion q = agents::hitl_question(*s);
+  json actions = json::array();
+  for (const agents::HitlAction& a : q.actions) {
+    json item = {{"title", a.title}};
+    if (a.feedback) item["feedback"] = true;
+    actions.push_back(std::move(item));
+  }
+  const int serial = ++question_serial_[id];
+  outgoing_.send(
+      "window/showMessageRequest",
+      {{"type", 3}, {"message", "MaxKernel: " + q.message}, {"actions", std::move(actions)}},
+      [this, id, serial](const json* result, const rpc::Error* error) {
+        on_answer(id, serial, result, error);
+      },
+      kQuestionTimeout);
+}
+
+void HitlRuns::on_answer(const std::string& id, int serial, const json* result,
+                         const rpc::Error* error) {
+  if (question_serial_[id] != serial) return;  // a newer question (resume) replaced this one
+  std::optional<SessionRecord> s = load(id);
+  if (!s || s->status != "awaiting") return;
+  agents::HitlAnswer answer;
+  if (error) {
+    spdlog::info("step by step: question of {} not answered: {}", id, error->message);
+  } else if (result && result->is_object() && (*result).contains("title") &&
+             (*result)["title"].is_string()) {
+    const json feedback = result->value("feedback", json());
+    try {
+      answer = agents::hitl_answer_from_title(
+          (*result)["title"].get<std::string>(),
+          feedback.is_string() ? feedback.get<std::string>() : std::string());
+    } catch (const std::invalid_argument& e) {
+      context_.notify("window/showMessage",
+                      {{"type", 1}, {"message", std::string("MaxKernel: ") + e.what()}});
+      return ask(id);
+    }
+  }
+  // Retry after the document moved: re-read it, so the next proposal starts from what is there.
+  if (answer.kind == agents::HitlAnswer::Kind::Retry) {
+    if (OpenDocument* doc = context_.find_document(s->uri);
+        doc && doc->text.version() != s->doc_version) {
+      agents::hitl_record(*s, "rebased", "document version " + std::to_string(doc->text.version()));
+      s->code = doc->text.text();
+      s->doc_version = doc->text.version();
+    }
+  }
+  const HitlNext next = agents::hitl_decide(*s, answer);
+  save(*s);
+  if (next == HitlNext::RunPhase) run_phase(*s);
+  if (next == HitlNext::Finished) finished(*s);
+}
+
+void HitlRuns::finished(const SessionRecord& s) {
+  question_serial_.erase(s.id);
+  if (agents::RunStore* runs = run_store(); runs && !s.run_id.empty()) {
+    try {
+      if (std::optional<agents::RunRecord> run = runs->run(s.run_id)) {
+        run->status = s.status == "done" ? "done" : "stopped";
+        run->stop_reason = "step by step: " + s.status;
+        runs->update_run(*run);
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("step by step: run not updated: {}", e.what());
+    }
+  }
+  context_.notify("window/showMessage",
+                  {{"type", 3},
+                   {"message", "MaxKernel: step-by-step session " + s.id + " " +
+                                   (s.status == "done" ? "finished" : s.status) + "."}});
+}
+
+}  // namespace mk::server

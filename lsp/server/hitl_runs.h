@@ -1,0 +1,99 @@
+// "Optimize step by step" in the editor: the LSP side of HITL sessions. Opens and resumes
+// sessions (agents/orchestration/hitl_session + session_store), runs each phase's work on a
+// background pool, and asks the user after every phase with window/showMessageRequest; the
+// session advances when the answer arrives (never blocking the main loop). Edits go out as
+// versioned workspace/applyEdit with a needsConfirmation change annotation. Main-loop owned.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agents/orchestration/hitl_session.h"
+#include "agents/orchestration/run_store.h"
+#include "agents/orchestration/session_store.h"
+#include "lsp/protocol/outgoing_requests.h"
+#include "lsp/server/background.h"
+#include "lsp/server/capabilities.h"
+#include "lsp/server/document_store.h"
+#include "lsp/server/hitl_phase_work.h"
+#include "lsp/server/kernel_runs.h"
+#include "lsp/server/progress.h"
+
+namespace mk::server {
+
+class HitlRuns {
+ public:
+  struct Context {
+    std::function<void(std::function<void()>)> post;  // run on the main loop
+    std::function<OpenDocument*(const std::string& uri)> find_document;
+    std::function<void(const std::string& method, nlohmann::json params)> notify;
+    std::function<void(const std::string& uri)> refresh;  // re-publish diagnostics
+    std::function<const knowledge::TpuGeneration&()> target;
+    std::function<HostSettings()> host_settings;
+  };
+
+  HitlRuns(Context context, rpc::OutgoingRequests& outgoing, const ClientCapabilities& client,
+           ProgressTracker& progress);
+  ~HitlRuns();
+
+  // The LLM planner/implementer plugs in here; the default needs no LLM (RuleProposer).
+  void set_proposer(std::shared_ptr<agents::Proposer> proposer) { proposer_ = std::move(proposer); }
+  // executeCommand maxkernel.optimizeStepByStep: {uri, kernel} opens a session, {session, uri}
+  // resumes one (re-asking its pending question). Throws RpcError on bad arguments.
+  nlohmann::json start(const nlohmann::json& args);
+  // maxkernel/sessions: {"sessions": [{id, kernel, status, phase, uri, run}]}
+  nlohmann::json sessions();
+  // MK310 (lowering errors) and MK311 (test verdict) of the sessions on this document.
+  nlohmann::json diagnostics(const OpenDocument& doc) const;
+  // Cancels the host work of the phase reporting on this $/progress token (the session then
+  // asks what to do next); false when the token is not one of ours.
+  bool cancel_by_progress_token(const std::string& token);
+  void cancel_all() { cancelled_->store(true); }
+
+ private:
+  agents::SessionStore& store();
+  agents::RunStore* run_store();
+  std::optional<agents::SessionRecord> load(const std::string& id);
+  void save(const agents::SessionRecord& session);
+  std::filesystem::path plan_path(const std::string& id);
+
+  void run_phase(agents::SessionRecord session);
+  void finish_phase(const std::string& id, const std::string& phase, HitlPhaseOutcome outcome);
+  void send_edit(agents::SessionRecord& session, const std::string& label);
+  void on_edit_answer(const std::string& id, const std::string& label, const nlohmann::json* result,
+                      const rpc::Error* error);
+  void ask(const std::string& id);
+  void on_answer(const std::string& id, int serial, const nlohmann::json* result,
+                 const rpc::Error* error);
+  void finished(const agents::SessionRecord& session);
+  std::shared_ptr<tpu::KernelHost> host(std::string& error);
+
+  Context context_;
+  rpc::OutgoingRequests& outgoing_;
+  const ClientCapabilities& client_;
+  ProgressTracker& progress_;
+  std::shared_ptr<agents::Proposer> proposer_;
+  std::unique_ptr<agents::SessionStore> store_;
+  std::unique_ptr<agents::RunStore> run_store_;
+  bool run_store_failed_ = false;
+  struct HostWork {
+    std::string progress;  // the $/progress token
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  std::map<std::string, HostWork> host_work_;   // session -> its running host phase
+  std::map<std::string, int> question_serial_;  // session -> the question whose answer counts
+  std::map<std::string, std::pair<int64_t, std::vector<nlohmann::json>>>
+      diagnostics_;  // uri -> (document version, diagnostics)
+  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  HostSettings host_settings_;             // what host_ was made for
+  std::shared_ptr<tpu::KernelHost> host_;  // shared with running phase work
+  BackgroundPool pool_{1};  // last: destroyed first, so running work ends before the hosts go
+};
+
+}  // namespace mk::server

@@ -1,0 +1,575 @@
+#include "lsp/server/optimization_runs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+
+#include "agents/orchestration/candidate_evaluator.h"
+#include "agents/orchestration/expander_factory.h"
+#include "agents/orchestration/graph_search.h"
+#include "agents/orchestration/selection.h"
+#include "agents/report/report_html.h"
+#include "knowledge/store.h"
+#include "lsp/protocol/json_rpc.h"
+#include "lsp/server/lsp_convert.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+using nlohmann::json;
+namespace ec = rpc::error_code;
+
+namespace {
+
+constexpr const char* kDiagnosticCode = "MK300";
+constexpr const char* kAnnotationId = "maxkernel.bestVariant";
+
+std::string speedup_text(double speedup) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", speedup);
+  return buf;
+}
+
+std::string mode_title(const std::string& mode, const std::string& strategy) {
+  return mode == "auto" ? "Auto" : "Graph search (" + strategy + ")";
+}
+
+json parse_or_empty(const std::string& text) {
+  json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+// The MK300 text for a finished run: the best variant, the baseline's failure, or why nothing won.
+OptimizationResult summarise(const agents::RunRecord& run,
+                             const std::vector<agents::NodeRecord>& nodes) {
+  OptimizationResult r;
+  r.run_id = run.id;
+  r.mode = run.mode;
+  r.status = run.status;
+  r.score_kind = run.score_kind;
+  const std::string title = mode_title(run.mode, run.strategy);
+  const int evaluations = parse_or_empty(run.cost_json).value("evaluations", 0);
+  const std::string after =
+      " after " + std::to_string(evaluations) + " evaluation" + (evaluations == 1 ? "" : "s");
+  const std::string cancelled =
+      run.status == "cancelled" ? " [cancelled; resumable: maxkernel runs resume " + run.id + "]"
+                                : "";
+  const agents::NodeRecord* root = nodes.empty() ? nullptr : &nodes.front();
+  if (root && root->status != "correct" && root->status != "pending" &&
+      root->status != "evaluating") {
+    r.message = title + ": the baseline failed: " + root->error;
+    return r;
+  }
+  const agents::NodeRecord* best = agents::best_node(nodes);
+  if (best && best->id != 0 && best->speedup && *best->speedup > 1.0) {
+    r.best_speedup = best->speedup;
+    r.best_node = best->id;
+    r.message = title + ": best " + speedup_text(*best->speedup) + " " + run.score_kind + after +
+                " \u2014 node " + std::to_string(best->id) + ": " + best->description + cancelled;
+    return r;
+  }
+  r.message = title + ": no variant beat the baseline" + after;
+  if (!run.stop_reason.empty() && run.status != "cancelled")
+    r.message += " (" + run.stop_reason + ")";
+  if (run.status == "failed" && !run.stop_reason.empty())
+    r.message = title + ": the run failed: " + run.stop_reason;
+  r.message += cancelled;
+  return r;
+}
+
+const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
+  for (const auto& k : a.model.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// One edit that turns `before` into `after`, trimmed to the lines that differ.
+json minimal_edit(const text::TextDocument& doc, const std::string& after) {
+  const std::string& before = doc.text();
+  size_t prefix = 0;
+  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix])
+    ++prefix;
+  while (prefix > 0 && before[prefix - 1] != '\n') --prefix;  // back to a line start
+  size_t suffix = 0;
+  const size_t limit = std::min(before.size(), after.size()) - prefix;
+  while (suffix < limit && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix])
+    ++suffix;
+  while (suffix > 0 && before[before.size() - suffix - 1] != '\n') --suffix;
+  const text::Utf16Position start = doc.position_of(prefix);
+  const text::Utf16Position end = doc.position_of(before.size() - suffix);
+  return {{"range",
+           {{"start", {{"line", start.line}, {"character", start.character}}},
+            {"end", {{"line", end.line}, {"character", end.character}}}}},
+          {"newText", after.substr(prefix, after.size() - suffix - prefix)}};
+}
+
+// file:// URI of an absolute path, percent-encoding what is not a plain path character.
+std::string file_uri(const std::filesystem::path& path) {
+  std::string out = "file://";
+  for (const unsigned char c : path.string()) {
+    if (std::isalnum(c) ||
+        std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Where candidates come from: the LLM the settings name (key from the secret store or the
+// environment), else the autotuner and rule-based rewrites. Throws llm::LlmError(Config).
+agents::ExpanderBundle make_expander(const OptimizationSettings& settings,
+                                     const agents::Budget& budget, const std::string& task,
+                                     knowledge::Store* store, agents::CandidateEvaluator& evaluator,
+                                     const knowledge::TpuGeneration& target) {
+  agents::ExpanderSetup setup;
+  setup.llm_spec = settings.llm_spec;
+  setup.llm_settings.api_key = settings.api_key;
+  setup.llm_settings.replay_python = "python3";  // the replay server needs only the stdlib
+  setup.budget = budget;
+  setup.task_summary = task;
+  setup.store = store;
+  setup.evaluator = &evaluator;
+  return agents::make_expander(setup, target);
+}
+
+agents::Budget editor_budget(const std::string& mode, const json& settings) {
+  agents::Budget b;
+  if (mode == "auto") {
+    b.iterations = 6;
+    b.patience = 3;
+  } else {
+    b.iterations = 3;
+  }
+  if (!settings.is_object()) return b;
+  auto number = [&](const char* key, bool integer) -> std::optional<double> {
+    if (!settings.contains(key) || settings[key].is_null()) return std::nullopt;
+    const json& v = settings[key];
+    if (!v.is_number() || v.get<double>() < 0 || (integer && !v.is_number_integer()))
+      throw std::invalid_argument(std::string("maxkernel.budget.") + key + " must be a " +
+                                  (integer ? "non-negative integer" : "non-negative number"));
+    return v.get<double>();
+  };
+  if (auto v = number("maxIterations", true)) b.iterations = static_cast<int>(*v);
+  if (auto v = number("maxEvaluations", true)) b.evaluations = static_cast<int>(*v);
+  if (auto v = number("patience", true)) b.patience = static_cast<int>(*v);
+  if (auto v = number("maxWallSeconds", false)) b.seconds = *v;
+  if (auto v = number("maxCostUsd", false)) b.usd = *v;
+  if (auto v = number("targetSpeedup", false)) b.target_speedup = *v;
+  return b;
+}
+
+OptimizationRuns::OptimizationRuns(Context context, ProgressTracker& progress)
+    : context_(std::move(context)), progress_(progress) {}
+
+OptimizationRuns::~OptimizationRuns() {
+  shutdown();
+}
+
+bool OptimizationRuns::handles(const std::string& command) {
+  return command == "maxkernel.optimizeAuto" || command == "maxkernel.graphSearch" ||
+         command == "maxkernel.cancelJob" || command == "maxkernel.openReport" ||
+         command == "maxkernel.applyBestVariant";
+}
+
+agents::RunStore& OptimizationRuns::run_store() {
+  const std::filesystem::path path = knowledge::default_store_path();
+  if (!store_ || path != store_path_) {
+    std::filesystem::create_directories(path.parent_path());
+    store_ = std::make_shared<agents::RunStore>(path);  // throws with the path and reason
+    store_path_ = path;
+  }
+  return *store_;
+}
+
+void OptimizationRuns::execute(const std::string& command, const rpc::ParamReader& params,
+                               rpc::Reply reply, const OptimizationSettings& settings) {
+  const json* args = params.optional_raw("arguments");
+  const bool has_arg = args && args->is_array() && !args->empty() && (*args)[0].is_object();
+  static const json empty = json::object();
+  const rpc::ParamReader arg(has_arg ? (*args)[0] : empty, "params.arguments[0]");
+  if (command == "maxkernel.cancelJob") {
+    // {job} as reported at start; a palette call may carry only the kernel's {uri}: then the
+    // document's newest Auto / graph job.
+    std::string job = arg.optional_string("job").value_or("");
+    if (job.empty() && arg.optional_string("uri")) {
+      int newest = 0;
+      for (const auto& [id, j] : jobs_) {
+        const int number = std::stoi(id.substr(4));  // "opt-N"
+        if (j.uri == *arg.optional_string("uri") && number > newest) {
+          newest = number;
+          job = id;
+        }
+      }
+      if (job.empty()) arg.fail("job", "no running Auto or graph search job for this document");
+    }
+    if (job.empty()) job = arg.string("job");  // names the missing field
+    if (auto it = jobs_.find(job); it != jobs_.end()) {
+      it->second.cancelled->store(true);
+      return reply.result({{"status", "cancelling"}, {"job", job}});
+    }
+    if (context_.cancel_other_job && context_.cancel_other_job(job))
+      return reply.result({{"status", "cancelling"}, {"job", job}});
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "params.arguments[0].job: no running job '" + job + "'");
+  }
+  if (command == "maxkernel.openReport")
+    return reply.result(open_report(arg.optional_string("uri").value_or(""),
+                                    arg.optional_string("run").value_or("")));
+  if (command == "maxkernel.applyBestVariant")
+    return apply_best_variant(arg.string("uri"), arg.optional_string("run").value_or(""), reply);
+  if (!has_arg) params.fail("arguments", "expected [{uri, kernel}]");
+  const bool graph = command == "maxkernel.graphSearch";
+  const std::string strategy = graph ? arg.optional_string("strategy").value_or("beam") : "greedy";
+  if (graph && strategy != "beam" && strategy != "parallel" && strategy != "ucb")
+    arg.fail("strategy", "expected beam, parallel or ucb, got '" + strategy + "'");
+  reply.result(start(graph ? "graph" : "auto", strategy, arg, settings,
+                     params.optional_raw("workDoneToken")));
+}
+
+json OptimizationRuns::start(const std::string& mode, const std::string& strategy,
+                             const rpc::ParamReader& arg, const OptimizationSettings& settings,
+                             const json* work_done_token) {
+  const std::string uri = arg.string("uri");
+  OpenDocument* doc = context_.find_document(uri);
+  if (!doc) arg.fail("uri", "document is not open");
+  const knowledge::TpuGeneration* target = knowledge::find_tpu_generation(settings.target);
+  if (!target) throw rpc::RpcError(ec::kRequestFailed, "unknown TPU generation " + settings.target);
+  const auto& analysis = doc->analyse(*target);
+  const int64_t index = arg.optional_integer("kernel").value_or(0);
+  if (index < 0 || static_cast<size_t>(index) >= analysis.model.kernels.size())
+    arg.fail("kernel", "no such kernel in the document");
+  const pallas::Kernel& kernel = analysis.model.kernels[static_cast<size_t>(index)];
+  const auto path = path_of_uri(uri);
+  if (!path) throw rpc::RpcError(ec::kRequestFailed, "only file:// documents can be optimized");
+  std::string reason;
+  auto task = tpu::locate_task(*path, analysis.model.task.form() == "infile", reason);
+  if (!task) throw rpc::RpcError(ec::kRequestFailed, reason);
+  agents::Budget budget;
+  try {
+    budget = editor_budget(mode, settings.budget);
+  } catch (const std::invalid_argument& e) {
+    throw rpc::RpcError(ec::kInvalidParams, e.what());
+  }
+  agents::SearchParams search_params;
+  search_params.strategy = strategy;
+  if (mode == "auto") {
+    search_params.max_depth = 16;  // a greedy chain goes deep; the budget stops it
+  } else {
+    search_params.beam_size = 2;
+    search_params.branches = 2;
+  }
+  agents::RunStore* store = nullptr;
+  try {
+    store = &run_store();
+  } catch (const std::exception& e) {
+    throw rpc::RpcError(ec::kRequestFailed, std::string("the run store: ") + e.what());
+  }
+  agents::RunRecord run;
+  run.mode = mode;
+  run.strategy = strategy;
+  run.file = path->string();
+  run.target = target->name;
+  run.host = settings.host.default_host;
+  run.llm = settings.llm_spec;
+  run.params_json = json{{"search", search_params.to_json()}}.dump();
+  run.budget_json = budget.to_json().dump();
+  run.status = "running";
+  run.task_json = task->dump();
+  const std::string run_id = store->create_run(run);
+
+  const std::string job_id = "opt-" + std::to_string(next_job_++);
+  const std::string token = progress_.begin(
+      "MaxKernel: " + mode_title(mode, strategy) + " " + kernel.name, work_done_token);
+  progress_.report(token, "run " + run_id + " on " + settings.host.default_host);
+  Job job{uri, run_id, token, std::make_shared<std::atomic<bool>>(false)};
+  jobs_[job_id] = job;
+  latest_run_[uri] = run_id;
+
+  OptimizationResult pending;
+  pending.kernel_name = kernel.name;
+  pending.site_hash = kernel_site_hash(*doc, kernel);
+  pending.version = doc->text.version();
+  {
+    std::lock_guard lock(activity_->mutex);
+    ++activity_->running;
+  }
+  pool_.submit([this, store_keep = store_, settings, run_id, job_id, uri, token, pending,
+                baseline = doc->text.text(), cancelled = job.cancelled, activity = activity_,
+                post = context_.post] {
+    OptimizationResult result;
+    std::string error;
+    std::unique_ptr<tpu::KernelHost> host = make_kernel_host(settings.host, error);
+    agents::RunRecord final_run;
+    final_run.id = run_id;
+    if (auto recorded = store_keep->run(run_id)) final_run = *recorded;
+    if (!host) {
+      final_run.status = "failed";
+      final_run.stop_reason = "no host: " + error;
+      store_keep->update_run(final_run);
+    } else {
+      std::unique_ptr<knowledge::Store> cache;
+      try {
+        cache = std::make_unique<knowledge::Store>(knowledge::default_store_path());
+      } catch (const std::exception& e) {
+        spdlog::warn("evaluation cache disabled: {}", e.what());
+      }
+      try {
+        tpu::KernelJobs jobs(*host, cache.get());
+        agents::EvaluationSetup setup;
+        setup.file = final_run.file;
+        setup.task = json::parse(final_run.task_json);
+        // Without a device the score is the model's prediction: one timed run is enough.
+        const tpu::WorkerReply hello = host->hello();
+        if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
+          setup.options["timing"] = {{"warmup", 0},
+                                     {"min_runs", 1},
+                                     {"max_runs", 1},
+                                     {"min_seconds", 0},
+                                     {"max_seconds", 0}};
+        const auto* generation = knowledge::find_tpu_generation(final_run.target);
+        agents::CandidateEvaluator evaluator(jobs, setup, *generation);
+        agents::ExpanderBundle expander =
+            make_expander(settings, agents::Budget::from_json(json::parse(final_run.budget_json)),
+                          final_run.task_json, cache.get(), evaluator, *generation);
+        agents::GraphSearch search(*store_keep, evaluator, *expander.expander, run_id);
+        auto on_progress = [this, post, token](const agents::SearchProgress& p) {
+          std::string message = "iteration " + std::to_string(p.round);
+          if (p.max_rounds > 0) message += "/" + std::to_string(p.max_rounds);
+          message += ", best " + speedup_text(p.best_speedup) + " " + p.score_label;
+          if (!p.message.empty()) message += " \u2014 " + p.message;
+          std::optional<int> percent;
+          if (p.max_rounds > 0) percent = std::min(100, p.round * 100 / p.max_rounds);
+          post([this, token, message, percent] { progress_.report(token, message, percent); });
+        };
+        final_run = search.run(baseline, on_progress, [cancelled] { return cancelled->load(); });
+      } catch (const std::exception& e) {  // the store or a worker reply: the run failed
+        final_run.status = "failed";
+        final_run.stop_reason = e.what();
+        store_keep->update_run(final_run);
+      }
+      host->shutdown();  // no worker outlives its run
+    }
+    try {
+      result = summarise(final_run, store_keep->nodes(run_id));
+    } catch (const std::exception& e) {
+      result.run_id = run_id;
+      result.status = "failed";
+      result.message = "the run store: " + std::string(e.what());
+    }
+    result.kernel_name = pending.kernel_name;
+    result.site_hash = pending.site_hash;
+    result.version = pending.version;
+    post([this, job_id, uri, result] { finish(job_id, uri, result); });
+    std::lock_guard lock(activity->mutex);
+    --activity->running;
+    activity->idle.notify_all();
+  });
+  return {{"status", "started"},
+          {"job", job_id},
+          {"run", run_id},
+          {"progressToken", json::parse(token)}};
+}
+
+void OptimizationRuns::finish(const std::string& job_id, const std::string& uri,
+                              OptimizationResult result) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) {
+    progress_.end(it->second.progress, result.message);
+    jobs_.erase(it);
+  }
+  spdlog::info("run {} {}: {}", result.run_id, result.status, result.message);
+  results_[uri][result.kernel_name] = std::move(result);
+  context_.refresh(uri);
+}
+
+bool OptimizationRuns::cancel_by_progress_token(const std::string& token) {
+  for (auto& [id, job] : jobs_) {
+    if (job.progress == token) {
+      job.cancelled->store(true);
+      return true;
+    }
+  }
+  return false;
+}
+
+void OptimizationRuns::cancel_all() {
+  for (auto& [id, job] : jobs_) job.cancelled->store(true);
+}
+
+void OptimizationRuns::shutdown(std::chrono::milliseconds wait) {
+  cancel_all();
+  std::unique_lock lock(activity_->mutex);
+  if (!activity_->idle.wait_for(lock, wait, [&] { return activity_->running == 0; }))
+    spdlog::warn("{} optimization run(s) still stopping at exit", activity_->running);
+}
+
+const OptimizationResult* OptimizationRuns::result_for_run(const std::string& uri,
+                                                           const std::string& run_id) const {
+  auto it = results_.find(uri);
+  if (it == results_.end()) return nullptr;
+  for (const auto& [kernel, r] : it->second) {
+    if (r.run_id == run_id ||
+        (run_id.empty() && latest_run_.count(uri) && latest_run_.at(uri) == r.run_id))
+      return &r;
+  }
+  return nullptr;
+}
+
+void OptimizationRuns::apply_best_variant(const std::string& uri, const std::string& run_id,
+                                          rpc::Reply reply) {
+  OpenDocument* doc = context_.find_document(uri);
+  if (!doc)
+    throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: document is not open");
+  const OptimizationResult* r = result_for_run(uri, run_id);
+  if (!r)
+    throw rpc::RpcError(
+        ec::kInvalidParams,
+        "no finished run" + (run_id.empty() ? "" : " '" + run_id + "'") + " for " + uri);
+  auto refuse = [&](const std::string& why) {
+    const std::string message =
+        "MaxKernel: the best variant of run " + r->run_id + " was not applied: " + why;
+    context_.notify("window/showMessage", {{"type", 2}, {"message", message}});
+    reply.result({{"status", "refused"}, {"message", message}});
+  };
+  if (!r->best_node) return refuse("no variant beat the baseline");
+  if (doc->text.version() != r->version)
+    return refuse("the document changed since the run started (version " +
+                  std::to_string(r->version) + ", now " + std::to_string(doc->text.version()) +
+                  "); run it again on the current text");
+  if (!client_.apply_edit) return refuse("the editor cannot apply workspace edits");
+  std::optional<agents::NodeRecord> node;
+  try {
+    node = run_store().node(r->run_id, *r->best_node);
+  } catch (const std::exception& e) {
+    return refuse(std::string("the run store: ") + e.what());
+  }
+  if (!node) return refuse("node " + std::to_string(*r->best_node) + " is not in the run store");
+  json edit = minimal_edit(doc->text, node->code);
+  const std::string label = "Apply best variant (" + speedup_text(*r->best_speedup) + " " +
+                            r->score_kind + ", run " + r->run_id + ")";
+  json workspace_edit;
+  if (client_.document_changes) {
+    if (client_.change_annotations) edit["annotationId"] = kAnnotationId;
+    workspace_edit["documentChanges"] =
+        json::array({{{"textDocument", {{"uri", uri}, {"version", r->version}}},
+                      {"edits", json::array({edit})}}});
+    if (client_.change_annotations)
+      workspace_edit["changeAnnotations"] = {
+          {kAnnotationId,
+           {{"label", label},
+            {"needsConfirmation", true},
+            {"description", "node " + std::to_string(node->id) + ": " + node->description}}}};
+  } else {
+    workspace_edit["changes"] = json::object({{uri, json::array({edit})}});
+  }
+  context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
+                   [reply, run = r->run_id](const json* result, const rpc::Error* error) {
+                     if (error)
+                       return reply.result({{"status", "failed"}, {"message", error->message}});
+                     const bool applied =
+                         result && result->is_object() && result->value("applied", false);
+                     json answer = {{"status", applied ? "applied" : "rejected"}, {"run", run}};
+                     if (result && result->is_object() && result->contains("failureReason"))
+                       answer["message"] = (*result)["failureReason"];
+                     reply.result(answer);
+                   });
+}
+
+json OptimizationRuns::open_report(const std::string& uri, const std::string& run_id) {
+  std::string id = run_id;
+  if (id.empty() && latest_run_.count(uri)) id = latest_run_.at(uri);
+  if (id.empty())
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "params.arguments[0]: give {run} or the {uri} of a document with a run");
+  agents::RunStore& store = run_store();
+  const auto run = store.run(id);
+  if (!run)
+    throw rpc::RpcError(ec::kInvalidParams, "no run '" + id + "' in " + store_path_.string());
+  const std::filesystem::path dir = store_path_.parent_path() / "reports";
+  const std::filesystem::path file = dir / (id + ".html");
+  std::error_code ec_dir;
+  std::filesystem::create_directories(dir, ec_dir);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << report::render_report(*run, store.nodes(id));
+  if (!out.flush()) throw rpc::RpcError(ec::kRequestFailed, "cannot write " + file.string());
+  if (client_.show_document)
+    context_.request("window/showDocument",
+                     {{"uri", file_uri(file)}, {"external", false}, {"takeFocus", true}},
+                     [](const json*, const rpc::Error*) {});
+  return {{"reportPath", file.string()}, {"run", id}};
+}
+
+json OptimizationRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
+  json out = json::array();
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return out;
+  for (const auto& [name, r] : it->second) {
+    const pallas::Kernel* k = kernel_named(a, name);
+    if (!k) continue;
+    const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
+    out.push_back(
+        {{"range", to_range(doc.text, k->call_span)},
+         {"severity", stale ? 4 : 3},
+         {"code", kDiagnosticCode},
+         {"source", "maxkernel"},
+         {"message", (stale ? "[stale: the kernel changed since this run] " : "") + r.message},
+         {"data", {{"run", r.run_id}, {"uri", doc.text.uri()}}}});
+  }
+  return out;
+}
+
+json OptimizationRuns::code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
+  json out = json::array();
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return out;
+  for (const auto& [name, r] : it->second) {
+    const pallas::Kernel* k = kernel_named(a, name);
+    if (!k) continue;
+    const json argument = {{"uri", doc.text.uri()}, {"run", r.run_id}};
+    const json range = to_range(doc.text, k->call_span);
+    if (r.best_speedup)
+      out.push_back({{"range", range},
+                     {"command",
+                      {{"title", "Best " + speedup_text(*r.best_speedup)},
+                       {"command", "maxkernel.applyBestVariant"},
+                       {"arguments", json::array({argument})}}}});
+    out.push_back({{"range", range},
+                   {"command",
+                    {{"title", "Report"},
+                     {"command", "maxkernel.openReport"},
+                     {"arguments", json::array({argument})}}}});
+  }
+  return out;
+}
+
+json OptimizationRuns::code_actions(const std::string& uri, const json& diagnostics) const {
+  json out = json::array();
+  if (!diagnostics.is_array()) return out;
+  for (const json& d : diagnostics) {
+    if (!d.is_object() || d.value("code", json()) != kDiagnosticCode) continue;
+    const json data = d.value("data", json::object());
+    const std::string run_id = data.is_object() ? data.value("run", std::string()) : "";
+    const OptimizationResult* r = result_for_run(uri, run_id);
+    if (!r || !r->best_speedup) continue;
+    out.push_back({{"title", "Apply best variant (" + speedup_text(*r->best_speedup) + ")"},
+                   {"kind", "quickfix"},
+                   {"isPreferred", true},
+                   {"diagnostics", json::array({d})},
+                   {"command",
+                    {{"title", "Apply best variant"},
+                     {"command", "maxkernel.applyBestVariant"},
+                     {"arguments", json::array({json{{"uri", uri}, {"run", r->run_id}}})}}}});
+  }
+  return out;
+}
+
+}  // namespace mk::server

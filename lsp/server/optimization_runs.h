@@ -1,0 +1,125 @@
+// Auto and graph-search runs started from the editor: each run is a RunRecord in the run store,
+// searched on the background pool with its own kernel host (so cancelling or exiting stops its
+// workers), reported through cancellable $/progress, and summarised as an MK300 diagnostic with
+// an "Apply best variant" quick fix, code lenses and an HTML report. Main-loop owned, like
+// KernelRuns; the search itself reports back through `post`.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "agents/orchestration/expander.h"
+#include "agents/orchestration/run_store.h"
+#include "agents/orchestration/search_params.h"
+#include "lsp/protocol/dispatcher.h"
+#include "lsp/server/background.h"
+#include "lsp/server/capabilities.h"
+#include "lsp/server/document_store.h"
+#include "lsp/server/kernel_runs.h"
+#include "lsp/server/progress.h"
+
+namespace mk::server {
+
+// What the editor keeps of a finished (or cancelled, or failed) run of one kernel.
+struct OptimizationResult {
+  std::string run_id, mode, kernel_name;
+  std::string site_hash;               // the kernel's pallas_call text when the run started
+  int64_t version = 0;                 // the document version the run started from
+  std::string status;                  // the run's status: done | stopped | failed | cancelled
+  std::string message;                 // the MK300 text
+  std::optional<double> best_speedup;  // set when a variant beat the baseline
+  std::optional<int64_t> best_node;
+  std::string score_kind;
+};
+
+// What a run needs from the server's settings at the moment it starts.
+struct OptimizationSettings {
+  HostSettings host;
+  nlohmann::json budget = nlohmann::json::object();  // maxkernel.budget
+  std::string target = "v5e";
+  std::string llm_spec = "none";       // from maxkernel.llm (settings.h llm_spec_of)
+  std::optional<std::string> api_key;  // from the editor's secret store; memory only
+};
+
+class OptimizationRuns {
+ public:
+  using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
+  struct Context {
+    std::function<void(std::function<void()>)> post;      // run on the main loop
+    std::function<void(const std::string& uri)> refresh;  // re-publish + refresh lenses/hints
+    std::function<OpenDocument*(const std::string& uri)> find_document;
+    std::function<void(const std::string& method, nlohmann::json params)> notify;
+    std::function<void(const std::string& method, nlohmann::json params, ResponseHandler)> request;
+    std::function<bool(const std::string& job)> cancel_other_job;  // Test/Profile jobs
+  };
+
+  OptimizationRuns(Context context, ProgressTracker& progress);
+  ~OptimizationRuns();  // cancels running searches and waits for them
+
+  void set_client(const ClientCapabilities& client) { client_ = client; }
+  // True for the commands this class answers (optimizeAuto, graphSearch, cancelJob, openReport,
+  // applyBestVariant); then `execute` answers `reply` (now or once the client answered).
+  static bool handles(const std::string& command);
+  void execute(const std::string& command, const rpc::ParamReader& params, rpc::Reply reply,
+               const OptimizationSettings& settings);
+
+  bool cancel_by_progress_token(const std::string& token);
+  void cancel_all();
+  // Cancels every running search and waits (bounded) until their workers are gone.
+  void shutdown(std::chrono::milliseconds wait = std::chrono::seconds(20));
+
+  nlohmann::json diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  nlohmann::json code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  // Quick fixes for the MK300 diagnostics in a codeAction request's context.
+  nlohmann::json code_actions(const std::string& uri, const nlohmann::json& diagnostics) const;
+
+ private:
+  struct Job {
+    std::string uri, run_id, progress;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  // Counts searches on the pool so shutdown can wait for them; shared with the pool jobs.
+  struct Activity {
+    std::mutex mutex;
+    std::condition_variable idle;
+    int running = 0;
+  };
+
+  nlohmann::json start(const std::string& mode, const std::string& strategy,
+                       const rpc::ParamReader& arg, const OptimizationSettings& settings,
+                       const nlohmann::json* work_done_token);
+  void apply_best_variant(const std::string& uri, const std::string& run_id, rpc::Reply reply);
+  nlohmann::json open_report(const std::string& uri, const std::string& run_id);
+  void finish(const std::string& job_id, const std::string& uri, OptimizationResult result);
+  agents::RunStore& run_store();
+  const OptimizationResult* result_for_run(const std::string& uri, const std::string& run_id) const;
+
+  Context context_;
+  ProgressTracker& progress_;
+  ClientCapabilities client_;
+  std::shared_ptr<agents::RunStore> store_;
+  std::filesystem::path store_path_;
+  std::map<std::string, Job> jobs_;                                           // by job id
+  std::map<std::string, std::map<std::string, OptimizationResult>> results_;  // uri -> kernel
+  std::map<std::string, std::string> latest_run_;                             // uri -> run id
+  int next_job_ = 1;
+  std::shared_ptr<Activity> activity_ = std::make_shared<Activity>();
+  BackgroundPool pool_{2};  // last: destroyed first, so searches end before the store goes
+};
+
+// The candidate source for a search: rules only for now; an LLM expander plugs in here.
+std::unique_ptr<agents::Expander> make_expander(const OptimizationSettings& settings);
+
+// The budget of an editor run: the mode's defaults, overridden by maxkernel.budget
+// {maxIterations, maxEvaluations, maxWallSeconds, maxCostUsd, targetSpeedup, patience}.
+// Throws std::invalid_argument naming the bad key.
+agents::Budget editor_budget(const std::string& mode, const nlohmann::json& settings);
+
+}  // namespace mk::server
