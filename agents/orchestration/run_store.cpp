@@ -1,11 +1,9 @@
 #include "agents/orchestration/run_store.h"
 
+#include "agents/orchestration/sqlite_component.h"
+
 #include <sqlite3.h>
 
-#include <chrono>
-#include <cstdio>
-#include <ctime>
-#include <random>
 #include <stdexcept>
 
 namespace mk::agents {
@@ -34,71 +32,12 @@ const char* const kRunMigrations[] = {
     )sql",
 };
 
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+using sql::now_seconds;
+using sql::Query;
+
+Query query(sqlite3* db, const std::string& statement) {
+  return Query(db, statement, "run store");
 }
-
-class Query {
- public:
-  Query(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("run store: ") + sqlite3_errmsg(db));
-  }
-  ~Query() { sqlite3_finalize(stmt_); }
-  Query(const Query&) = delete;
-  Query& operator=(const Query&) = delete;
-
-  Query& text(const std::string& s) {
-    sqlite3_bind_text(stmt_, ++slot_, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Query& integer(int64_t v) {
-    sqlite3_bind_int64(stmt_, ++slot_, v);
-    return *this;
-  }
-  Query& maybe_integer(const std::optional<int64_t>& v) {
-    if (v) return integer(*v);
-    sqlite3_bind_null(stmt_, ++slot_);
-    return *this;
-  }
-  Query& maybe_real(const std::optional<double>& v) {
-    if (v)
-      sqlite3_bind_double(stmt_, ++slot_, *v);
-    else
-      sqlite3_bind_null(stmt_, ++slot_);
-    return *this;
-  }
-  bool row() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE)
-      throw std::runtime_error(std::string("run store: ") + sqlite3_errmsg(db_));
-    return false;
-  }
-  void run() { row(); }
-  std::string col_text(int c) {
-    const auto* p = sqlite3_column_text(stmt_, c);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, c)))
-             : std::string();
-  }
-  int64_t col_int(int c) { return sqlite3_column_int64(stmt_, c); }
-  std::optional<int64_t> col_maybe_int(int c) {
-    if (sqlite3_column_type(stmt_, c) == SQLITE_NULL) return std::nullopt;
-    return col_int(c);
-  }
-  std::optional<double> col_maybe_real(int c) {
-    if (sqlite3_column_type(stmt_, c) == SQLITE_NULL) return std::nullopt;
-    return sqlite3_column_double(stmt_, c);
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int slot_ = 0;
-};
 
 constexpr const char* kRunColumns =
     "id, mode, strategy, file, kernel, target, host, llm, params_json, budget_json, status, "
@@ -161,79 +100,39 @@ std::string json_or_empty_object(const std::string& s) {
 }  // namespace
 
 std::string new_run_id() {
-  const std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-  std::random_device rd;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffffu);
-  return std::string("r") + stamp + "-" + suffix;
+  return sql::timestamped_id('r');
 }
 
 RunStore::RunStore(const std::filesystem::path& path) : path_(path) {
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (sqlite3_open_v2(path.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+  db_ = sql::open_database(path, "run store");
+  try {
+    migrate();
+  } catch (...) {
     sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open the run store " + path.string() + ": " + why);
+    throw;
   }
-  sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA foreign_keys=ON");
-  migrate();
 }
 
 RunStore::~RunStore() {
   sqlite3_close(db_);
 }
 
-void RunStore::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string why = err ? err : "unknown error";
-    sqlite3_free(err);
-    throw std::runtime_error("run store " + path_.string() + ": " + why);
-  }
+void RunStore::exec(const char* statement) {
+  sql::exec(db_, statement, "run store " + path_.string());
 }
 
 void RunStore::migrate() {
-  exec(
-      "CREATE TABLE IF NOT EXISTS component_schema (component TEXT PRIMARY KEY, "
-      "version INTEGER NOT NULL)");
-  exec("BEGIN IMMEDIATE");
-  try {
-    int64_t version = 0;
-    {
-      Query q(db_, "SELECT version FROM component_schema WHERE component = 'runs'");
-      if (q.row()) version = q.col_int(0);
-    }
-    const auto total = static_cast<int64_t>(std::size(kRunMigrations));
-    for (int64_t v = version; v < total; ++v) exec(kRunMigrations[v]);
-    if (version < total) {
-      Query q(db_,
-              "INSERT OR REPLACE INTO component_schema(component, version) VALUES ('runs', ?)");
-      q.integer(total).run();
-    }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  sql::migrate_component(db_, "runs", kRunMigrations, std::size(kRunMigrations),
+                         "run store " + path_.string());
 }
 
 std::string RunStore::create_run(RunRecord run) {
   std::lock_guard lock(mutex_);
   if (run.id.empty()) run.id = new_run_id();
   run.created_at = run.updated_at = now_seconds();
-  Query q(db_, (std::string("INSERT INTO runs (") + kRunColumns +
-                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-                   .c_str());
+  Query q = query(db_, (std::string("INSERT INTO runs (") + kRunColumns +
+                        ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                           .c_str());
   q.text(run.id)
       .text(run.mode)
       .text(run.strategy)
@@ -258,10 +157,11 @@ std::string RunStore::create_run(RunRecord run) {
 
 void RunStore::update_run(const RunRecord& run) {
   std::lock_guard lock(mutex_);
-  Query q(db_,
-          "UPDATE runs SET mode=?, strategy=?, file=?, kernel=?, target=?, host=?, llm=?, "
-          "params_json=?, budget_json=?, status=?, stop_reason=?, task_json=?, cost_json=?, "
-          "score_kind=?, best_node=?, updated_at=? WHERE id=?");
+  Query q =
+      query(db_,
+            "UPDATE runs SET mode=?, strategy=?, file=?, kernel=?, target=?, host=?, llm=?, "
+            "params_json=?, budget_json=?, status=?, stop_reason=?, task_json=?, cost_json=?, "
+            "score_kind=?, best_node=?, updated_at=? WHERE id=?");
   q.text(run.mode)
       .text(run.strategy)
       .text(run.file)
@@ -284,7 +184,7 @@ void RunStore::update_run(const RunRecord& run) {
 
 std::optional<RunRecord> RunStore::run(const std::string& id) {
   std::lock_guard lock(mutex_);
-  Query q(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  Query q = query(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
   q.text(id);
   if (!q.row()) return std::nullopt;
   return read_run(q);
@@ -292,9 +192,9 @@ std::optional<RunRecord> RunStore::run(const std::string& id) {
 
 std::vector<RunRecord> RunStore::runs(int limit) {
   std::lock_guard lock(mutex_);
-  Query q(db_, (std::string("SELECT ") + kRunColumns +
-                " FROM runs ORDER BY created_at DESC, id DESC LIMIT ?")
-                   .c_str());
+  Query q = query(db_, (std::string("SELECT ") + kRunColumns +
+                        " FROM runs ORDER BY created_at DESC, id DESC LIMIT ?")
+                           .c_str());
   q.integer(limit);
   std::vector<RunRecord> out;
   while (q.row()) out.push_back(read_run(q));
@@ -306,15 +206,15 @@ int64_t RunStore::add_node(NodeRecord node) {
   exec("BEGIN IMMEDIATE");
   try {
     {
-      Query next(db_, "SELECT COALESCE(MAX(id) + 1, 0) FROM nodes WHERE run_id = ?");
+      Query next = query(db_, "SELECT COALESCE(MAX(id) + 1, 0) FROM nodes WHERE run_id = ?");
       next.text(node.run_id);
       next.row();
       node.id = next.col_int(0);
     }
     if (node.created_at == 0) node.created_at = now_seconds();
-    Query q(db_, (std::string("INSERT INTO nodes (") + kNodeColumns +
-                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-                     .c_str());
+    Query q = query(db_, (std::string("INSERT INTO nodes (") + kNodeColumns +
+                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                             .c_str());
     q.text(node.run_id)
         .integer(node.id)
         .maybe_integer(node.parent)
@@ -344,10 +244,11 @@ int64_t RunStore::add_node(NodeRecord node) {
 
 void RunStore::update_node(const NodeRecord& node) {
   std::lock_guard lock(mutex_);
-  Query q(db_,
-          "UPDATE nodes SET parent=?, depth=?, strategy=?, description=?, plan=?, code=?, "
-          "code_hash=?, status=?, error=?, metrics_json=?, score_s=?, speedup=?, time_kind=?, "
-          "cost_json=?, finished_at=? WHERE run_id=? AND id=?");
+  Query q =
+      query(db_,
+            "UPDATE nodes SET parent=?, depth=?, strategy=?, description=?, plan=?, code=?, "
+            "code_hash=?, status=?, error=?, metrics_json=?, score_s=?, speedup=?, time_kind=?, "
+            "cost_json=?, finished_at=? WHERE run_id=? AND id=?");
   q.maybe_integer(node.parent)
       .integer(node.depth)
       .text(node.strategy)
@@ -370,8 +271,8 @@ void RunStore::update_node(const NodeRecord& node) {
 
 std::optional<NodeRecord> RunStore::node(const std::string& run_id, int64_t id) {
   std::lock_guard lock(mutex_);
-  Query q(db_,
-          (std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE run_id=? AND id=?").c_str());
+  Query q = query(
+      db_, (std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE run_id=? AND id=?").c_str());
   q.text(run_id).integer(id);
   if (!q.row()) return std::nullopt;
   return read_node(q);
@@ -379,9 +280,8 @@ std::optional<NodeRecord> RunStore::node(const std::string& run_id, int64_t id) 
 
 std::vector<NodeRecord> RunStore::nodes(const std::string& run_id) {
   std::lock_guard lock(mutex_);
-  Query q(
-      db_,
-      (std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE run_id=? ORDER BY id").c_str());
+  Query q =
+      query(db_, std::string("SELECT ") + kNodeColumns + " FROM nodes WHERE run_id=? ORDER BY id");
   q.text(run_id);
   std::vector<NodeRecord> out;
   while (q.row()) out.push_back(read_node(q));
@@ -391,10 +291,10 @@ std::vector<NodeRecord> RunStore::nodes(const std::string& run_id) {
 std::optional<NodeRecord> RunStore::finished_node_with_hash(const std::string& run_id,
                                                             const std::string& code_hash) {
   std::lock_guard lock(mutex_);
-  Query q(db_, (std::string("SELECT ") + kNodeColumns +
-                " FROM nodes WHERE run_id=? AND code_hash=? AND finished_at > 0 "
-                "AND status IN ('correct','incorrect','failed') ORDER BY id LIMIT 1")
-                   .c_str());
+  Query q = query(db_, (std::string("SELECT ") + kNodeColumns +
+                        " FROM nodes WHERE run_id=? AND code_hash=? AND finished_at > 0 "
+                        "AND status IN ('correct','incorrect','failed') ORDER BY id LIMIT 1")
+                           .c_str());
   q.text(run_id).text(code_hash);
   if (!q.row()) return std::nullopt;
   return read_node(q);

@@ -1,5 +1,7 @@
 #include "agents/orchestration/session_store.h"
 
+#include "agents/orchestration/sqlite_component.h"
+
 #include <sqlite3.h>
 
 #include <chrono>
@@ -33,51 +35,12 @@ constexpr const char* kColumns =
     "id, uri, kernel, start_version, doc_version, phase, status, history_json, code, proposed, "
     "plan, summary, feedback, run_id, created_at, updated_at";
 
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+using sql::now_seconds;
+using Statement = sql::Query;
+
+Statement query(sqlite3* db, const std::string& statement) {
+  return Statement(db, statement, "session store");
 }
-
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("session store: ") + sqlite3_errmsg(db));
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& text(const std::string& s) {
-    sqlite3_bind_text(stmt_, ++slot_, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& integer(int64_t v) {
-    sqlite3_bind_int64(stmt_, ++slot_, v);
-    return *this;
-  }
-  bool row() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE)
-      throw std::runtime_error(std::string("session store: ") + sqlite3_errmsg(db_));
-    return false;
-  }
-  void run() { row(); }
-  std::string col_text(int c) {
-    const auto* p = sqlite3_column_text(stmt_, c);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, c)))
-             : std::string();
-  }
-  int64_t col_int(int c) { return sqlite3_column_int64(stmt_, c); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int slot_ = 0;
-};
 
 std::string history_to_json(const std::vector<HistoryEntry>& history) {
   json out = json::array();
@@ -139,77 +102,38 @@ SessionRecord read_session(Statement& q) {
 }  // namespace
 
 std::string new_session_id() {
-  const std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-  std::random_device rd;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffffu);
-  return std::string("s") + stamp + "-" + suffix;
+  return sql::timestamped_id('s');
 }
 
 SessionStore::SessionStore(const std::filesystem::path& path) : path_(path) {
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (sqlite3_open_v2(path.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+  db_ = sql::open_database(path, "session store");
+  try {
+    migrate();
+  } catch (...) {
     sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open the session store " + path.string() + ": " + why);
+    throw;
   }
-  sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL");
-  migrate();
 }
 
 SessionStore::~SessionStore() {
   sqlite3_close(db_);
 }
 
-void SessionStore::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string why = err ? err : "unknown error";
-    sqlite3_free(err);
-    throw std::runtime_error("session store " + path_.string() + ": " + why);
-  }
+void SessionStore::exec(const char* statement) {
+  sql::exec(db_, statement, "session store " + path_.string());
 }
 
 void SessionStore::migrate() {
-  exec(
-      "CREATE TABLE IF NOT EXISTS component_schema (component TEXT PRIMARY KEY, "
-      "version INTEGER NOT NULL)");
-  exec("BEGIN IMMEDIATE");
-  try {
-    int64_t version = 0;
-    {
-      Statement q(db_, "SELECT version FROM component_schema WHERE component = 'hitl'");
-      if (q.row()) version = q.col_int(0);
-    }
-    const auto total = static_cast<int64_t>(std::size(kSessionMigrations));
-    for (int64_t v = version; v < total; ++v) exec(kSessionMigrations[v]);
-    if (version < total) {
-      Statement q(db_,
-                  "INSERT OR REPLACE INTO component_schema(component, version) VALUES ('hitl', ?)");
-      q.integer(total).run();
-    }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  sql::migrate_component(db_, "hitl", kSessionMigrations, std::size(kSessionMigrations),
+                         "session store " + path_.string());
 }
 
 std::string SessionStore::create(SessionRecord session) {
   std::lock_guard lock(mutex_);
   if (session.id.empty()) session.id = new_session_id();
   session.created_at = session.updated_at = now_seconds();
-  Statement q(db_, std::string("INSERT INTO hitl_sessions (") + kColumns +
-                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement q = query(db_, std::string("INSERT INTO hitl_sessions (") + kColumns +
+                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   q.text(session.id);
   bind_body(q, session);
   q.integer(session.created_at).integer(session.updated_at).run();
@@ -218,10 +142,11 @@ std::string SessionStore::create(SessionRecord session) {
 
 void SessionStore::update(const SessionRecord& session) {
   std::lock_guard lock(mutex_);
-  Statement q(db_,
-              "UPDATE hitl_sessions SET uri=?, kernel=?, start_version=?, doc_version=?, phase=?, "
-              "status=?, history_json=?, code=?, proposed=?, plan=?, summary=?, feedback=?, "
-              "run_id=?, updated_at=? WHERE id=?");
+  Statement q =
+      query(db_,
+            "UPDATE hitl_sessions SET uri=?, kernel=?, start_version=?, doc_version=?, phase=?, "
+            "status=?, history_json=?, code=?, proposed=?, plan=?, summary=?, feedback=?, "
+            "run_id=?, updated_at=? WHERE id=?");
   bind_body(q, session);
   q.integer(now_seconds()).text(session.id).run();
   if (sqlite3_changes(db_) == 0)
@@ -230,7 +155,7 @@ void SessionStore::update(const SessionRecord& session) {
 
 std::optional<SessionRecord> SessionStore::get(const std::string& id) {
   std::lock_guard lock(mutex_);
-  Statement q(db_, std::string("SELECT ") + kColumns + " FROM hitl_sessions WHERE id = ?");
+  Statement q = query(db_, std::string("SELECT ") + kColumns + " FROM hitl_sessions WHERE id = ?");
   q.text(id);
   if (!q.row()) return std::nullopt;
   return read_session(q);
@@ -238,9 +163,9 @@ std::optional<SessionRecord> SessionStore::get(const std::string& id) {
 
 std::vector<SessionRecord> SessionStore::list(int limit) {
   std::lock_guard lock(mutex_);
-  Statement q(db_, std::string("SELECT ") + kColumns +
-                       " FROM hitl_sessions ORDER BY updated_at DESC, rowid DESC "
-                       "LIMIT ?");
+  Statement q = query(db_, std::string("SELECT ") + kColumns +
+                               " FROM hitl_sessions ORDER BY updated_at DESC, rowid DESC "
+                               "LIMIT ?");
   q.integer(limit);
   std::vector<SessionRecord> out;
   while (q.row()) out.push_back(read_session(q));
