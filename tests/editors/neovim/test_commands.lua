@@ -102,7 +102,8 @@ H.run("commands", function()
   end), "the server's error %q was not shown", reply.err.message)
 
   -- Every other command answers (result, or an error the user sees); none throws in the plugin.
-  for _, command in ipairs({ "maxkernel.optimizeStepByStep", "maxkernel.optimizeAuto", "maxkernel.graphSearch",
+  -- (Step-by-step sessions ask questions and open the plan: test_hitl*.lua drive those.)
+  for _, command in ipairs({ "maxkernel.optimizeAuto", "maxkernel.graphSearch",
     "maxkernel.applyBestVariant", "maxkernel.openReport" }) do
     reply = reply_of(command, bufnr)
     if reply.err then

@@ -1,6 +1,6 @@
 -- The server's real HITL flow: :MaxKernelOptimize starts a step-by-step session, the server asks
 -- through window/showMessageRequest after a phase, the answer goes back through vim.ui.select,
--- and the session shows up in maxkernel/sessions. PENDING while the server answers "unavailable".
+-- and the session shows up in maxkernel/sessions (the server's rule-based plan; no LLM needed).
 local H = dofile(vim.env.MAXKERNEL_TEST_DIR .. "/helpers.lua")
 
 local asked = {}
