@@ -423,7 +423,7 @@ test("sessions list (maxkernel/sessions)", async () => {
   }
 });
 
-test("HITL: Optimize step by step on a recording shows the plan and a confirmable edit", async () => {
+test("HITL: Optimize step by step starts a session and opens its plan document (rule-based plan, no LLM)", async () => {
   const uri = workspaceFile("tasks", "scale_add.py");
   await open(uri);
   const lens = (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.optimizeStepByStep");
