@@ -1,5 +1,7 @@
 """lower: facts of a correct kernel, and errors mapped to source lines."""
 
+import pytest
+
 from worker_harness import marker_line, read_task, task_path
 
 
@@ -112,3 +114,17 @@ def test_evaluate_nested_kernels(worker):
                        source=read_task("infile", "nested.py"), filename=task_path("infile", "nested.py"),
                        seeds=[1, 2], timing=False)
     assert r["ok"] is True and r["correct"] is True, r
+
+
+@pytest.mark.parametrize("reference", ["../infile/scale_add.py", "/etc/hostname", "link.py"])
+def test_a_task_file_cannot_name_files_outside_its_folder(worker, tmp_path, reference):
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    (tmp_path / "infile").mkdir()
+    (tmp_path / "infile" / "scale_add.py").write_text(read_task("infile", "scale_add.py"))
+    (task_dir / "link.py").symlink_to(tmp_path / "infile" / "scale_add.py")
+    (task_dir / "kernel_task.yaml").write_text(f"reference: {reference}\n")
+    r = worker.request("lower", task={"form": "maxkernel", "dir": str(task_dir)})
+    assert r["ok"] is False
+    assert r["error"]["kind"] == "task"
+    assert "points outside the task folder" in r["error"]["message"]

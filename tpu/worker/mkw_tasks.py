@@ -204,13 +204,26 @@ def load_kernel_task_yaml(task: dict):
     return ypath, cfg
 
 
+def _inside_task_dir(tdir: str, name, what: str, ypath: str) -> str:
+    """The path of `name` in the task folder; a name that leads outside it (absolute, `..`, or a
+    symlink out) is refused, so a task file cannot make the worker read arbitrary files."""
+    if not isinstance(name, str) or not name:
+        raise C.WorkerError(C.TASK, f"{ypath}: `{what}` must be a file name in the task folder")
+    root = os.path.realpath(tdir)
+    path = os.path.realpath(os.path.join(root, name))
+    if os.path.isabs(name) or os.path.commonpath([root, path]) != root:
+        raise C.WorkerError(C.TASK, f"{ypath}: `{what}: {name}` points outside the task folder "
+                                    f"{root}; refusing it")
+    return path
+
+
 def _maxkernel(task: dict) -> Task:
     ypath, cfg = load_kernel_task_yaml(task)
     tdir = os.path.dirname(ypath)
     ref_file = cfg.get("reference")
     if not ref_file or not isinstance(ref_file, str):
         raise C.WorkerError(C.TASK, f"{ypath}: missing `reference` (the reference .py file)")
-    ref_path = os.path.join(tdir, ref_file)
+    ref_path = _inside_task_dir(tdir, ref_file, "reference", ypath)
     src = _read(ref_path, "reference file")
     mod = C.UserModule(src, ref_path, extra_path=tdir, role="reference").run()
     try:
@@ -221,7 +234,7 @@ def _maxkernel(task: dict) -> Task:
         tol = parse_tolerances({"rtol": cfg.get("rtol"), "atol": cfg.get("atol")}, ypath)
         cand_src = cand_name = None
         if cfg.get("candidate"):
-            cand_name = os.path.join(tdir, cfg["candidate"])
+            cand_name = _inside_task_dir(tdir, cfg["candidate"], "candidate", ypath)
             if os.path.exists(cand_name):
                 cand_src = _read(cand_name, "candidate")
         return Task(form="maxkernel", ref_module=mod, reference_fn=ref_fn, inputs_fn=inputs_fn,
