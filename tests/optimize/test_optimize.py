@@ -6,7 +6,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,12 +32,12 @@ def workspace(tmp_path):
 def optimize(kernel, store, *extra, cwd=None, timeout=600):
     args = [maxkernel(), "optimize", str(kernel), "--python", python(), "--store", str(store),
             "--format", "json", *map(str, extra)]
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(args, check=False, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def runs(*args, store, timeout=600):
     return subprocess.run([maxkernel(), "runs", *map(str, args), "--store", str(store)],
-                          capture_output=True, text=True, timeout=timeout)
+                          check=False, capture_output=True, text=True, timeout=timeout)
 
 
 def node_rows(store, run_id):
@@ -77,7 +76,7 @@ def test_auto_finds_a_predicted_gain_and_writes_the_report(workspace):
 
 @pytest.mark.parametrize("strategy", ["beam", "parallel", "ucb"])
 def test_each_graph_strategy_runs_within_its_evaluation_budget(workspace, strategy):
-    tmp, kernel, store = workspace
+    _tmp, kernel, store = workspace
     r = optimize(kernel, store, "--mode", "graph", "--search", strategy, "--beam", "2",
                  "--branches", "2", "--budget", "evaluations=5,iterations=10", "--no-report")
     assert r.returncode == 0, r.stderr
@@ -108,17 +107,17 @@ def test_a_baseline_that_does_not_lower_stops_with_the_reason(tmp_path):
 
 def test_usage_errors_are_clear(tmp_path):
     r = subprocess.run([maxkernel(), "optimize", str(KERNELS / "scale_rows.py"), "--budget",
-                        "speed=2"], capture_output=True, text=True, timeout=60)
+                        "speed=2"], check=False, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "unknown budget 'speed'" in r.stderr
     r = subprocess.run([maxkernel(), "optimize", str(KERNELS / "scale_rows.py"), "--search",
-                        "random"], capture_output=True, text=True, timeout=60)
+                        "random"], check=False, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--search is beam, parallel or ucb" in r.stderr
     r = runs("show", "r-none", store=tmp_path / "s.sqlite")
     assert r.returncode == 1 and "no run 'r-none'" in r.stderr
 
 
 def test_a_killed_run_resumes_without_evaluating_a_finished_node_again(workspace):
-    tmp, kernel, store = workspace
+    _tmp, kernel, store = workspace
     args = [maxkernel(), "optimize", str(kernel), "--python", python(), "--store", str(store),
             "--mode", "graph", "--search", "beam", "--branches", "2", "--concurrency", "1",
             "--budget", "evaluations=6,iterations=10", "--no-report"]

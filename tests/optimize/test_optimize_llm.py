@@ -8,6 +8,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixtures" / "agent_chain_openai.json"
@@ -29,7 +31,7 @@ def optimize(tmp, *extra):
     args = [maxkernel(), "optimize", str(kernel), "--python", python(), "--store",
             str(tmp / "store.sqlite"), "--llm", f"replay:{FIXTURE}", "--format", "json",
             "--report", str(tmp / "report.html"), *extra]
-    return subprocess.run(args, capture_output=True, text=True, timeout=600, env=env, cwd=tmp)
+    return subprocess.run(args, check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp)
 
 
 def test_plan_implement_debug_implement_chain(tmp_path):
@@ -70,3 +72,26 @@ def test_a_token_budget_stops_the_run_cleanly(tmp_path):
     # made after it.
     assert 2000 <= spent <= 1020 + 1900
     assert [n["id"] for n in out["nodes"]] == [0]  # no candidate was left half-made
+
+
+@pytest.mark.parametrize("strategy", ["beam", "parallel", "ucb"])
+def test_each_graph_strategy_on_a_recording(tmp_path, strategy):
+    kernel = tmp_path / "scale_rows.py"
+    kernel.write_text((HERE / "kernels" / "scale_rows.py").read_text())
+    env = dict(os.environ, OPENAI_API_KEY=PLANTED_KEY)
+    fixture = HERE / "fixtures" / "agent_search_openai.json"
+    r = subprocess.run([maxkernel(), "optimize", str(kernel), "--python", python(), "--store",
+                        str(tmp_path / "store.sqlite"), "--llm", f"replay:{fixture}", "--mode",
+                        "graph", "--search", strategy, "--branches", "2", "--budget",
+                        "evaluations=5,iterations=10", "--format", "json", "--no-report"],
+                       check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["strategy"] == strategy and out["status"] == "done"
+    assert out["cost"]["evaluations"] == 5
+    llm_nodes = [n for n in out["nodes"] if n["strategy"].startswith("llm:")]
+    assert llm_nodes, [n["strategy"] for n in out["nodes"]]
+    assert out["cost"]["tokens_in"] > 0
+    # A wrong kernel from the LLM can never be best; every speedup belongs to a correct node.
+    assert all(n["speedup"] is None for n in out["nodes"] if n["status"] != "correct")
+    assert out["best"]["speedup"] > 1.0
