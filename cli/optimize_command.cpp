@@ -133,9 +133,18 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
   agents::RunRecord final_run;
   {
     ProgressPrinter printer;
-    final_run = search.run(
-        baseline_code, [&](const agents::SearchProgress& p) { printer(p); },
-        [] { return interrupted.load(); });
+    try {
+      final_run = search.run(
+          baseline_code, [&](const agents::SearchProgress& p) { printer(p); },
+          [] { return interrupted.load(); });
+    } catch (const std::exception& e) {
+      // A store write failed (disk full, read-only): what was written stays consistent.
+      std::signal(SIGINT, previous);
+      std::cerr << "maxkernel: run " << run_id << " stopped: " << e.what()
+                << "\nresume with: maxkernel runs resume " << run_id
+                << " (once the store is writable)\n";
+      return 1;
+    }
   }
   std::signal(SIGINT, previous);
 

@@ -36,6 +36,7 @@ suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
 suite "agents: rewrites lower for TPU with real JAX" "$py" -m pytest -q tests/agents
 suite "report and bench (CLI, real run store, real JAX)" "$py" -m pytest -q tests/report
 suite "optimize: Auto, graph strategies, resume after kill (real workers)" "$py" -m pytest -q tests/optimize
+suite "faults: LLM, worker, server, store faults during runs" "$py" -m pytest -q tests/faults
 if compgen -G "tests/hosts/test_*.py" >/dev/null; then
   suite "hosts: ssh on loopback, faults, cache (CLI)" "$py" -m pytest -q tests/hosts
 fi

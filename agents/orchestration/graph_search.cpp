@@ -6,9 +6,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "agents/orchestration/selection.h"
 
@@ -161,6 +163,11 @@ class GraphSearch::EvaluationQueue {
     for (auto& t : pool_)
       if (t.joinable()) t.join();
   }
+  // An exception must never escape a std::thread (std::terminate): the first one an evaluation
+  // hit (a store write on a full disk) is rethrown here, on the search's own thread.
+  void rethrow_first_error() {
+    if (first_error_) std::rethrow_exception(std::exchange(first_error_, nullptr));
+  }
 
  private:
   void work() {
@@ -173,7 +180,13 @@ class GraphSearch::EvaluationQueue {
         node = std::move(queue_.front());
         queue_.pop_front();
       }
-      evaluate_one_(node);
+      try {
+        evaluate_one_(node);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!first_error_) first_error_ = std::current_exception();
+        queue_.clear();  // the rest stay pending in the store; a resume evaluates them
+      }
     }
   }
   std::function<void(NodeRecord&)> evaluate_one_;
@@ -181,6 +194,7 @@ class GraphSearch::EvaluationQueue {
   std::condition_variable ready_;
   std::deque<NodeRecord> queue_;
   bool closed_ = false;
+  std::exception_ptr first_error_;
   std::vector<std::thread> pool_;
 };
 
@@ -212,6 +226,7 @@ void GraphSearch::evaluate_nodes(std::vector<NodeRecord>& pending, const Progres
                         [&](NodeRecord& n) { evaluate_one(n, on_progress, cancelled); });
   for (NodeRecord& n : pending) queue.push(n);
   queue.close_and_wait();
+  queue.rethrow_first_error();
 }
 
 std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord>& nodes, int round,
@@ -303,6 +318,10 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     evaluate_nodes(leftover, on_progress, cancelled);
   }
 
+  auto out_of_time = [&] {
+    return budget_.seconds > 0 &&
+           state_.value("elapsed_s", 0.0) + (wall_now() - session_start_) >= budget_.seconds;
+  };
   int round = state_.value("round", 0);
   int without_gain = state_.value("rounds_without_gain", 0);
   while (true) {
@@ -341,7 +360,9 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       request.kernel_name = run_.kernel;
       request.known_hashes = known;
       request.max_children = room;
-      request.cancelled = cancelled;
+      // The wall-time budget also bounds an LLM call in flight (a hung provider would otherwise
+      // hold the run for retries x the client's total timeout).
+      request.cancelled = [&] { return (cancelled && cancelled()) || out_of_time(); };
       request.history = lineage_history(nodes, *parent);
       llm::Usage unattributed;
       request.unattributed_usage = &unattributed;
@@ -359,6 +380,10 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         spdlog::warn("run {}: expanding node {}: {}", run_.id, parent_id, e.what());
         charge_unattributed();
         queue.close_and_wait();  // children already proposed are still evaluated and recorded
+        queue.rethrow_first_error();
+        if (e.kind() == llm::ErrorKind::Cancelled && !(cancelled && cancelled()) && out_of_time())
+          return finish("done", "budget: " + std::to_string(static_cast<int>(budget_.seconds)) +
+                                    " s of wall time (an LLM call was cut short)");
         return finish(e.kind() == llm::ErrorKind::Cancelled ? "cancelled" : "done",
                       std::string("LLM: ") + e.what());
       } catch (const std::exception& e) {
@@ -388,6 +413,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       }
     }
     queue.close_and_wait();
+    queue.rethrow_first_error();
     if (children.empty()) continue;  // every parent was exhausted; selection moves on
     if (cancelled && cancelled()) return finish("cancelled", "cancelled");
     ++round;

@@ -354,7 +354,11 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
       } catch (const std::exception& e) {  // the store or a worker reply: the run failed
         final_run.status = "failed";
         final_run.stop_reason = e.what();
-        store_keep->update_run(final_run);
+        try {
+          store_keep->update_run(final_run);
+        } catch (const std::exception& again) {  // e.g. the disk is still full
+          spdlog::error("run {}: cannot record its failure: {}", run_id, again.what());
+        }
       }
       host->shutdown();  // no worker outlives its run
     }
