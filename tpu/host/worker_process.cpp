@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <system_error>
+#include <thread>
 
 #include <boost/process.hpp>
 
@@ -22,6 +23,7 @@ namespace {
 constexpr size_t kStderrTailBytes = 8192;
 constexpr auto kCancelGrace = std::chrono::milliseconds(3000);
 constexpr auto kPoll = std::chrono::milliseconds(20);
+constexpr auto kExitPoll = std::chrono::milliseconds(5);
 // A longer line is garbage: the stream is not trusted further and memory stays bounded.
 constexpr size_t kMaxLineBytes = 64u << 20;
 
@@ -237,6 +239,22 @@ void WorkerProcess::read_stderr() {
              });
 }
 
+namespace {
+// Waits up to `limit` for the child to exit, polling waitpid(WNOHANG) through child::running.
+// Not child::wait_for: in Boost.Process 1.74 it swaps the process-wide SIGCHLD handler and is not
+// thread-safe; two threads waiting at once can leave a handler that calls itself, and a later
+// wait spins forever (boostorg/process#347; seen under bench/load with four jobs).
+bool wait_for_exit(bp::child& child, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  std::error_code ec;
+  while (child.running(ec)) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kExitPoll);
+  }
+  return true;
+}
+}  // namespace
+
 std::string WorkerProcess::stderr_tail() {
   std::lock_guard<std::mutex> lock(mutex_);
   return stderr_tail_;
@@ -251,9 +269,7 @@ bool WorkerProcess::send_line(const std::string& line) {
 
 std::string WorkerProcess::exit_description() {
   if (!pipes_) return "not started";
-  std::error_code ec;
-  pipes_->child.wait_for(std::chrono::milliseconds(500), ec);
-  if (pipes_->child.running(ec)) return "stopped answering";
+  if (!wait_for_exit(pipes_->child, std::chrono::milliseconds(500))) return "stopped answering";
   const int native = pipes_->child.native_exit_code();
   if (WIFSIGNALED(native)) return "was killed by signal " + std::to_string(WTERMSIG(native));
   return "exited with code " + std::to_string(pipes_->child.exit_code());
@@ -348,8 +364,7 @@ void WorkerProcess::stop(std::chrono::milliseconds grace) {
   if (!pipes_) return;
   send_line(R"({"id": "shutdown", "op": "shutdown"})");
   pipes_->in.pipe().close();
-  std::error_code ec;
-  pipes_->child.wait_for(grace, ec);
+  wait_for_exit(pipes_->child, grace);
   kill();
 }
 
@@ -359,7 +374,7 @@ void WorkerProcess::kill() {
   if (pipes_->child.running(ec)) {
     // SIGTERM first so the worker can remove its scratch directory; SIGKILL if it lingers.
     ::killpg(pipes_->group.native_handle(), SIGTERM);
-    if (!pipes_->child.wait_for(std::chrono::milliseconds(1000), ec) || pipes_->child.running(ec)) {
+    if (!wait_for_exit(pipes_->child, std::chrono::milliseconds(1000))) {
       pipes_->group.terminate(ec);
     }
   }
