@@ -71,6 +71,7 @@ export class Commands implements vscode.Disposable {
   // Completes a kernel command's arguments: a lens gives them; the palette gives nothing; the editor
   // context menu gives the document's URI.
   async completeArguments(command: string, args: unknown[]): Promise<unknown[] | undefined> {
+    if (command === "maxkernel.cancelJob") return this.cancelArguments(args);
     if (!KERNEL_COMMANDS.includes(command)) return args;
     const first = args[0];
     if (first && typeof first === "object" && !(first instanceof vscode.Uri) && "uri" in first) return args;
@@ -140,6 +141,34 @@ export class Commands implements vscode.Disposable {
       void vscode.window.showErrorMessage(`MaxKernel: ${command}: ${(e as Error).message}`);
       return undefined;
     }
+  }
+
+  // The server's cancelJob wants {job}: the one given, the only one running, or the user's pick.
+  // With nothing running the server is not asked at all.
+  private async cancelArguments(args: unknown[]): Promise<unknown[] | undefined> {
+    const given = args[0] as { job?: string } | undefined;
+    if (given && typeof given.job === "string") return args;
+    const running = [...this.status.jobs.values()];
+    if (running.length === 0) {
+      void vscode.window.showInformationMessage("MaxKernel: no job is running.");
+      return undefined;
+    }
+    const jobs = running.filter((j) => j.jobId);
+    if (jobs.length === 0) {
+      // Jobs the server did not name (started elsewhere): cancel their progress instead.
+      await this.cancelJobLocally(args);
+      return undefined;
+    }
+    const job =
+      jobs.length === 1
+        ? jobs[0]
+        : (
+            await vscode.window.showQuickPick(
+              jobs.map((j) => ({ label: j.title, description: j.message, job: j })),
+              { title: "MaxKernel: cancel which job?" },
+            )
+          )?.job;
+    return job ? [{ job: job.jobId }] : undefined;
   }
 
   // Without a server-side cancelJob, cancelling the job's work-done progress cancels the run.
