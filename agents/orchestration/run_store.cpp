@@ -97,6 +97,25 @@ std::string json_or_empty_object(const std::string& s) {
   return s.empty() ? "{}" : s;
 }
 
+// Binds every run column but id, created_at and updated_at, in kRunColumns order.
+void bind_run_body(Query& q, const RunRecord& run) {
+  q.text(run.mode)
+      .text(run.strategy)
+      .text(run.file)
+      .text(run.kernel)
+      .text(run.target)
+      .text(run.host)
+      .text(run.llm)
+      .text(json_or_empty_object(run.params_json))
+      .text(json_or_empty_object(run.budget_json))
+      .text(run.status)
+      .text(run.stop_reason)
+      .text(json_or_empty_object(run.task_json))
+      .text(json_or_empty_object(run.cost_json))
+      .text(run.score_kind)
+      .maybe_integer(run.best_node);
+}
+
 }  // namespace
 
 std::string new_run_id() {
@@ -133,25 +152,9 @@ std::string RunStore::create_run(RunRecord run) {
   Query q = query(db_, (std::string("INSERT INTO runs (") + kRunColumns +
                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                            .c_str());
-  q.text(run.id)
-      .text(run.mode)
-      .text(run.strategy)
-      .text(run.file)
-      .text(run.kernel)
-      .text(run.target)
-      .text(run.host)
-      .text(run.llm)
-      .text(json_or_empty_object(run.params_json))
-      .text(json_or_empty_object(run.budget_json))
-      .text(run.status)
-      .text(run.stop_reason)
-      .text(json_or_empty_object(run.task_json))
-      .text(json_or_empty_object(run.cost_json))
-      .text(run.score_kind)
-      .maybe_integer(run.best_node)
-      .integer(run.created_at)
-      .integer(run.updated_at)
-      .run();
+  q.text(run.id);
+  bind_run_body(q, run);
+  q.integer(run.created_at).integer(run.updated_at).run();
   return run.id;
 }
 
@@ -162,24 +165,8 @@ void RunStore::update_run(const RunRecord& run) {
             "UPDATE runs SET mode=?, strategy=?, file=?, kernel=?, target=?, host=?, llm=?, "
             "params_json=?, budget_json=?, status=?, stop_reason=?, task_json=?, cost_json=?, "
             "score_kind=?, best_node=?, updated_at=? WHERE id=?");
-  q.text(run.mode)
-      .text(run.strategy)
-      .text(run.file)
-      .text(run.kernel)
-      .text(run.target)
-      .text(run.host)
-      .text(run.llm)
-      .text(json_or_empty_object(run.params_json))
-      .text(json_or_empty_object(run.budget_json))
-      .text(run.status)
-      .text(run.stop_reason)
-      .text(json_or_empty_object(run.task_json))
-      .text(json_or_empty_object(run.cost_json))
-      .text(run.score_kind)
-      .maybe_integer(run.best_node)
-      .integer(now_seconds())
-      .text(run.id)
-      .run();
+  bind_run_body(q, run);
+  q.integer(now_seconds()).text(run.id).run();
 }
 
 std::optional<RunRecord> RunStore::run(const std::string& id) {
