@@ -1,6 +1,7 @@
 // The C++ host pool against real worker processes (python with JAX, CPU): crashes, hangs,
 // garbage output, cancellation and parallel compile slots. A failed job must not affect the next.
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,6 +32,9 @@ class KernelHostTest : public ::testing::Test {
   static fs::path repo() { return fs::path(MK_SOURCE_DIR); }
 
   void SetUp() override {
+    // Create spdlog's registry here, as the binaries' main() does, before worker threads log:
+    // its lazy first use from two threads inside the uninstrumented library is a TSan report.
+    spdlog::default_logger();
     std::string error;
     auto b = load_worker_bundle(repo() / "tpu" / "worker", error);
     ASSERT_TRUE(b) << error;
