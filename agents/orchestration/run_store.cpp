@@ -97,6 +97,24 @@ std::string json_or_empty_object(const std::string& s) {
   return s.empty() ? "{}" : s;
 }
 
+// Binds a node's columns from parent to cost_json, in kNodeColumns order.
+void bind_node_body(Query& q, const NodeRecord& node) {
+  q.maybe_integer(node.parent)
+      .integer(node.depth)
+      .text(node.strategy)
+      .text(node.description)
+      .text(node.plan)
+      .text(node.code)
+      .text(node.code_hash)
+      .text(node.status)
+      .text(node.error)
+      .text(json_or_empty_object(node.metrics_json))
+      .maybe_real(node.score_s)
+      .maybe_real(node.speedup)
+      .text(node.time_kind)
+      .text(json_or_empty_object(node.cost_json));
+}
+
 // Binds every run column but id, created_at and updated_at, in kRunColumns order.
 void bind_run_body(Query& q, const RunRecord& run) {
   q.text(run.mode)
@@ -202,25 +220,9 @@ int64_t RunStore::add_node(NodeRecord node) {
     Query q = query(db_, (std::string("INSERT INTO nodes (") + kNodeColumns +
                           ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                              .c_str());
-    q.text(node.run_id)
-        .integer(node.id)
-        .maybe_integer(node.parent)
-        .integer(node.depth)
-        .text(node.strategy)
-        .text(node.description)
-        .text(node.plan)
-        .text(node.code)
-        .text(node.code_hash)
-        .text(node.status)
-        .text(node.error)
-        .text(json_or_empty_object(node.metrics_json))
-        .maybe_real(node.score_s)
-        .maybe_real(node.speedup)
-        .text(node.time_kind)
-        .text(json_or_empty_object(node.cost_json))
-        .integer(node.created_at)
-        .integer(node.finished_at)
-        .run();
+    q.text(node.run_id).integer(node.id);
+    bind_node_body(q, node);
+    q.integer(node.created_at).integer(node.finished_at).run();
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -236,24 +238,8 @@ void RunStore::update_node(const NodeRecord& node) {
             "UPDATE nodes SET parent=?, depth=?, strategy=?, description=?, plan=?, code=?, "
             "code_hash=?, status=?, error=?, metrics_json=?, score_s=?, speedup=?, time_kind=?, "
             "cost_json=?, finished_at=? WHERE run_id=? AND id=?");
-  q.maybe_integer(node.parent)
-      .integer(node.depth)
-      .text(node.strategy)
-      .text(node.description)
-      .text(node.plan)
-      .text(node.code)
-      .text(node.code_hash)
-      .text(node.status)
-      .text(node.error)
-      .text(json_or_empty_object(node.metrics_json))
-      .maybe_real(node.score_s)
-      .maybe_real(node.speedup)
-      .text(node.time_kind)
-      .text(json_or_empty_object(node.cost_json))
-      .integer(node.finished_at)
-      .text(node.run_id)
-      .integer(node.id)
-      .run();
+  bind_node_body(q, node);
+  q.integer(node.finished_at).text(node.run_id).integer(node.id).run();
 }
 
 std::optional<NodeRecord> RunStore::node(const std::string& run_id, int64_t id) {
