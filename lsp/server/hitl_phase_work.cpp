@@ -95,12 +95,11 @@ HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
 }
 
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
-  [[maybe_unused]] tpu::KernelHost* h = job.host;
-  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
-  [[maybe_unused]] const std::string& code = job.code;
-  [[maybe_unused]] const std::string& kernel = job.kernel;
-  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
-  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelHost* h = job.host;
+  const tpu::KernelRequest& request = job.request;
+  const std::string& code = job.code;
+  const std::string& kernel = job.kernel;
+  const std::function<bool()>& is_cancelled = job.cancelled;
   tpu::KernelJobs jobs(*h, nullptr);
   tpu::KernelRequest lower = request;
   lower.options["target"] = "tpu";
@@ -136,12 +135,12 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
-  [[maybe_unused]] tpu::KernelHost* h = job.host;
-  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
-  [[maybe_unused]] const std::string& code = job.code;
-  [[maybe_unused]] const std::string& kernel = job.kernel;
-  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
-  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelHost* h = job.host;
+  const tpu::KernelRequest& request = job.request;
+  const std::string& code = job.code;
+  const std::string& kernel = job.kernel;
+  const knowledge::TpuGeneration* target = job.target;
+  const std::function<bool()>& is_cancelled = job.cancelled;
   tpu::KernelJobs jobs(*h, nullptr);
   agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
   const agents::Evaluation e = evaluator.evaluate(code, is_cancelled);
@@ -169,12 +168,12 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
-  [[maybe_unused]] tpu::KernelHost* h = job.host;
-  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
-  [[maybe_unused]] const std::string& code = job.code;
-  [[maybe_unused]] const std::string& kernel = job.kernel;
-  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
-  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelHost* h = job.host;
+  const tpu::KernelRequest& request = job.request;
+  const std::string& code = job.code;
+  const std::string& kernel = job.kernel;
+  const knowledge::TpuGeneration* target = job.target;
+  const std::function<bool()>& is_cancelled = job.cancelled;
   tpu::KernelJobs jobs(*h, nullptr);
   agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
   agents::RuleExpander expander;
@@ -216,12 +215,9 @@ HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
-  [[maybe_unused]] tpu::KernelHost* h = job.host;
-  [[maybe_unused]] const tpu::KernelRequest& request = job.request;
-  [[maybe_unused]] const std::string& code = job.code;
-  [[maybe_unused]] const std::string& kernel = job.kernel;
-  [[maybe_unused]] const knowledge::TpuGeneration* target = job.target;
-  [[maybe_unused]] const std::function<bool()>& is_cancelled = job.cancelled;
+  tpu::KernelHost* h = job.host;
+  const tpu::KernelRequest& request = job.request;
+  const std::function<bool()>& is_cancelled = job.cancelled;
   tpu::KernelJobs jobs(*h, nullptr);
   const tpu::JobResult r = jobs.profile(request, is_cancelled);
   HitlPhaseOutcome out;
