@@ -2,8 +2,10 @@
 // garbage output, cancellation and parallel compile slots. A failed job must not affect the next.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -202,6 +204,24 @@ TEST_F(KernelHostTest, UnreachableSshHostSaysWhy) {
   WorkerReply r = host.run(Lane::Compile, lower_request(""));
   EXPECT_EQ(r.status, WorkerReply::Status::Unreachable);
   EXPECT_NE(r.message.find("connection refused"), std::string::npos) << r.message;
+}
+
+// The local host's workers share the editor's cores: they run at a lower priority than the
+// server so interactive requests are served first.
+TEST_F(KernelHostTest, LocalWorkersRunAtTheConfiguredNiceness) {
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  KernelHost niced(config_, bundle_);
+  WorkerReply hello = niced.hello();
+  ASSERT_TRUE(hello.ok()) << hello.message;
+  EXPECT_EQ(hello.body.value("nice", -100), std::min(19, own + 10));
+  HostConfig plain = config_;
+  plain.worker_nice = 0;
+  KernelHost unniced(plain, bundle_);
+  hello = unniced.hello();
+  ASSERT_TRUE(hello.ok()) << hello.message;
+  EXPECT_EQ(hello.body.value("nice", -100), own);
 }
 
 }  // namespace

@@ -83,6 +83,23 @@ TEST(HostConfig, ParsesAndValidates) {
   EXPECT_FALSE(parse_host_config(R"({"timingSlots": 0})", error));
 }
 
+TEST(HostConfig, WorkersOnTheLocalHostRunNicedByDefault) {
+  std::string error;
+  auto local = parse_host_config(R"({"name": "here"})", error);
+  ASSERT_TRUE(local) << error;
+  EXPECT_EQ(local->effective_worker_nice(), 10);
+  auto remote = parse_host_config(R"({"kind": "ssh", "destination": "u@h"})", error);
+  ASSERT_TRUE(remote) << error;
+  EXPECT_EQ(remote->effective_worker_nice(), 0);
+  auto chosen =
+      parse_host_config(R"({"kind": "ssh", "destination": "u@h", "workerNice": 5})", error);
+  ASSERT_TRUE(chosen) << error;
+  EXPECT_EQ(chosen->effective_worker_nice(), 5);
+  EXPECT_FALSE(parse_host_config(R"({"workerNice": 20})", error));
+  EXPECT_NE(error.find("workerNice"), std::string::npos);
+  EXPECT_FALSE(parse_host_config(R"({"workerNice": -1})", error));
+}
+
 class TaskLocation : public ::testing::Test {
  protected:
   void SetUp() override {

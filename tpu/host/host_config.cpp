@@ -126,6 +126,7 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
     h.remote_dir = j.value("remoteDir", h.remote_dir);
     h.compile_slots = j.value("compileSlots", h.compile_slots);
     h.timing_slots = j.value("timingSlots", h.timing_slots);
+    if (j.contains("workerNice")) h.worker_nice = j.at("workerNice").get<int>();
     h.request_timeout = std::chrono::milliseconds(
         j.value("requestTimeoutMs", static_cast<int64_t>(h.request_timeout.count())));
   } catch (const nlohmann::json::exception& e) {
@@ -144,6 +145,10 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
       error = "host '" + h.name + "': the command template needs an argument containing {command}";
       return std::nullopt;
     }
+  }
+  if (h.worker_nice && (*h.worker_nice < 0 || *h.worker_nice > 19)) {
+    error = "host '" + h.name + "': workerNice must be between 0 and 19";
+    return std::nullopt;
   }
   if (h.compile_slots < 1 || h.timing_slots < 1) {
     error = "host '" + h.name + "': compileSlots and timingSlots must be at least 1";

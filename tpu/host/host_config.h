@@ -27,6 +27,13 @@ struct HostConfig {
   // pool
   int compile_slots = 2;  // workers for lowering (parallel)
   int timing_slots = 1;   // workers for evaluate/profile/autotune (one per device: no interference)
+  // Scheduling priority of the workers (nice increment, 0-19). The local host's workers share
+  // the editor's cores: running them niced keeps hover and diagnostics responsive while kernels
+  // compile. Remote hosts default to 0 (nothing of the editor's runs there).
+  std::optional<int> worker_nice;  // unset: 10 for local, 0 otherwise
+  int effective_worker_nice() const {
+    return worker_nice.value_or(kind == HostKind::Local ? 10 : 0);
+  }
   std::chrono::milliseconds request_timeout{300000};
   std::chrono::milliseconds start_timeout{60000};
 };

@@ -51,11 +51,13 @@ std::string KernelHost::remote_bundle_dir() const {
 }
 
 std::vector<std::string> KernelHost::worker_argv() const {
+  const std::string nice = std::to_string(config_.effective_worker_nice());
   if (config_.kind == HostKind::Local) {
-    return {config_.python, "-u", (bundle_.directory / bundle_.entry).string()};
+    return {config_.python, "-u", (bundle_.directory / bundle_.entry).string(), "--nice", nice};
   }
-  return remote_argv(
-      config_, shell_command({config_.python, "-u", remote_bundle_dir() + "/" + bundle_.entry}));
+  return remote_argv(config_,
+                     shell_command({config_.python, "-u", remote_bundle_dir() + "/" + bundle_.entry,
+                                    "--nice", nice}));
 }
 
 bool KernelHost::ensure_installed(std::string& error) {

@@ -306,7 +306,7 @@ class Server:
                    python=_platform.python_version(), jax=jax_v, jaxlib=jaxlib_v,
                    **info,
                    interpret=info["platform"] != "tpu",
-                   pid=os.getpid(), workdir=self.workdir,
+                   pid=os.getpid(), workdir=self.workdir, nice=os.nice(0),
                    ops=list(INLINE_OPS + QUEUED_OPS),
                    limits=current_limits(),
                    limit_errors=self.limit_errors + errors)
@@ -390,7 +390,27 @@ class Server:
                 sys.stdout = sys.stderr  # in case user code replaced it
 
 
+def lower_priority(argv) -> str | None:
+    """Applies `--nice N` (the host's workerNice): a worker on the editor's machine must not
+    slow down the language server. Returns a problem to log, or None."""
+    if "--nice" not in argv:
+        return None
+    index = argv.index("--nice")
+    try:
+        increment = int(argv[index + 1])
+    except (IndexError, ValueError):
+        return "--nice needs an integer"
+    if increment > 0:
+        try:
+            os.nice(increment)
+        except OSError as e:
+            return f"cannot lower the priority: {e}"
+    return None
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    nice_problem = lower_priority(argv)
     proto_in, proto_out = take_over_stdio()
     workdir = tempfile.mkdtemp(prefix="maxkernel-worker-")
     os.chdir(workdir)
@@ -401,7 +421,9 @@ def main(argv=None) -> int:
             limit_errors += apply_limits(json.loads(env_limits))
         except json.JSONDecodeError as e:
             limit_errors.append(f"MAXKERNEL_WORKER_LIMITS is not JSON: {e}")
-    log(f"started; workdir {workdir}; protocol {PROTOCOL_VERSION}")
+    log(f"started; workdir {workdir}; protocol {PROTOCOL_VERSION}; nice {os.nice(0)}")
+    if nice_problem:
+        log(nice_problem)
 
     def on_terminate(signum, _frame):
         # The host asks politely before it kills: leave no scratch directory behind.
