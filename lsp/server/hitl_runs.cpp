@@ -410,6 +410,10 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
     save(s);
     return ask(s.id);
   }
+  // The answer to an applied edit may overtake the client's didChange (the spec does not order
+  // them): a document whose text is still exactly the session's candidate lost nothing.
+  if (doc->text.version() != s.doc_version && doc->text.text() == s.code)
+    s.doc_version = doc->text.version();
   if (doc->text.version() != s.doc_version) {
     const std::string why = "the document changed since the session read it (version " +
                             std::to_string(s.doc_version) + ", now " +
@@ -462,10 +466,16 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
   if (error) {
     agents::hitl_record_result(*s, label + "; the edit failed: " + error->message);
   } else if (result && result->is_object() && result->value("applied", false)) {
-    // The client applied it (its didChange came first): the document is the new candidate.
+    // The client applied it. Its didChange may not have arrived yet (clients send the answer
+    // first or second): then the proposal is the candidate, and the version is adopted once the
+    // document shows that text (send_edit, Retry).
     const OpenDocument* doc = context_.find_document(s->uri);
-    s->code = doc ? doc->text.text() : s->proposed;
-    s->doc_version = doc ? doc->text.version() : s->doc_version + 1;
+    if (doc && doc->text.version() != s->doc_version) {
+      s->code = doc->text.text();
+      s->doc_version = doc->text.version();
+    } else {
+      s->code = s->proposed;
+    }
     s->proposed.clear();
     agents::hitl_record(*s, "applied", label);
     agents::hitl_record_result(*s, label + "; edit applied");
@@ -527,7 +537,7 @@ void HitlRuns::on_answer(const std::string& id, int serial, const json* result,
   // Retry after the document moved: re-read it, so the next proposal starts from what is there.
   if (answer.kind == agents::HitlAnswer::Kind::Retry) {
     if (OpenDocument* doc = context_.find_document(s->uri);
-        doc && doc->text.version() != s->doc_version) {
+        doc && doc->text.version() != s->doc_version && doc->text.text() != s->code) {
       agents::hitl_record(*s, "rebased", "document version " + std::to_string(doc->text.version()));
       s->code = doc->text.text();
       s->doc_version = doc->text.version();

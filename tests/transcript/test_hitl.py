@@ -26,6 +26,7 @@ class Editor:
         self.answers = queue.Queue()    # callables(message, actions) -> answer or None
         self.edits = []                 # every applyEdit params received
         self.edit_answers = queue.Queue()  # True / False
+        self.answer_before_change = False  # reply to applyEdit before sending the didChange
         self.shown = []                 # showDocument params
         client.server_requests["window/showMessageRequest"] = self._question
         client.server_requests["workspace/applyEdit"] = self._apply_edit
@@ -52,9 +53,15 @@ class Editor:
         assert edit["range"]["start"] == {"line": 0, "character": 0}
         self.text = edit["newText"]
         self.version += 1
-        self.client.notify("textDocument/didChange", {
-            "textDocument": {"uri": self.uri, "version": self.version},
-            "contentChanges": [{"text": self.text}]})
+        change = {"textDocument": {"uri": self.uri, "version": self.version},
+                  "contentChanges": [{"text": self.text}]}
+        if self.answer_before_change:
+            # Some clients answer first and send the buffer's didChange afterwards.
+            request_id = self.client.received_server_requests[-1]["id"]
+            self.client.write({"jsonrpc": "2.0", "id": request_id, "result": {"applied": True}})
+            self.client.notify("textDocument/didChange", change)
+            return "NO_REPLY"
+        self.client.notify("textDocument/didChange", change)
         return {"applied": True}
 
     def _show_document(self, params):
@@ -248,6 +255,37 @@ def test_an_edit_is_not_sent_when_the_document_moved(workspace):
         assert change["edits"][0]["newText"].startswith("# edited while the session waited\n")
         events = [h["event"] for h in saved_session(store, session)["history"]]
         assert "edit not sent" in events and "rebased" in events
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
+    finally:
+        c.close()
+
+
+def test_an_applied_answer_that_overtakes_its_did_change_keeps_the_proposal(workspace):
+    tmp, store = workspace
+    path = tmp / "scale_rows.py"
+    c, editor = start_server(path)
+    try:
+        resp = c.request("workspace/executeCommand", {
+            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+        session = resp["result"]["session"]
+        editor.next_question()
+        editor.answer_before_change = True
+        editor.edit_answers.put(True)
+        editor.answers.put(pick("Approve"))
+        message, _ = editor.next_question()
+        assert "edit applied" in message
+        # The session's candidate is the applied proposal, not the text before the edit.
+        assert saved_session(store, session)["code"] == editor.text
+        # The next edit (autotune's move) goes out against the version the late didChange
+        # brought, instead of being refused as if the user had typed.
+        editor.edit_answers.put(False)
+        editor.answers.put(pick("Next phase: autotune"))
+        message, _ = editor.next_question(timeout=600)
+        assert "not sent" not in message, message
+        assert len(editor.edits) == 2, message
+        change = editor.edits[-1]["edit"]["documentChanges"][0]
+        assert change["textDocument"]["version"] == editor.version == 2
         editor.answers.put(pick("Stop"))
         c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
     finally:
