@@ -1,6 +1,7 @@
 // MaxKernel for VS Code: a thin client over maxkernel-lsp (docs/vscode.md).
 import * as vscode from "vscode";
 import {
+  CancellationToken,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
@@ -9,6 +10,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { Commands, kernelAt } from "./commands";
+import { EditSync } from "./editSync";
 import { Hitl } from "./hitl";
 import { ReportPanels } from "./report";
 import { ApiKeys, Redactor, currentProvider, promptForApiKey, redactingChannel } from "./secrets";
@@ -61,7 +63,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
   const keySent = new vscode.EventEmitter<{ provider: string; set: boolean }>();
   let client: LanguageClient | undefined;
   const commands = new Commands(() => client, status, reports);
-  context.subscriptions.push(output, trace, status, commands, keySent);
+  const documentSelector = [{ language: "python" }];
+  const editSync = new EditSync((doc) => vscode.languages.match(documentSelector, doc) > 0, output);
+  let editSyncTracking: vscode.Disposable | undefined;
+  context.subscriptions.push(output, trace, status, commands, keySent, editSync);
 
   async function start(): Promise<void> {
     const setting = vscode.workspace.getConfiguration("maxkernel").get<string>("serverPath", "");
@@ -83,7 +88,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
       transport: TransportKind.stdio,
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ language: "python" }],
+      documentSelector,
       outputChannel: output,
       traceOutputChannel: trace,
       initializationOptions: {
@@ -93,6 +98,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
       synchronize: { configurationSection: "maxkernel" },
       middleware: {
         executeCommand: (command, args, next) => commands.execute(command, args, async (c, a) => next(c, a)),
+        workspace: {
+          // The server reads the document as the accepted edit: its didChange goes out first.
+          handleApplyEdit: (params, next) => editSync.applyEdit(c, params, async (p) => next(p, CancellationToken.None)),
+        },
         handleWorkDoneProgress: (token, params, next) => {
           status.progress(JSON.stringify(token), params);
           next(token, params);
@@ -117,6 +126,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
     };
     const c = new LanguageClient("maxkernel", "MaxKernel", serverOptions, clientOptions);
     client = c;
+    editSyncTracking?.dispose();
+    editSyncTracking = editSync.track(c);
     // Replaces the client's default (a message with buttons) with the HITL answer contract.
     c.onRequest(ShowMessageRequest.type, (params) => hitl.answer(params));
     c.onDidChangeState((e) => {

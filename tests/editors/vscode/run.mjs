@@ -1,6 +1,8 @@
 // Runs the MaxKernel extension inside a real VS Code (code-server) driven by headless Chromium:
 //   1. the extension's own tests (editors/vscode/src/test/suite.ts) inside the real extension host,
 //      loaded with the smoke-test-driver payload (extensionDevelopmentPath + extensionTestsPath);
+//      a test may ask for a user's action in the UI (ui_actions.mjs: tick and apply the refactor
+//      preview), which this runner does with playwright while the test waits;
 //   2. a UI smoke test of the packaged .vsix, installed like a user would: a squiggle and a
 //      Problems panel row for a bad kernel, with a screenshot.
 // Both talk to the real maxkernel-lsp; Test runs a real JAX worker. Prints `N passed, N failed`.
@@ -12,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { answerUiRequest, uiRequestPrefix } from "./ui_actions.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..", "..", "..");
@@ -177,6 +180,11 @@ async function runExtensionTests() {
       const text = (Array.isArray(args) ? args : [args]).map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ");
       hostLog.write(`${text}\n`);
       if (/^(ok|not ok|skip) - /.test(text)) console.log(`  ${text}`);
+      // A test asks for a user's action in the UI (editors/vscode/src/test/uiDriver.ts).
+      if (text.startsWith(uiRequestPrefix)) {
+        const answersDir = path.join(path.dirname(env.MAXKERNEL_VSCODE_RESULTS), "ui-answers");
+        void answerUiRequest(page, text, { answersDir, outDir, log: (l) => hostLog.write(`${l}\n`) });
+      }
     });
     await page.exposeFunction("codeAutomationExit", (code) => resolveExit(code));
     const remote = (p) => `vscode-remote://remote${p}`;

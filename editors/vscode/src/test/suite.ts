@@ -6,6 +6,8 @@ import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import type { MaxKernelApi } from "../extension";
+import { ScriptedHitlUser, storedSession } from "./hitlUser";
+import { uiRequest } from "./uiDriver";
 
 class Skip extends Error {}
 
@@ -423,32 +425,108 @@ test("sessions list (maxkernel/sessions)", async () => {
   }
 });
 
-test("HITL: Optimize step by step starts a session and opens its plan document (rule-based plan, no LLM)", async () => {
+// The step-by-step session on the rule-based proposer (no LLM, no host for plan and implement):
+// the user approves the plan, the server proposes the kernel as a versioned edit that needs
+// confirmation, VS Code shows it unticked in the refactor preview, the user ticks it and presses
+// Apply in the real UI (the runner clicks, see uiDriver.ts), and the server records it as applied.
+test("HITL: step by step approves the plan, ticks the proposed kernel in the refactor preview, applies it", async () => {
   const uri = workspaceFile("tasks", "scale_add.py");
-  await open(uri);
+  const editor = await open(uri);
+  const original = editor.document.getText();
   const lens = (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.optimizeStepByStep");
   assert.ok(lens?.command, "no Optimize step by step lens");
-  const before = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
-  // Questions (window/showMessageRequest) are approved with the first action.
-  const original = api.hitl.ui;
-  api.hitl.ui = { choose: async (_t, _m, actions) => actions[0], feedback: async () => "" };
-  const shown = waitFor(
-    [vscode.window.onDidChangeActiveTextEditor],
-    () => vscode.window.visibleTextEditors.map((e) => e.document).find((d) => !before.has(d.uri.toString())),
-    120000,
-    "the HITL plan document",
-  );
-  const result = await vscode.commands.executeCommand<{ status: string; message?: string }>(lens.command.command, ...(lens.command.arguments ?? []));
+  const store = process.env.MAXKERNEL_STORE;
+  assert.ok(store, "the runner sets MAXKERNEL_STORE (a fresh store for the session)");
+  const python = vscode.workspace.getConfiguration("maxkernel").get<string>("python", "");
+  const openBefore = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+  const user = new ScriptedHitlUser();
+  const savedUi = api.hitl.ui;
+  api.hitl.ui = user;
   try {
+    const planShown = waitFor(
+      [vscode.window.onDidChangeActiveTextEditor],
+      () => vscode.window.visibleTextEditors.map((e) => e.document).find((d) => !openBefore.has(d.uri.toString())),
+      120000,
+      "the HITL plan document",
+    );
+    const result = await vscode.commands.executeCommand<{ status: string; session: string; message?: string }>(
+      lens.command.command,
+      ...(lens.command.arguments ?? []),
+    );
     if (result?.status === "unavailable") {
-      shown.catch(() => undefined);
+      planShown.catch(() => undefined);
       throw new Skip(`pending: server HITL (${result.message ?? "unavailable"})`);
     }
     assert.strictEqual(result?.status, "started", JSON.stringify(result));
-    const plan = await shown;
-    assert.ok(plan.getText().trim().length > 0, "the plan document is empty");
+    const plan = await planShown;
+    // The rule-based plan's first ticked line, e.g. "- [x] block_sizes: BLOCK_ROWS 16 -> 32".
+    const first = /^- \[x\] \w+: (\w+) (\S+) -> (\S+)$/m.exec(plan.getText());
+    assert.ok(first, `no ticked "NAME old -> new" line in the plan:\n${plan.getText()}`);
+    const [, name, from, to] = first;
+    assert.ok(original.includes(`\n${name} = ${from}\n`), `${name} = ${from} is not in the kernel`);
+    const planQuestion = await user.nextQuestion(60000);
+    assert.match(planQuestion.message, /^MaxKernel: Step 1\/6 plan: .*Next\?$/s);
+    assert.ok(planQuestion.titles.includes("Approve"), `${planQuestion.titles}`);
+
+    // Approve: implement sends the proposed kernel; VS Code previews it with the edit unticked.
+    const previewOpened = waitFor(
+      [vscode.workspace.onDidOpenTextDocument],
+      () =>
+        vscode.workspace.textDocuments.find(
+          (d) => d.uri.scheme === "vscode-bulkeditpreview-editor" && d.uri.path === uri.path && !openBefore.has(d.uri.toString()),
+        ),
+      60000,
+      "the refactor preview of the proposed kernel",
+    );
+    planQuestion.answer("Approve");
+    const preview = await previewOpened;
+    assert.strictEqual(preview.getText(), original, "the preview shows an edit that is not ticked");
+    assert.strictEqual(editor.document.getText(), original, "the edit was applied without confirmation");
+
+    // Tick it in the Refactor Preview panel: the preview now shows the proposed kernel.
+    const previewTicked = waitFor(
+      [vscode.workspace.onDidChangeTextDocument],
+      () => (preview.getText() !== original ? preview.getText() : undefined),
+      30000,
+      "the preview to show the ticked edit",
+    );
+    const tick = await uiRequest("tick-refactor-preview", 60000);
+    const proposed = await previewTicked;
+    assert.ok((tick.ticked as number) >= 1, JSON.stringify(tick));
+    assert.strictEqual(editor.document.getText(), original, "ticking alone changed the document");
+    assert.strictEqual(proposed, original.replace(`\n${name} = ${from}\n`, `\n${name} = ${to}\n`), "the proposal is not the plan's first line");
+
+    // Apply: the document becomes the proposed kernel and the server records the edit as applied.
+    const documentChanged = waitFor(
+      [vscode.workspace.onDidChangeTextDocument],
+      () => (editor.document.getText() === proposed ? true : undefined),
+      30000,
+      "the proposed kernel in the document",
+    );
+    await uiRequest("apply-refactor-preview", 60000);
+    await documentChanged;
+    const next = await user.nextQuestion(60000);
+    assert.match(next.message, /^MaxKernel: Step 2\/6 implement: .*edit applied.*Next\?$/s);
+    const saved = storedSession(python, store, result.session);
+    assert.strictEqual(saved.status, "awaiting");
+    assert.strictEqual(saved.phase, "implement");
+    assert.strictEqual(saved.code, proposed, "the session's candidate is not the applied kernel");
+    assert.deepStrictEqual(
+      saved.history.filter((h) => h.event === "applied" || h.event === "rejected").map((h) => h.event),
+      ["applied"],
+    );
+    const client = api.client();
+    assert.ok(client);
+    const listed = (await client.sendRequest<{ sessions: { id: string; status: string; phase: string }[] }>("maxkernel/sessions", {})).sessions;
+    const entry = listed.find((s) => s.id === result.session);
+    assert.deepStrictEqual([entry?.status, entry?.phase], ["awaiting", "implement"]);
+    next.answer("Stop");
   } finally {
-    api.hitl.ui = original;
+    api.hitl.ui = savedUi;
+    user.dispose();
+    // Leave the workspace file as it was for tests added after this one.
+    await vscode.window.showTextDocument(editor.document);
+    await vscode.commands.executeCommand("workbench.action.files.revert");
   }
 });
 
