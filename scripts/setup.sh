@@ -2,6 +2,7 @@
 # Installs everything MaxKernel needs to build and test, idempotently.
 #   apt:  compilers, CMake, the C++ libraries, clang (sanitizers, libFuzzer), sshd for host tests
 #   npm:  tree-sitter-python (grammar compiled into the binary), pinned
+#   PyPI: the tree-sitter C runtime (sdist of py-tree-sitter, patched, compiled in), pinned
 #   pip:  a venv at .venv with JAX (CPU), pytest and ruff, pinned
 # Usage: scripts/setup.sh [--no-apt]
 set -euo pipefail
@@ -16,6 +17,7 @@ APT_PACKAGES=(
   openssh-server openssh-client
 )
 TREE_SITTER_PYTHON_VERSION=0.23.6
+TREE_SITTER_RUNTIME_VERSION=0.20.4  # PyPI tree-sitter sdist: its bundled C runtime (tree_sitter/core/lib)
 PY_REQUIREMENTS="$root/scripts/requirements.txt"
 
 missing_apt() {
@@ -58,6 +60,25 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   "$root/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null
   "$root/.venv/bin/python" -m pip install -q -r "$PY_REQUIREMENTS"
   echo "$want" > "$stamp"
+fi
+# tree-sitter runtime (the C library) from the PyPI sdist of py-tree-sitter, pinned, with
+# third_party/patches/tree-sitter-reuse-descend.patch applied: Debian's libtree-sitter 0.20.7 re-lexes
+# up to 43 % of a large Python file for some one-character edits (docs/incremental-analysis.md).
+# Without this directory the build falls back to the system library.
+runtime_dir="$root/third_party/tree-sitter-runtime"
+runtime_patch="$root/third_party/patches/tree-sitter-reuse-descend.patch"
+runtime_stamp="$TREE_SITTER_RUNTIME_VERSION $(sha256sum "$runtime_patch" | cut -d' ' -f1)"
+if [[ "$(cat "$runtime_dir/.stamp" 2>/dev/null)" != "$runtime_stamp" ]]; then
+  echo "setup: fetching the tree-sitter runtime (py-tree-sitter $TREE_SITTER_RUNTIME_VERSION sdist) from PyPI"
+  tmp="$(mktemp -d)"
+  "$root/.venv/bin/python" -m pip download -q --no-deps --no-binary :all: -d "$tmp" \
+    "tree-sitter==$TREE_SITTER_RUNTIME_VERSION"
+  tar -xzf "$tmp"/tree_sitter-*.tar.gz -C "$tmp"
+  rm -rf "$runtime_dir" && mkdir -p "$runtime_dir"
+  cp -r "$tmp"/tree_sitter-*/tree_sitter/core/lib/. "$runtime_dir"/
+  (cd "$runtime_dir" && patch -s -p1 --forward < "$runtime_patch")
+  echo "$runtime_stamp" > "$runtime_dir/.stamp"
+  rm -rf "$tmp"
 fi
 # The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
 "$root/scripts/setup_vscode.sh" ${1:+"$1"}
