@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "knowledge/sqlite_statement.h"
+#include "knowledge/store_file_check.h"
 
 namespace mk::knowledge {
 
@@ -95,10 +96,18 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     db_ = nullptr;
     throw std::runtime_error("cannot open the knowledge store " + path.string() + ": " + why);
   }
-  sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA foreign_keys=ON");
-  migrate();
+  sqlite3_busy_timeout(db_, store_busy_timeout_ms());
+  try {
+    // Before anything writes: a damaged file is reported, never migrated over or replaced.
+    check_store_file(db_, "knowledge store", path_);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA foreign_keys=ON");
+    migrate();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 Store::~Store() {
@@ -167,8 +176,8 @@ void Store::store_evaluation(const std::string& key, const std::string& host_fin
   s.bind(3, result_json);
   s.bind(4, static_cast<int64_t>(std::time(nullptr)));
   if (s.step() != SQLITE_DONE)
-    throw std::runtime_error("knowledge store: cannot write the evaluation cache: " +
-                             std::string(sqlite3_errmsg(db_)));
+    throw std::runtime_error("knowledge store " + path_.string() +
+                             ": cannot write the evaluation cache: " + sqlite3_errmsg(db_));
 }
 
 void Store::record_model_check(const std::string& kernel_key, const std::string& generation,
@@ -183,8 +192,8 @@ void Store::record_model_check(const std::string& kernel_key, const std::string&
   s.bind_real(4, measured_s);
   s.bind(5, static_cast<int64_t>(std::time(nullptr)));
   if (s.step() != SQLITE_DONE) {
-    throw std::runtime_error("knowledge store: cannot record a model check: " +
-                             std::string(sqlite3_errmsg(db_)));
+    throw std::runtime_error("knowledge store " + path_.string() +
+                             ": cannot record a model check: " + sqlite3_errmsg(db_));
   }
 }
 

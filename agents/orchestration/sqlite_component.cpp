@@ -8,7 +8,25 @@
 #include <random>
 #include <stdexcept>
 
+#include "knowledge/store_file_check.h"
+
 namespace mk::agents::sql {
+
+namespace {
+// "<what> PATH: reason", naming the file even when `what` does not, and saying what a lock
+// timeout means (SQLite's own "database is locked" does not say who or for how long).
+std::string failure(sqlite3* db, const std::string& what, const std::string& reason) {
+  std::string text = what;
+  const char* file = sqlite3_db_filename(db, "main");
+  if (file && *file && what.find(file) == std::string::npos) text += std::string(" ") + file;
+  text += ": " + reason;
+  if ((sqlite3_extended_errcode(db) & 0xff) == SQLITE_BUSY)
+    text += " (another process held the store's write lock for more than " +
+            std::to_string(knowledge::store_busy_timeout_ms()) +
+            " ms; $MAXKERNEL_STORE_BUSY_TIMEOUT_MS sets that wait)";
+  return text;
+}
+}  // namespace
 
 sqlite3* open_database(const std::filesystem::path& path, const std::string& what) {
   std::error_code ec;
@@ -21,8 +39,10 @@ sqlite3* open_database(const std::filesystem::path& path, const std::string& wha
     sqlite3_close(db);
     throw std::runtime_error("cannot open the " + what + " " + path.string() + ": " + why);
   }
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, knowledge::store_busy_timeout_ms());
   try {
+    // Before anything writes: a damaged file is reported, never migrated over or replaced.
+    knowledge::check_store_file(db, what, path);
     exec(db, "PRAGMA journal_mode=WAL", what + " " + path.string());
     exec(db, "PRAGMA foreign_keys=ON", what + " " + path.string());
   } catch (...) {
@@ -37,7 +57,7 @@ void exec(sqlite3* db, const char* statement, const std::string& what) {
   if (sqlite3_exec(db, statement, nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string why = err ? err : "unknown error";
     sqlite3_free(err);
-    throw std::runtime_error(what + ": " + why);
+    throw std::runtime_error(failure(db, what, why));
   }
 }
 
@@ -90,7 +110,7 @@ std::string timestamped_id(char prefix) {
 Query::Query(sqlite3* db, const std::string& statement, std::string what)
     : db_(db), what_(std::move(what)) {
   if (sqlite3_prepare_v2(db, statement.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
-    throw std::runtime_error(what_ + ": " + sqlite3_errmsg(db));
+    throw std::runtime_error(failure(db, what_, sqlite3_errmsg(db)));
 }
 
 Query::~Query() {
@@ -124,7 +144,7 @@ Query& Query::maybe_real(const std::optional<double>& v) {
 bool Query::row() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
-  if (rc != SQLITE_DONE) throw std::runtime_error(what_ + ": " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) throw std::runtime_error(failure(db_, what_, sqlite3_errmsg(db_)));
   return false;
 }
 

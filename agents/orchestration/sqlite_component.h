@@ -14,7 +14,9 @@ struct sqlite3_stmt;
 
 namespace mk::agents::sql {
 
-// Throws std::runtime_error("cannot open the <what> PATH: reason").
+// Throws std::runtime_error("cannot open the <what> PATH: reason"), or, for a damaged file or
+// one that is not a database, "the <what> PATH is damaged ..." with what to do (the file is
+// left untouched). Waits up to knowledge::store_busy_timeout_ms() for other writers.
 sqlite3* open_database(const std::filesystem::path& path, const std::string& what);
 void exec(sqlite3* db, const char* statement, const std::string& what);
 // Applies migrations[version..count) of `component` in one immediate transaction.

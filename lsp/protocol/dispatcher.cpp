@@ -78,6 +78,19 @@ bool Dispatcher::cancel(const json& id) {
   return true;
 }
 
+void Dispatcher::cancel_request(const json& message) {
+  const auto params = message.find("params");
+  const bool has_target = params != message.end() && params->is_object() && params->contains("id");
+  if (has_target) cancel((*params)["id"]);
+  const auto id = message.find("id");
+  if (id == message.end()) return;  // the notification every real client sends
+  std::string why =
+      "$/cancelRequest is a notification; sent as a request it is answered "
+      "MethodNotFound";
+  why += has_target ? " (the cancellation was applied)" : " (no params.id: nothing was cancelled)";
+  send_(make_error_response(*id, {error_code::kMethodNotFound, why}));
+}
+
 size_t Dispatcher::in_flight() const {
   std::lock_guard<std::mutex> lock(in_flight_mutex_);
   return in_flight_.size();

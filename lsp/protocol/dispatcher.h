@@ -79,6 +79,11 @@ class Dispatcher {
 
   // Thread-safe: marks an in-flight request cancelled. Returns false if it is not in flight.
   bool cancel(const json& id);
+  // Thread-safe: a `$/cancelRequest` message (the reader thread handles it at once, so a request
+  // the main loop is busy with sees its token flip). Sent as a request (with an id) it still
+  // cancels, then is answered MethodNotFound: LSP 3.17 says a `$/` request must be answered
+  // with that error, and JSON-RPC that every request is answered.
+  void cancel_request(const json& message);
   size_t in_flight() const;
   bool has_request_handler(const std::string& method) const { return requests_.count(method) > 0; }
 

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <system_error>
 #include <thread>
 
@@ -26,6 +28,7 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 constexpr auto kExitPoll = std::chrono::milliseconds(5);
 // A longer line is garbage: the stream is not trusted further and memory stays bounded.
 constexpr size_t kMaxLineBytes = 64u << 20;
+constexpr size_t kOverlongPrefixBytes = 100;
 
 // Both ends close on exec. A pipe made with plain pipe(2) is inherited by every process any
 // thread starts, and a stray copy of a worker's stdout write end keeps its reader from ever
@@ -39,9 +42,14 @@ bp::pipe cloexec_pipe() {
 
 // Calls `on_line` for each line read from `fd` (without its newline) until end of file, or
 // until `wake_fd` becomes readable: the owner's way to stop a reader whatever else holds the
-// pipe open.
-void read_lines(int fd, int wake_fd, const std::function<void(std::string_view)>& on_line) {
+// pipe open. A line longer than kMaxLineBytes is passed once, cut to its first bytes and flagged
+// `overlong`; the rest of it up to its newline is read and dropped, so the buffer never holds
+// more than kMaxLineBytes plus one chunk, however long the line (or an endless one) is.
+void read_lines(int fd, int wake_fd,
+                const std::function<void(std::string_view, bool overlong)>& on_line) {
   std::string pending;
+  size_t scanned = 0;     // bytes of `pending` already known to hold no newline
+  bool skipping = false;  // inside an overlong line: drop bytes up to the next newline
   char chunk[1 << 16];
   for (;;) {
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
@@ -53,17 +61,37 @@ void read_lines(int fd, int wake_fd, const std::function<void(std::string_view)>
     const ssize_t got = ::read(fd, chunk, sizeof chunk);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
-    pending.append(chunk, static_cast<size_t>(got));
+    std::string_view data(chunk, static_cast<size_t>(got));
+    if (skipping) {
+      const size_t nl = data.find('\n');
+      if (nl == std::string_view::npos) continue;
+      skipping = false;
+      data.remove_prefix(nl + 1);
+    }
+    pending.append(data);
     size_t start = 0;
-    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
-      on_line(std::string_view(pending).substr(start, nl - start));
+    for (size_t nl; (nl = pending.find('\n', std::max(start, scanned))) != std::string::npos;
+         start = nl + 1)
+      on_line(std::string_view(pending).substr(start, nl - start), false);
     pending.erase(0, start);
+    scanned = pending.size();
     if (pending.size() > kMaxLineBytes) {
-      on_line(std::string_view(pending).substr(0, 200));
-      pending.clear();
+      on_line(std::string_view(pending).substr(0, kOverlongPrefixBytes), true);
+      pending = std::string();  // give the memory back, not just the length
+      scanned = 0;
+      skipping = true;
     }
   }
-  if (!pending.empty()) on_line(pending);  // a last line without its newline
+  if (!pending.empty() && !skipping) on_line(pending, false);  // a last line without its newline
+}
+
+// The start of a garbage line, for messages: bytes that are not printable ASCII become '?', so
+// the text is valid UTF-8 wherever it goes (JSON output, logs).
+std::string printable_prefix(std::string_view line, size_t limit) {
+  std::string out(line.substr(0, limit));
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
 }
 
 }  // namespace
@@ -210,12 +238,24 @@ bool WorkerProcess::running() {
 
 void WorkerProcess::read_stdout() {
   read_lines(pipes_->out.native_source(), pipes_->wake.native_source(),
-             [this](std::string_view line) {
+             [this](std::string_view line, bool overlong) {
+               if (overlong) {
+                 std::lock_guard<std::mutex> lock(mutex_);
+                 if (malformed_.empty())
+                   malformed_ = "wrote garbage output: a line over " +
+                                std::to_string(kMaxLineBytes >> 20) +
+                                " MiB is not a protocol message (it starts: " +
+                                printable_prefix(line, kOverlongPrefixBytes) + ")";
+                 changed_.notify_all();
+                 return;
+               }
                WorkerLine parsed = parse_worker_line(line);
                if (parsed.kind == WorkerLine::Kind::Blank) return;
                std::lock_guard<std::mutex> lock(mutex_);
                if (parsed.kind == WorkerLine::Kind::Garbage) {
-                 if (malformed_.empty()) malformed_ = std::string(line.substr(0, 200));
+                 if (malformed_.empty())
+                   malformed_ = "wrote something that is not a protocol message: " +
+                                printable_prefix(line, 200);
                } else if (parsed.kind == WorkerLine::Kind::Event) {
                  events_[std::move(parsed.key)].push_back(std::move(parsed.message));
                } else {
@@ -230,10 +270,10 @@ void WorkerProcess::read_stdout() {
 
 void WorkerProcess::read_stderr() {
   read_lines(pipes_->err.native_source(), pipes_->wake.native_source(),
-             [this](std::string_view line) {
+             [this](std::string_view line, bool overlong) {
                std::lock_guard<std::mutex> lock(mutex_);
                stderr_tail_ += line;
-               stderr_tail_ += '\n';
+               stderr_tail_ += overlong ? " [... a line over the size cap, dropped]\n" : "\n";
                if (stderr_tail_.size() > kStderrTailBytes)
                  stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
              });
@@ -275,6 +315,32 @@ std::string WorkerProcess::exit_description() {
   return "exited with code " + std::to_string(pipes_->child.exit_code());
 }
 
+bool WorkerProcess::lost_ssh_connection() {
+  // ssh exits with 255 when the connection itself fails (the remote command's own status is
+  // passed through otherwise). Only asked once the process has exited.
+  constexpr int kSshConnectionError = 255;
+  if (!pipes_ || argv_.empty() || std::filesystem::path(argv_[0]).filename() != "ssh") return false;
+  std::error_code ec;
+  if (pipes_->child.running(ec)) return false;
+  const int native = pipes_->child.native_exit_code();
+  return WIFEXITED(native) && WEXITSTATUS(native) == kSshConnectionError;
+}
+
+void WorkerProcess::describe_exit(WorkerReply& reply, const std::string& suffix) {
+  const std::string how = exit_description();
+  if (lost_ssh_connection()) {
+    // The link dropped or the host's sshd went away: not a crash of the worker.
+    reply.status = WorkerReply::Status::Unreachable;
+    reply.message = description_ +
+                    ": connection lost (ssh exited with code 255: the link dropped or sshd on "
+                    "the host went away)";
+  } else {
+    reply.status = WorkerReply::Status::Crashed;
+    reply.message = description_ + " " + how + suffix;
+  }
+  reply.stderr_tail = stderr_tail();
+}
+
 WorkerReply WorkerProcess::call(nlohmann::json request, std::chrono::milliseconds timeout,
                                 const std::function<bool()>& cancelled,
                                 const std::function<void(const nlohmann::json&)>& on_progress) {
@@ -288,9 +354,7 @@ WorkerReply WorkerProcess::call(nlohmann::json request, std::chrono::millisecond
   const std::string key = id.dump();
   request["id"] = id;
   if (!send_line(request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) {
-    reply.status = WorkerReply::Status::Crashed;
-    reply.message = description_ + " " + exit_description() + " (its input is closed)";
-    reply.stderr_tail = stderr_tail();
+    describe_exit(reply, " (its input is closed)");
     return reply;
   }
   const auto deadline = Clock::now() + timeout;
@@ -314,8 +378,7 @@ WorkerReply WorkerProcess::call(nlohmann::json request, std::chrono::millisecond
     }
     if (!malformed_.empty()) {
       reply.status = WorkerReply::Status::Malformed;
-      reply.message =
-          description_ + " wrote something that is not a protocol message: " + malformed_;
+      reply.message = description_ + " " + malformed_;
       lock.unlock();
       kill();
       reply.stderr_tail = stderr_tail();
@@ -323,9 +386,7 @@ WorkerReply WorkerProcess::call(nlohmann::json request, std::chrono::millisecond
     }
     if (stdout_closed_) {
       lock.unlock();
-      reply.status = WorkerReply::Status::Crashed;
-      reply.message = description_ + " " + exit_description();
-      reply.stderr_tail = stderr_tail();
+      describe_exit(reply, "");
       return reply;
     }
     const auto now = Clock::now();

@@ -83,6 +83,11 @@ class WorkerProcess {
   void stop_readers();
   bool send_line(const std::string& line);
   std::string exit_description();
+  // Whether the worker ran through ssh and ssh reported a connection failure (exit 255).
+  bool lost_ssh_connection();
+  // The reply for a worker whose output ended: Crashed with how it exited, or Unreachable
+  // ("connection lost") when its ssh connection failed.
+  void describe_exit(WorkerReply& reply, const std::string& suffix);
 
   std::vector<std::string> argv_;
   std::string description_;
@@ -92,7 +97,7 @@ class WorkerProcess {
   std::map<std::string, nlohmann::json> responses_;            // by id.dump()
   std::map<std::string, std::vector<nlohmann::json>> events_;  // progress events by id.dump()
   bool stdout_closed_ = false;
-  std::string malformed_;  // first line of garbage seen on stdout
+  std::string malformed_;  // what the first garbage on stdout was ("wrote ...")
   std::string stderr_tail_;
   std::thread stdout_thread_, stderr_thread_;
   int64_t next_id_ = 1;
