@@ -1,6 +1,7 @@
 #include "agents/orchestration/expander_factory.h"
 
 #include "agents/orchestration/llm_expander.h"
+#include "agents/orchestration/llm_proposer.h"
 #include "agents/orchestration/rule_expander.h"
 #include "agents/orchestration/run_lessons.h"
 
@@ -25,18 +26,35 @@ std::string describe_target(const knowledge::TpuGeneration& target) {
   return out;
 }
 
+std::unique_ptr<llm::Client> make_llm_client(const ExpanderSetup& setup) {
+  if (setup.llm_spec.empty() || setup.llm_spec == "none") return nullptr;
+  llm::ProviderConfig settings = setup.llm_settings;
+  if (setup.budget.tokens > 0 || setup.budget.usd > 0)
+    settings.budget = std::make_shared<llm::Budget>(
+        setup.budget.tokens > 0 ? std::optional<int64_t>(setup.budget.tokens) : std::nullopt,
+        setup.budget.usd > 0 ? std::optional<double>(setup.budget.usd) : std::nullopt);
+  return llm::make_client_for_spec(setup.llm_spec, settings);
+}
+
+std::unique_ptr<Proposer> make_proposer(const ExpanderSetup& setup,
+                                        const knowledge::TpuGeneration& target,
+                                        const llm::CancelFlag& cancelled) {
+  std::unique_ptr<llm::Client> client = make_llm_client(setup);
+  if (!client) return std::make_unique<RuleProposer>();
+  LlmProposerOptions options;
+  options.task_summary = setup.task_summary;
+  options.target_facts = describe_target(target);
+  options.cancelled = cancelled;
+  return std::make_unique<LlmProposer>(std::move(client), std::move(options));
+}
+
 ExpanderBundle make_expander(const ExpanderSetup& setup, const knowledge::TpuGeneration& target) {
   ExpanderBundle bundle;
   if (setup.llm_spec.empty() || setup.llm_spec == "none") {
     bundle.expander = std::make_unique<RuleExpander>();
     return bundle;
   }
-  llm::ProviderConfig settings = setup.llm_settings;
-  if (setup.budget.tokens > 0 || setup.budget.usd > 0)
-    settings.budget = std::make_shared<llm::Budget>(
-        setup.budget.tokens > 0 ? std::optional<int64_t>(setup.budget.tokens) : std::nullopt,
-        setup.budget.usd > 0 ? std::optional<double>(setup.budget.usd) : std::nullopt);
-  bundle.client = llm::make_client_for_spec(setup.llm_spec, settings);
+  bundle.client = make_llm_client(setup);
 
   LlmExpanderOptions options;
   options.task_summary = setup.task_summary;

@@ -10,6 +10,7 @@
 #include "agents/llm/provider_config.h"
 #include "agents/orchestration/candidate_evaluator.h"
 #include "agents/orchestration/expander.h"
+#include "agents/orchestration/hitl_session.h"
 #include "agents/orchestration/search_params.h"
 #include "knowledge/store.h"
 
@@ -30,8 +31,18 @@ struct ExpanderBundle {
   std::unique_ptr<Expander> expander;
 };
 
+// The LLM client the setup names (budget applied); null for `none`. Throws llm::LlmError(Config)
+// for a bad spec or a missing key, with a message for the user.
+std::unique_ptr<llm::Client> make_llm_client(const ExpanderSetup& setup);
+
 // Throws llm::LlmError(Config) for a bad spec or a missing key, with a message for the user.
 ExpanderBundle make_expander(const ExpanderSetup& setup, const knowledge::TpuGeneration& target);
+
+// The step-by-step session's proposer: RuleProposer for `none`, else an LlmProposer over
+// make_llm_client(setup); `cancelled` stops its calls. Throws like make_llm_client.
+std::unique_ptr<Proposer> make_proposer(const ExpanderSetup& setup,
+                                        const knowledge::TpuGeneration& target,
+                                        const llm::CancelFlag& cancelled = {});
 
 // The target's facts in a few lines, for an agent's context.
 std::string describe_target(const knowledge::TpuGeneration& target);

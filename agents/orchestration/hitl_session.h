@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/llm/llm_client.h"
 #include "agents/orchestration/session_store.h"
 
 namespace mk::agents {
@@ -80,11 +81,16 @@ struct Implementation {
   std::vector<std::string> skipped;  // ticked lines that no longer apply
 };
 
+// Throws std::runtime_error (llm::LlmError for LLM failures) with a message for the user.
 class Proposer {
  public:
   virtual ~Proposer() = default;
   virtual std::string plan(const PlanRequest& request) = 0;  // markdown
   virtual Implementation implement(const ImplementRequest& request) = 0;
+  // What this proposer's LLM calls cost so far (tokens, usd) and how many there were.
+  virtual llm::Usage usage() const { return {}; }
+  virtual int llm_calls() const { return 0; }
+  virtual std::string describe() const { return "rules"; }
 };
 
 // The plan is a markdown checklist of the rule expander's proposals ("- [x] autotune: BLOCK_ROWS
