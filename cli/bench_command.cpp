@@ -1,6 +1,7 @@
 #include "cli/bench_command.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -8,12 +9,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "agents/report/bench_summary.h"
 #include "agents/report/html.h"
 #include "cli/host_selection.h"
+#include "cli/host_session.h"
 #include "knowledge/store.h"
 #include "lsp/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
@@ -31,12 +35,17 @@ constexpr const char* kUsage =
     "                     candidate optimized.py (candidate.py is accepted too); or one such "
     "folder\n"
     "  --format text|json\n"
-    "  --host NAME        host to run on (default: local)\n"
+    "  --host NAME        host to run on (default: local); --host a,b spreads tasks over hosts\n"
     "  --hosts FILE       JSON list of hosts (see docs/hosts.md)\n"
     "  --python PATH      python with JAX for the local host\n"
     "  --timeout SECONDS  per task (default 600)\n"
     "  --store PATH       knowledge store (SQLite) for the evaluation cache\n"
     "  --no-cache         evaluate even when a cached verdict exists\n"
+    "  --seeds N,N,...    input seeds for every task (default: fresh random seeds)\n"
+    "  --timing JSON      timing loop for every task, e.g. '{\"warmup\": 1, \"min_runs\": 5,\n"
+    "                     \"max_runs\": 5}' (fields of the worker's evaluate `timing`)\n"
+    "  --jobs N           tasks evaluated at once (default: the host's timing workers: 1 per\n"
+    "                     device; on a CPU host as many as its compile workers)\n"
     "Speedups vs XLA are shown only for device-measured time; on a CPU host (interpret mode) the\n"
     "column says n/a. Exit status: 0 the suite ran (even with incorrect tasks), 2 bad usage or no\n"
     "tasks, 3 the host failed for every task.\n";
@@ -86,7 +95,7 @@ std::optional<std::string> read_text(const fs::path& path) {
 }
 
 report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJobs& jobs,
-                                      bool use_cache, bool& host_failed) {
+                                      const json& options, bool use_cache, bool& host_failed) {
   report::BenchTaskResult result;
   result.name = suite_task.name;
   host_failed = false;
@@ -112,6 +121,7 @@ report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJo
   request.source = *source;
   request.normalized_source = syntax::normalized_python_source(*source);
   request.task = *task;
+  request.options = options;
 
   const auto started = std::chrono::steady_clock::now();
   const tpu::JobResult job = jobs.test(request, use_cache);
@@ -128,6 +138,47 @@ report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJo
   report::apply_evaluation(result, reply.body.dump());
   return result;
 }
+
+// "11,22,33" -> [11, 22, 33]; anything else is a usage error.
+json parse_seeds(const std::string& list) {
+  json seeds = json::array();
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma - start);
+    size_t used = 0;
+    long long seed = 0;
+    try {
+      seed = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw std::invalid_argument("--seeds wants integers separated by commas, not '" + list + "'");
+    seeds.push_back(seed);
+    if (comma == std::string::npos) return seeds;
+    start = comma + 1;
+  }
+}
+
+json parse_timing(const std::string& text) {
+  json timing;
+  try {
+    timing = json::parse(text);
+  } catch (const json::exception&) {
+    throw std::invalid_argument("--timing is not valid JSON: " + text);
+  }
+  if (!timing.is_object()) throw std::invalid_argument("--timing must be a JSON object");
+  return timing;
+}
+
+// How the suite ran: when each task started (seconds after the first began), the wall time of
+// the whole suite and how many tasks ran at once. Task host seconds overlap when that is > 1.
+struct SuiteTiming {
+  std::vector<double> started_s;
+  double wall_s = 0;
+  size_t concurrency = 1;
+};
 
 std::string yes_no(bool value) {
   return value ? "yes" : "no";
@@ -150,7 +201,7 @@ std::string percent(int part, int whole) {
 
 void print_text(const fs::path& suite, const std::string& host,
                 const std::vector<report::BenchTaskResult>& results,
-                const report::BenchSummary& summary) {
+                const report::BenchSummary& summary, const SuiteTiming& timing) {
   size_t name_width = 4;
   for (const auto& r : results) name_width = std::max(name_width, r.name.size());
   auto pad = [](std::string text, size_t width) {
@@ -185,13 +236,14 @@ void print_text(const fs::path& suite, const std::string& host,
   std::cout << "fast_p:";
   for (const auto& f : summary.fast_p)
     std::cout << "  " << fast_p_name(f.p) << " " << fraction_text(f.fraction);
-  std::cout << "\ncost: " << report::format_number(summary.host_seconds, 1) << " host seconds, "
-            << summary.cache_hits << " cache hit(s)\n";
+  std::cout << "\ncost: " << report::format_number(summary.host_seconds, 1)
+            << " host seconds (wall " << report::format_number(timing.wall_s, 1) << " s, up to "
+            << timing.concurrency << " at a time), " << summary.cache_hits << " cache hit(s)\n";
 }
 
 json to_json(const fs::path& suite, const std::string& host,
              const std::vector<report::BenchTaskResult>& results,
-             const report::BenchSummary& summary) {
+             const report::BenchSummary& summary, const SuiteTiming& timing) {
   auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
   json tasks = json::array();
   for (const auto& r : results) {
@@ -207,6 +259,7 @@ json to_json(const fs::path& suite, const std::string& host,
                      {"reference_median_s", optional_number(r.reference_median_s)},
                      {"failure", r.failure.empty() ? json() : json(r.failure)},
                      {"host_seconds", r.host_seconds},
+                     {"started_s", timing.started_s.at(tasks.size())},
                      {"from_cache", r.from_cache}});
   }
   json fast_p = json::object();
@@ -214,30 +267,36 @@ json to_json(const fs::path& suite, const std::string& host,
   auto rate = [&](int part) {
     return summary.tasks ? json(static_cast<double>(part) / summary.tasks) : json();
   };
-  return {
-      {"suite", suite.string()},
-      {"host", host},
-      {"tasks", tasks},
-      {"summary",
-       {{"tasks", summary.tasks},
-        {"skipped", summary.skipped},
-        {"compiled", summary.compiled},
-        {"correct", summary.correct},
-        {"compile_rate", rate(summary.compiled)},
-        {"correct_rate", rate(summary.correct)},
-        {"tasks_with_speedup", summary.with_speedup},
-        {"geomean_speedup", optional_number(summary.geomean_speedup)},
-        {"speedup_note", summary.speedup_note.empty() ? json() : json(summary.speedup_note)},
-        {"fast_p", fast_p},
-        {"cost", {{"host_seconds", summary.host_seconds}, {"cache_hits", summary.cache_hits}}}}}};
+  return {{"suite", suite.string()},
+          {"host", host},
+          {"tasks", tasks},
+          {"summary",
+           {{"tasks", summary.tasks},
+            {"skipped", summary.skipped},
+            {"compiled", summary.compiled},
+            {"correct", summary.correct},
+            {"compile_rate", rate(summary.compiled)},
+            {"correct_rate", rate(summary.correct)},
+            {"tasks_with_speedup", summary.with_speedup},
+            {"geomean_speedup", optional_number(summary.geomean_speedup)},
+            {"speedup_note", summary.speedup_note.empty() ? json() : json(summary.speedup_note)},
+            {"fast_p", fast_p},
+            {"cost",
+             {{"host_seconds", summary.host_seconds},
+              {"wall_seconds", timing.wall_s},
+              {"concurrency", timing.concurrency},
+              {"cache_hits", summary.cache_hits}}}}}};
 }
 
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
-  std::string suite_arg, host_name = "local", hosts_file, python, format = "text", store_path;
+  std::string suite_arg, hosts_file, python, format = "text", store_path;
+  std::vector<std::string> host_names;  // empty: local
   double timeout_s = 600;
   bool use_cache = true;
+  json options = json::object();  // seeds / timing, the same for every task
+  int max_jobs = 0;               // 0: the host's timing workers
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -245,9 +304,11 @@ int run_bench(const std::vector<std::string>& args) {
       return args[++i];
     };
     try {
-      if (a == "--host")
-        host_name = value();
-      else if (a == "--hosts")
+      if (a == "--host") {
+        std::string host_error;
+        if (!add_host_names(value(), host_names, host_error))
+          throw std::invalid_argument(host_error);
+      } else if (a == "--hosts")
         hosts_file = value();
       else if (a == "--python")
         python = value();
@@ -258,6 +319,20 @@ int run_bench(const std::vector<std::string>& args) {
       else if (a == "--timeout") {
         timeout_s = std::stod(value());
         if (!(timeout_s > 0)) throw std::invalid_argument("--timeout must be positive");
+      } else if (a == "--seeds")
+        options["seeds"] = parse_seeds(value());
+      else if (a == "--timing")
+        options["timing"] = parse_timing(value());
+      else if (a == "--jobs") {
+        const std::string n = value();
+        size_t used = 0;
+        try {
+          max_jobs = std::stoi(n, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != n.size() || max_jobs < 1)
+          throw std::invalid_argument("--jobs wants a positive integer, not '" + n + "'");
       } else if (a == "--no-cache")
         use_cache = false;
       else if (a == "-h" || a == "--help") {
@@ -295,56 +370,78 @@ int run_bench(const std::vector<std::string>& args) {
   std::signal(SIGPIPE, SIG_IGN);
 
   std::string error;
-  auto host_config = select_host(host_name, hosts_file, python, error);
-  if (!host_config) {
+  HostOptions host_options;
+  host_options.host_names = host_names;
+  host_options.hosts_file = hosts_file;
+  host_options.python = python;
+  host_options.timeout_s = timeout_s;
+  host_options.store_path = store_path;
+  bool no_host_answered = false;
+  auto session = open_host_session(host_options, error, &no_host_answered);
+  if (!session) {
     std::cerr << "maxkernel bench: " << error << "\n";
-    return 2;
+    return no_host_answered ? 3 : 2;
   }
-  host_config->request_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  auto worker_dir = tpu::find_worker_directory();
-  if (!worker_dir) {
-    std::cerr << "maxkernel bench: cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR\n";
-    return 2;
-  }
-  auto bundle = tpu::load_worker_bundle(*worker_dir, error);
-  if (!bundle) {
-    std::cerr << "maxkernel bench: " << error << "\n";
-    return 2;
-  }
-  std::unique_ptr<knowledge::Store> store;
-  try {
-    store = std::make_unique<knowledge::Store>(store_path.empty() ? knowledge::default_store_path()
-                                                                  : fs::path(store_path));
-  } catch (const std::exception& e) {
-    std::cerr << "maxkernel bench: evaluation cache disabled: " << e.what() << "\n";
-  }
-
-  tpu::KernelHost host(*host_config, *bundle);
-  tpu::KernelJobs jobs(host, store.get());
-  std::vector<report::BenchTaskResult> results;
-  int host_failures = 0, attempted = 0;
-  for (size_t k = 0; k < suite_tasks.size(); ++k) {
-    std::cerr << "[" << k + 1 << "/" << suite_tasks.size() << "] " << suite_tasks[k].name << " ..."
-              << std::flush;
-    bool host_failed = false;
-    results.push_back(evaluate_task(suite_tasks[k], jobs, use_cache, host_failed));
-    const auto& r = results.back();
-    if (r.evaluated) ++attempted;
-    if (host_failed) ++host_failures;
-    std::cerr << " "
-              << (!r.evaluated ? "skipped"
-                  : r.correct  ? "correct"
-                               : "not correct")
-              << " (" << report::format_number(r.host_seconds, 1) << " s"
-              << (r.from_cache ? ", cached" : "") << ")\n";
-  }
+  tpu::HostPool& host = *session->host;  // one host, or several sharing the tasks
+  tpu::KernelJobs& jobs = *session->jobs;
+  // Tasks run at once up to the host's timing lane (it queues any surplus); results keep the
+  // suite's order, and one task's failure never touches another's.
+  const size_t task_count = suite_tasks.size();
+  const size_t threads = std::min(
+      task_count, static_cast<size_t>(max_jobs > 0 ? max_jobs : host.max_slots(tpu::Lane::Timing)));
+  std::vector<report::BenchTaskResult> results(task_count);
+  std::vector<char> host_failed(task_count, 0);
+  SuiteTiming timing;
+  timing.concurrency = threads;
+  timing.started_s.assign(task_count, 0.0);
+  const auto suite_started = std::chrono::steady_clock::now();
+  auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_started).count();
+  };
+  std::atomic<size_t> next_task{0};
+  std::mutex progress_mutex;
+  size_t finished = 0;
+  auto work = [&] {
+    for (size_t k; (k = next_task++) < task_count;) {
+      bool failed = false;
+      timing.started_s[k] = seconds_since_start();
+      try {
+        results[k] = evaluate_task(suite_tasks[k], jobs, options, use_cache, failed);
+      } catch (const std::exception& e) {
+        results[k] = report::BenchTaskResult{};
+        results[k].name = suite_tasks[k].name;
+        results[k].evaluated = true;
+        results[k].failure = std::string("internal error: ") + e.what();
+      }
+      host_failed[k] = failed ? 1 : 0;
+      const auto& r = results[k];
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      std::cerr << "[" << ++finished << "/" << task_count << "] " << r.name << ": "
+                << (!r.evaluated ? "skipped"
+                    : r.correct  ? "correct"
+                                 : "not correct")
+                << " (" << report::format_number(r.host_seconds, 1) << " s"
+                << (r.from_cache ? ", cached" : "") << ")\n";
+    }
+  };
+  std::cerr << "maxkernel bench: " << task_count << " task(s), up to " << threads << " at a time\n";
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& t : helpers) t.join();
+  timing.wall_s = seconds_since_start();
   host.shutdown();
+  int host_failures = 0, attempted = 0;
+  for (size_t k = 0; k < task_count; ++k) {
+    attempted += results[k].evaluated ? 1 : 0;
+    host_failures += host_failed[k];
+  }
 
   const report::BenchSummary summary = report::summarize_bench(results);
   if (format == "json")
-    std::cout << to_json(suite, host_config->name, results, summary).dump(2) << "\n";
+    std::cout << to_json(suite, host.name(), results, summary, timing).dump(2) << "\n";
   else
-    print_text(suite, host_config->name, results, summary);
+    print_text(suite, host.name(), results, summary, timing);
   return attempted > 0 && host_failures == attempted ? 3 : 0;
 }
 

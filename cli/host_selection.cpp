@@ -1,5 +1,6 @@
 #include "cli/host_selection.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +55,24 @@ std::optional<tpu::HostConfig> select_host(const std::string& name, const std::s
   error = "unknown host '" + name + "'" +
           (file.empty() ? " (no hosts file given: --hosts FILE)" : " in " + file);
   return std::nullopt;
+}
+
+bool add_host_names(const std::string& value, std::vector<std::string>& names, std::string& error) {
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = value.find(',', start);
+    std::string name = value.substr(start, comma == std::string::npos ? comma : comma - start);
+    const size_t first = name.find_first_not_of(" \t");
+    const size_t last = name.find_last_not_of(" \t");
+    name = first == std::string::npos ? "" : name.substr(first, last - first + 1);
+    if (name.empty()) {
+      error = "--host '" + value + "': empty host name (use --host a,b)";
+      return false;
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
 }
 
 }  // namespace mk::cli

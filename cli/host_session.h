@@ -1,21 +1,23 @@
-// Everything a command needs to run kernels: the chosen host with its worker bundle, the
-// knowledge store (evaluation cache) and the KernelJobs over both. Shared by test, optimize,
-// bench and runs so they choose hosts and stores the same way.
+// Everything a command needs to run kernels: the chosen hosts (one, or several as a pool that
+// spreads the work) with the worker bundle, the knowledge store (evaluation cache) and the
+// KernelJobs over both. Shared by test, optimize, bench and runs so they choose hosts and stores
+// the same way.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "knowledge/store.h"
-#include "tpu/host/kernel_host.h"
+#include "tpu/host/host_pool.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::cli {
 
 struct HostOptions {
-  std::string host_name = "local";
+  std::vector<std::string> host_names;  // --host (a comma list, or repeated); empty: "local"
   std::string hosts_file;
   std::string python;
   double timeout_s = 300;
@@ -24,15 +26,18 @@ struct HostOptions {
 };
 
 struct HostSession {
-  tpu::HostConfig config;
   std::unique_ptr<knowledge::Store> store;  // null when it could not be opened (cache disabled)
-  std::unique_ptr<tpu::KernelHost> host;
+  std::unique_ptr<tpu::HostPool> host;      // one host, or several sharing the work
   std::unique_ptr<tpu::KernelJobs> jobs;
   ~HostSession();
 };
 
-// nullopt with `error` set when the host or the worker bundle cannot be found.
-std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::string& error);
+// nullptr with `error` set when a host or the worker bundle cannot be found, or (several hosts)
+// when none answers (`no_host_answered`, optional, is then set: the host failed, not the usage)
+// or two report different devices (HostPool::verify). Hosts of a pool that cannot be reached are
+// set aside with a warning and the others do the work.
+std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::string& error,
+                                               bool* no_host_answered = nullptr);
 
 // The store path the options name (or the default).
 std::filesystem::path store_path_of(const HostOptions& options);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/host_selection.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "lsp/analysis/vmem.h"
@@ -20,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: maxkernel {lower|test|profile} FILE[::KERNEL] [options]\n"
-    "  --host NAME        host to run on (default: local)\n"
+    "  --host NAME        host to run on (default: local); --host a,b: the least busy of them\n"
     "  --hosts FILE       JSON list of hosts ({name, kind: local|ssh|command, ...}; see "
     "docs/hosts.md)\n"
     "  --python PATH      python with JAX for the local host\n"
@@ -126,7 +127,8 @@ void print_profile(const json& b, const std::string& file) {
 }  // namespace
 
 int run_kernel_command(const std::string& command, const std::vector<std::string>& args) {
-  std::string target_spec, host_name = "local", hosts_file, python, format = "text", store_path;
+  std::string target_spec, hosts_file, python, format = "text", store_path;
+  std::vector<std::string> host_names;
   std::string target_name = "v5e";
   double timeout_s = 300;
   bool use_cache = true, native = false;
@@ -139,7 +141,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     };
     try {
       if (a == "--host") {
-        host_name = value();
+        std::string error;
+        if (!add_host_names(value(), host_names, error)) throw std::invalid_argument(error);
       } else if (a == "--hosts") {
         hosts_file = value();
       } else if (a == "--python") {
@@ -213,24 +216,25 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   if (!seeds.is_null()) request.options["seeds"] = seeds;
 
   HostOptions host_options;
-  host_options.host_name = host_name;
+  host_options.host_names = host_names;
   host_options.hosts_file = hosts_file;
   host_options.python = python;
   host_options.timeout_s = timeout_s;
   host_options.store_path = store_path;
   host_options.open_store = command == "test";
   std::string error;
-  auto session = open_host_session(host_options, error);
+  bool no_host_answered = false;
+  auto session = open_host_session(host_options, error, &no_host_answered);
   if (!session) {
     std::cerr << "maxkernel " << command << ": " << error << "\n";
-    return 2;
+    return no_host_answered ? 3 : 2;
   }
-  const tpu::HostConfig used_host = session->config;  // outlives the session
-  const tpu::HostConfig* host_config = &used_host;
   tpu::KernelJobs& jobs = *session->jobs;
   tpu::JobResult result = command == "lower"  ? jobs.lower(request)
                           : command == "test" ? jobs.test(request, use_cache)
                                               : jobs.profile(request);
+  // The host that ran it (of several, the one the pool chose); a cache hit names the pool.
+  const std::string host_name = result.host.empty() ? session->host->name() : result.host;
   session.reset();
 
   const tpu::WorkerReply& reply = result.reply;
@@ -239,7 +243,7 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   if (format == "json") {
     json out = {{"command", command},
                 {"file", request.file.string()},
-                {"host", host_config->name},
+                {"host", host_name},
                 {"status", tpu::to_string(reply.status)},
                 {"from_cache", result.from_cache},
                 {"result", reply.body}};
@@ -251,13 +255,13 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     if (infrastructure_failure) out["stderr_tail"] = reply.stderr_tail;
     std::cout << out.dump(2) << "\n";
   } else if (infrastructure_failure) {
-    std::cout << "host " << host_config->name << ": " << tpu::to_string(reply.status) << ": "
+    std::cout << "host " << host_name << ": " << tpu::to_string(reply.status) << ": "
               << reply.message << "\n";
     if (!reply.stderr_tail.empty())
       std::cout << "worker stderr (last lines):\n" << reply.stderr_tail;
   } else {
     std::cout << request.file.filename().string() << (request.kernel ? "::" + *request.kernel : "")
-              << " on " << host_config->name << "\n";
+              << " on " << host_name << "\n";
     if (command == "lower") {
       print_lower(reply.body, request.file.string());
       if (reply.body.contains("pallas_calls")) {

@@ -13,6 +13,7 @@
 #include "agents/orchestration/run_lessons.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/selection.h"
+#include "cli/host_selection.h"
 #include "cli/host_session.h"
 #include "cli/run_output.h"
 #include "cli/source_file.h"
@@ -33,7 +34,8 @@ constexpr const char* kOptimizeUsage =
     "  --llm SPEC               none (default: autotuner + rule-based rewrites), replay:FILE,\n"
     "                           openai:MODEL[@BASE_URL], gemini:MODEL, anthropic:MODEL\n"
     "  --record-llm FILE        write every LLM exchange (keys redacted) as a replay fixture\n"
-    "  --host NAME --hosts FILE --python PATH --timeout S   where kernels run (default local)\n"
+    "  --host NAME --hosts FILE --python PATH --timeout S   where kernels run (default local);\n"
+    "                           --host a,b (or --host a --host b) spreads the work over hosts\n"
     "  --target GEN             TPU generation the predictions are for (default v5e)\n"
     "  --store PATH             knowledge store holding runs and the evaluation cache\n"
     "  --report PATH            write the HTML report there (default maxkernel-report-RUN.html)\n"
@@ -42,7 +44,8 @@ constexpr const char* kOptimizeUsage =
 constexpr const char* kRunsUsage =
     "usage: maxkernel runs list [--store PATH] [--format text|json]\n"
     "       maxkernel runs show RUN [--store PATH] [--format text|json]\n"
-    "       maxkernel runs resume RUN [--host NAME --hosts FILE --python PATH --store PATH]\n";
+    "       maxkernel runs resume RUN [--host NAME[,NAME...] --hosts FILE --python PATH --store "
+    "PATH]\n";
 
 std::atomic<bool> interrupted{false};
 
@@ -206,9 +209,9 @@ bool parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& 
         o.use_cache = false;
       else if (a == "--format")
         o.format = value();
-      else if (a == "--host")
-        o.host.host_name = value();
-      else if (a == "--hosts")
+      else if (a == "--host") {
+        if (!add_host_names(value(), o.host.host_names, error)) return false;
+      } else if (a == "--hosts")
         o.host.hosts_file = value();
       else if (a == "--python")
         o.host.python = value();
@@ -323,7 +326,7 @@ int run_optimize(const std::vector<std::string>& args) {
   run.file = file.string();
   run.kernel = kernel;
   run.target = generation->name;
-  run.host = session->config.name;
+  run.host = session->host->name();
   run.llm = options.llm;
   run.params_json = json{{"search", options.params.to_json()}}.dump();
   run.budget_json = budget.to_json().dump();
@@ -331,7 +334,7 @@ int run_optimize(const std::vector<std::string>& args) {
   run.task_json = task->dump();
   const std::string run_id = runs->create_run(run);
   std::cerr << "run " << run_id << ": " << options.mode << " (" << options.params.strategy
-            << ") on " << file.filename().string() << ", host " << session->config.name
+            << ") on " << file.filename().string() << ", host " << session->host->name()
             << ", no LLM\n";
   return drive_run(*runs, *session, run_id, analysed.text, options);
 }
@@ -349,9 +352,13 @@ int run_runs(const std::vector<std::string>& args) {
     const bool has_value = i + 1 < args.size();
     if (a == "--store" && has_value)
       options.host.store_path = args[++i];
-    else if (a == "--host" && has_value)
-      options.host.host_name = args[++i];
-    else if (a == "--hosts" && has_value)
+    else if (a == "--host" && has_value) {
+      std::string error;
+      if (!add_host_names(args[++i], options.host.host_names, error)) {
+        std::cerr << "maxkernel runs: " << error << "\n";
+        return 2;
+      }
+    } else if (a == "--hosts" && has_value)
       options.host.hosts_file = args[++i];
     else if (a == "--python" && has_value)
       options.host.python = args[++i];
@@ -406,8 +413,13 @@ int run_runs(const std::vector<std::string>& args) {
               << run->stop_reason << "); nothing to resume\n";
     return 1;
   }
-  if (options.host.host_name == "local" && run->host != "local") options.host.host_name = run->host;
   std::string error;
+  // A resumed run goes back to the hosts it was started on unless others are named.
+  if (options.host.host_names.empty() && !run->host.empty() &&
+      !add_host_names(run->host, options.host.host_names, error)) {
+    std::cerr << "maxkernel runs resume: run " << run_id << ": " << error << "\n";
+    return 2;
+  }
   auto session = open_host_session(options.host, error);
   if (!session) {
     std::cerr << "maxkernel runs resume: " << error << "\n";

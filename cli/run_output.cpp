@@ -67,6 +67,8 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                     {"score_s", n.score_s ? json(*n.score_s) : json()},
                     {"time_kind", n.time_kind},
                     {"code_hash", n.code_hash},
+                    // the host that evaluated it (of a pool: the one it went to)
+                    {"host", parse_or_empty(n.metrics_json).value("host", json())},
                     {"finished_at", n.finished_at}});
   }
   out["nodes"] = list;

@@ -97,6 +97,7 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   if (!lowered.reply.ok()) {
     Evaluation e = from_reply_failure(lowered.reply, "lowering");
     e.host_seconds = seconds_since(start);
+    e.host = lowered.host;
     return e;
   }
   const json facts = lowered.reply.body.value("pallas_calls", json::array());
@@ -112,8 +113,10 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   if (!tested.reply.ok()) {
     e = from_reply_failure(tested.reply, "execution");
     e.host_seconds = seconds_since(start);
+    e.host = tested.host;
     return e;
   }
+  e.host = tested.host;
   const json& body = tested.reply.body;
   e.cache_hit = tested.from_cache;
   const json predictions =
@@ -126,6 +129,7 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
                {"speedup_vs_reference", body.value("speedup", json())},
                {"seeds", body.value("seeds", json::array())},
                {"run_mode", body.value("run_mode", json::object())}};
+  if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
   if (!body.value("correct", false)) {
     e.status = "incorrect";
     e.stage = "correctness";

@@ -34,6 +34,7 @@ struct Evaluation {
   std::string time_kind;          // "device" | "predicted" | "" (no score)
   double host_seconds = 0;
   bool cache_hit = false;
+  std::string host;  // the host that ran the evaluation ("" for a cache hit or no host)
 };
 
 class CandidateEvaluator {

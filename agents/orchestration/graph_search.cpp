@@ -214,6 +214,7 @@ void GraphSearch::evaluate_one(NodeRecord& node, const ProgressSink& on_progress
   if (!node.description.empty()) message += ": " + node.description;
   message += "): " + node.status;
   if (node.speedup) message += ", " + format_speedup(*node.speedup);
+  if (!evaluation.host.empty()) message += " on host " + evaluation.host;
   if (on_progress) {
     std::lock_guard lock(mutex_);
     on_progress(progress(message));

@@ -153,9 +153,11 @@ std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
   return std::filesystem::path(percent_decode(uri.substr(7)));
 }
 
-std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings,
-                                                  std::string& error) {
-  const std::string& name = settings.default_host;
+namespace {
+
+// The config of host `name` from the settings' host definitions ("local" needs none).
+std::optional<tpu::HostConfig> host_config_of(const HostSettings& settings, const std::string& name,
+                                              std::string& error) {
   std::optional<tpu::HostConfig> config;
   for (const json& h : settings.hosts) {
     if (h.is_object() && h.value("name", std::string()) == name)
@@ -164,11 +166,28 @@ std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings,
   if (!config && name == "local" && error.empty()) config = tpu::HostConfig{};
   if (!config) {
     if (error.empty()) error = "no host named '" + name + "' in maxkernel.hosts";
-    return nullptr;
+    return std::nullopt;
   }
   if (config->kind == tpu::HostKind::Local) {
     config->python =
         settings.local_python.empty() ? tpu::default_local_python() : settings.local_python;
+  }
+  return config;
+}
+
+}  // namespace
+
+std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error) {
+  std::vector<tpu::HostConfig> configs;
+  for (size_t start = 0;;) {
+    const size_t comma = settings.default_host.find(',', start);
+    const std::string name =
+        settings.default_host.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto config = host_config_of(settings, name, error);
+    if (!config) return nullptr;
+    configs.push_back(std::move(*config));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   auto dir = tpu::find_worker_directory();
   if (!dir) {
@@ -177,13 +196,16 @@ std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings,
   }
   auto bundle = tpu::load_worker_bundle(*dir, error);
   if (!bundle) return nullptr;
-  return std::make_unique<tpu::KernelHost>(*config, *bundle);
+  auto pool = std::make_unique<tpu::HostPool>();
+  for (const tpu::HostConfig& config : configs)
+    pool->add(std::make_unique<tpu::KernelHost>(config, *bundle));
+  return pool;
 }
 
-tpu::KernelHost* KernelRuns::host(std::string& error) {
+tpu::HostPool* KernelRuns::host(std::string& error) {
   const std::string& name = settings_.default_host;
   if (auto it = hosts_.find(name); it != hosts_.end()) return it->second.get();
-  auto made = make_kernel_host(settings_, error);
+  auto made = make_host_pool(settings_, error);
   if (!made) return nullptr;
   auto& slot = hosts_[name];
   slot = std::move(made);
@@ -211,7 +233,7 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   auto task = task_for(doc, reason);
   if (!task) throw rpc::RpcError(ec::kRequestFailed, reason);
   std::string error;
-  tpu::KernelHost* h = host(error);
+  tpu::HostPool* h = host(error);
   if (!h) throw rpc::RpcError(ec::kRequestFailed, error);
   if (!store_ && !store_failed_) {
     try {
@@ -232,7 +254,7 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   const std::string title =
       std::string("MaxKernel: ") + (kind == "test" ? "Test " : "Profile ") + kernel.name;
   const std::string token = progress_.begin(title, work_done_token);
-  progress_.report(token, "on " + h->config().name);
+  progress_.report(token, "on " + h->name());
   Job job{doc.text.uri(), kind, kernel.name, token, std::make_shared<std::atomic<bool>>(false)};
   jobs_[job_id] = job;
 
@@ -241,12 +263,11 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   pending.kernel_name = kernel.name;
   pending.site_hash = kernel_site_hash(doc, kernel);
   pending.version = doc.text.version();
-  const std::string host_name = h->config().name;
   knowledge::Store* store = store_.get();
   auto cancelled = job.cancelled;
   auto post = context_.post;
-  pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, host_name,
-                cancelled, post, token] {
+  pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, cancelled,
+                post, token] {
     tpu::KernelJobs jobs(*h, store);
     auto is_cancelled = [cancelled] { return cancelled->load(); };
     auto on_progress = [post, this, token](const json& event) {
@@ -255,6 +276,8 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
     };
     tpu::JobResult r = kind == "test" ? jobs.test(request, true, is_cancelled, on_progress)
                                       : jobs.profile(request, is_cancelled, on_progress);
+    // Of several hosts, the one that ran it; a cache hit names them all.
+    const std::string host_name = r.host.empty() ? h->name() : r.host;
     KernelResult result =
         kind == "test" ? describe_test(r, host_name) : describe_profile(r, host_name);
     result.kind = pending.kind;
@@ -289,8 +312,8 @@ void KernelRuns::on_save(OpenDocument& doc) {
   auto task = task_for(doc, reason);
   if (!task) return;  // nothing to lower against: the static checks still run
   std::string error;
-  tpu::KernelHost* h = host(error);
-  if (!h || h->config().kind != tpu::HostKind::Local) return;  // on-save lowering stays local
+  tpu::HostPool* h = host(error);
+  if (!h || !h->all_local()) return;  // on-save lowering stays local
   lowering_[uri] = false;
   tpu::KernelRequest request;
   request.file = *path_of_uri(uri);

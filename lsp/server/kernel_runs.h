@@ -17,13 +17,13 @@
 #include "lsp/server/background.h"
 #include "lsp/server/document_store.h"
 #include "lsp/server/progress.h"
-#include "tpu/host/kernel_host.h"
+#include "tpu/host/host_pool.h"
 
 namespace mk::server {
 
 struct HostSettings {
-  std::string default_host = "local";
-  std::string local_python;  // empty: MAXKERNEL_PYTHON, the repo .venv, or python3
+  std::string default_host = "local";  // one name, or several joined by commas (a pool)
+  std::string local_python;            // empty: MAXKERNEL_PYTHON, the repo .venv, or python3
   nlohmann::json hosts = nlohmann::json::array();  // host objects, see docs/hosts.md
   bool lower_on_save = true;
 };
@@ -75,7 +75,7 @@ class KernelRuns {
     std::string uri, kind, kernel_name, progress;
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
-  tpu::KernelHost* host(std::string& error);
+  tpu::HostPool* host(std::string& error);
   std::optional<nlohmann::json> task_for(OpenDocument& doc, std::string& reason) const;
   void finish(const std::string& job_id, const std::string& uri, KernelResult result);
 
@@ -84,8 +84,8 @@ class KernelRuns {
   HostSettings settings_;
   std::unique_ptr<knowledge::Store> store_;
   bool store_failed_ = false;
-  std::map<std::string, std::unique_ptr<tpu::KernelHost>> hosts_;
-  std::map<std::string, Job> jobs_;  // by job id
+  std::map<std::string, std::unique_ptr<tpu::HostPool>> hosts_;  // by the host setting
+  std::map<std::string, Job> jobs_;                              // by job id
   std::map<std::string, std::map<std::string, KernelResult>>
       results_;                           // uri -> "kind:kernel" -> result
   std::map<std::string, bool> lowering_;  // uri -> a newer save arrived while lowering
@@ -96,9 +96,10 @@ class KernelRuns {
   BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go
 };
 
-// A host for the settings' default host (with the worker bundle); nullptr and `error` when the
-// settings name no usable host. Shared by Test/Profile and the optimization runs.
-std::unique_ptr<tpu::KernelHost> make_kernel_host(const HostSettings& settings, std::string& error);
+// The hosts the settings' host names (one, or several as a pool that spreads the work), with
+// the worker bundle; nullptr and `error` when a name is no usable host. Nothing starts until the
+// first job (or HostPool::verify). Shared by Test/Profile, the optimization runs and HITL.
+std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error);
 
 // The file path of a file:// URI (percent-decoded); nullopt for other schemes.
 std::optional<std::filesystem::path> path_of_uri(const std::string& uri);

@@ -1,8 +1,48 @@
 #include "lsp/server/settings.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "knowledge/tpu_generations.h"
 
 namespace mk::server {
+
+namespace {
+
+// "a", "a, b" or ["a", "b"] -> "a,b" (spaces dropped, repeats kept once); nullopt when the value
+// is not a string or a list of strings, or names an empty host.
+std::optional<std::string> host_list_of(const nlohmann::json& value) {
+  std::vector<std::string> parts;
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    for (size_t start = 0;;) {
+      const size_t comma = text.find(',', start);
+      parts.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else if (value.is_array() && !value.empty()) {
+    for (const auto& v : value) {
+      if (!v.is_string()) return std::nullopt;
+      parts.push_back(v.get<std::string>());
+    }
+  } else {
+    return std::nullopt;
+  }
+  std::string joined;
+  std::vector<std::string> seen;
+  for (std::string& part : parts) {
+    const size_t first = part.find_first_not_of(" \t");
+    if (first == std::string::npos) return std::nullopt;
+    part = part.substr(first, part.find_last_not_of(" \t") - first + 1);
+    if (std::find(seen.begin(), seen.end(), part) != seen.end()) continue;
+    seen.push_back(part);
+    joined += (joined.empty() ? "" : ",") + part;
+  }
+  return joined;
+}
+
+}  // namespace
 
 void apply_settings(const nlohmann::json& value, Settings& settings,
                     std::vector<std::string>& problems) {
@@ -17,7 +57,14 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
       problems.push_back(std::string("maxkernel.") + key + " must be a string");
     }
   };
-  string_setting("host", settings.host);
+  if (section.contains("host")) {
+    if (auto names = host_list_of(section["host"])) {
+      settings.host = *names;
+    } else {
+      problems.push_back(
+          "maxkernel.host must be a host name, a list of host names or \"a,b\" (no empty names)");
+    }
+  }
   string_setting("python", settings.python);
   if (section.contains("hosts")) {
     if (section["hosts"].is_array()) {

@@ -8,8 +8,10 @@
 namespace mk::server {
 
 struct Settings {
-  std::string target = "v5e";                      // TPU generation for static checks
-  std::string host = "local";                      // where Test / Profile run
+  std::string target = "v5e";  // TPU generation for static checks
+  // Where Test / Profile / searches run: one host name, or several joined by commas (the
+  // setting may be a list or "a,b"); several share the work (tpu::HostPool).
+  std::string host = "local";
   std::string python;                              // python with JAX for the local host ("" = auto)
   nlohmann::json hosts = nlohmann::json::array();  // host definitions (docs/hosts.md)
   bool lower_on_save = true;

@@ -2,14 +2,15 @@
 // garbage output, cancellation and parallel compile slots. A failed job must not affect the next.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
+#include <sys/resource.h>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <cerrno>
 #include <thread>
 
 #include "tpu/host/host_pool.h"
@@ -174,15 +175,15 @@ TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
     c.timing_slots = 1;
     pool.add(std::make_unique<KernelHost>(c, bundle_));
   }
-  auto job = [&](const std::string& mine, const std::string& other, size_t* chosen) {
+  auto job = [&](const std::string& mine, const std::string& other, std::string* chosen) {
     const std::string code = "    import os, time\n    open(" +
                              json((scratch_ / mine).string()).dump() +
                              ", 'w').close()\n    t0 = time.time()\n    while not os.path.exists(" +
                              json((scratch_ / other).string()).dump() +
                              ") and time.time() - t0 < 60: time.sleep(0.01)\n";
-    return pool.run(Lane::Timing, lower_request(code), {}, chosen);
+    return pool.run(Lane::Timing, lower_request(code), {}, std::nullopt, {}, chosen);
   };
-  size_t ha = 9, hb = 9;
+  std::string ha, hb;
   WorkerReply a, b;
   std::thread ta([&] { a = job("a", "b", &ha); });
   std::thread tb([&] { b = job("b", "a", &hb); });
@@ -191,6 +192,8 @@ TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
   EXPECT_TRUE(a.ok()) << a.message;
   EXPECT_TRUE(b.ok()) << b.message;
   EXPECT_NE(ha, hb);
+  EXPECT_TRUE(ha == "vm-a" || ha == "vm-b") << ha;
+  EXPECT_TRUE(hb == "vm-a" || hb == "vm-b") << hb;
   EXPECT_LT(a.body.value("elapsed_s", 99.0), 30.0);
 }
 

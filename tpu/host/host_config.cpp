@@ -150,7 +150,7 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
     error = "host '" + h.name + "': workerNice must be between 0 and 19";
     return std::nullopt;
   }
-  if (h.compile_slots < 1 || h.timing_slots < 1) {
+  if (h.compile_slots < 1 || (j.contains("timingSlots") && h.timing_slots < 1)) {
     error = "host '" + h.name + "': compileSlots and timingSlots must be at least 1";
     return std::nullopt;
   }

@@ -26,7 +26,10 @@ struct HostConfig {
   std::string remote_dir = ".cache/maxkernel";
   // pool
   int compile_slots = 2;  // workers for lowering (parallel)
-  int timing_slots = 1;   // workers for evaluate/profile/autotune (one per device: no interference)
+  // Workers for evaluate/profile/autotune. 0 = automatic, decided from the first worker's hello:
+  // one per device on tpu/gpu (timings must not disturb each other); on a cpu host (interpret
+  // mode, whose times are never a speedup) as many as compile_slots, capped at the host's cores.
+  int timing_slots = 0;
   // Scheduling priority of the workers (nice increment, 0-19). The local host's workers share
   // the editor's cores: running them niced keeps hover and diagnostics responsive while kernels
   // compile. Remote hosts default to 0 (nothing of the editor's runs there).

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/process.hpp>
 
 namespace mk::tpu {
@@ -25,10 +26,45 @@ std::string explain_connection_failure(const std::string& err) {
   return "";
 }
 
+int automatic_timing_slots(const nlohmann::json& hello, int compile_slots) {
+  if (!hello.is_object() || hello.value("platform", std::string()) != "cpu") return 1;
+  int cores = compile_slots;
+  if (const auto it = hello.find("cpu_count"); it != hello.end() && it->is_number_integer())
+    cores = it->get<int>();
+  return std::max(1, std::min(compile_slots, cores));
+}
+
 KernelHost::KernelHost(HostConfig config, WorkerBundle bundle)
     : config_(std::move(config)), bundle_(std::move(bundle)) {
   for (int i = 0; i < config_.compile_slots; ++i) slots_.push_back({Lane::Compile, false, nullptr});
-  for (int i = 0; i < config_.timing_slots; ++i) slots_.push_back({Lane::Timing, false, nullptr});
+  // An automatic timing lane starts with one worker; the first hello sizes it.
+  timing_lane_sized_ = config_.timing_slots > 0;
+  for (int i = 0; i < std::max(1, config_.timing_slots); ++i)
+    slots_.push_back({Lane::Timing, false, nullptr});
+}
+
+void KernelHost::size_timing_lane_locked() {
+  if (timing_lane_sized_ || !hello_) return;
+  timing_lane_sized_ = true;
+  const int wanted = automatic_timing_slots(hello_->body, config_.compile_slots);
+  int have = 0;
+  for (const Slot& s : slots_) have += s.lane == Lane::Timing ? 1 : 0;
+  for (; have < wanted; ++have) slots_.push_back({Lane::Timing, false, nullptr});
+  spdlog::info("{}: platform {}, {} timing worker(s)", config_.name,
+               hello_->body.value("platform", std::string("?")), have);
+  slot_free_.notify_all();
+}
+
+int KernelHost::slots(Lane lane) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int n = 0;
+  for (const Slot& s : slots_) n += s.lane == lane ? 1 : 0;
+  return n;
+}
+
+int KernelHost::max_slots(Lane lane) const {
+  if (lane == Lane::Compile) return config_.compile_slots;
+  return config_.timing_slots > 0 ? config_.timing_slots : std::max(1, config_.compile_slots);
 }
 
 KernelHost::~KernelHost() {
@@ -139,6 +175,7 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!hello_) hello_ = hello;
+    size_timing_lane_locked();
   }
   return worker;
 }
@@ -146,12 +183,14 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
 WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
                             const std::function<bool()>& cancelled,
                             std::optional<std::chrono::milliseconds> timeout,
-                            const std::function<void(const nlohmann::json&)>& on_progress) {
+                            const ProgressFn& on_progress, std::string* ran_on) {
+  if (ran_on) *ran_on = config_.name;
   size_t index = 0;
   std::unique_ptr<WorkerProcess> worker;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      size_timing_lane_locked();
       bool found = false;
       for (size_t i = 0; i < slots_.size(); ++i) {
         if (slots_[i].lane == lane && !slots_[i].busy) {
@@ -188,6 +227,8 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
 }
 
 WorkerReply KernelHost::hello() {
+  // Threads asking together share one fetch instead of each starting a worker.
+  std::lock_guard<std::mutex> fetching(hello_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (hello_) return *hello_;
@@ -200,7 +241,7 @@ std::string KernelHost::fingerprint() {
   if (!h.ok()) return "unreachable";
   const auto& b = h.body;
   return b.value("platform", std::string("?")) + "/" + b.value("device_kind", std::string("?")) +
-         "/jax-" + b.value("jax_version", std::string("?"));
+         "/jax-" + b.value("jax", b.value("jax_version", std::string("?")));  // hello says "jax"
 }
 
 size_t KernelHost::live_workers() {

@@ -1,7 +1,9 @@
 // A configured kernel host: installs the worker bundle there (remote hosts), and keeps a small
-// pool of worker processes: `compile_slots` for lowering in parallel and `timing_slots` (one per
-// device) for evaluate / profile / autotune so timings do not disturb each other. A worker that
-// crashed, hung or garbled its output is dropped; the next job starts a fresh one.
+// pool of worker processes: `compile_slots` for lowering in parallel and `timing_slots` for
+// evaluate / profile / autotune. On a device (tpu/gpu) the timing lane has one worker so timings
+// do not disturb each other; on a cpu host (interpret mode) it is sized like the compile lane
+// unless the host definition says otherwise (docs/hosts.md). A worker that crashed, hung or
+// garbled its output is dropped; the next job starts a fresh one.
 #pragma once
 
 #include <chrono>
@@ -14,17 +16,16 @@
 #include <vector>
 
 #include "tpu/host/host_config.h"
+#include "tpu/host/job_runner.h"
 #include "tpu/host/worker_bundle.h"
 #include "tpu/host/worker_process.h"
 
 namespace mk::tpu {
 
-enum class Lane { Compile, Timing };
-
-class KernelHost {
+class KernelHost : public JobRunner {
  public:
   KernelHost(HostConfig config, WorkerBundle bundle);
-  ~KernelHost();
+  ~KernelHost() override;
   KernelHost(const KernelHost&) = delete;
   KernelHost& operator=(const KernelHost&) = delete;
 
@@ -32,15 +33,20 @@ class KernelHost {
   // Blocks the calling thread until a worker of the lane is free and has answered.
   WorkerReply run(Lane lane, nlohmann::json request, const std::function<bool()>& cancelled = {},
                   std::optional<std::chrono::milliseconds> timeout = std::nullopt,
-                  const std::function<void(const nlohmann::json&)>& on_progress = {});
+                  const ProgressFn& on_progress = {}, std::string* ran_on = nullptr) override;
   // The worker's hello (platform, device kind, versions), fetched once; Unreachable on failure.
-  WorkerReply hello();
+  WorkerReply hello() override;
   // "platform/device_kind/jax" — part of the evaluation cache key.
-  std::string fingerprint();
+  std::string fingerprint() override;
+  std::string name() const override { return config_.name; }
   // Workers currently alive (for tests: a crashed worker is not counted until replaced).
   size_t live_workers();
+  // Workers the lane may run at once. An automatic timing lane has 1 until a worker's hello
+  // says the platform; `max_slots` is the most it can become (for callers sizing thread pools).
+  int slots(Lane lane);
+  int max_slots(Lane lane) const;
 
-  void shutdown();
+  void shutdown() override;
 
  private:
   struct Slot {
@@ -51,6 +57,8 @@ class KernelHost {
   std::unique_ptr<WorkerProcess> launch(WorkerReply& failure);
   bool ensure_installed(std::string& error);
   std::vector<std::string> worker_argv() const;
+  // With mutex_ held: once the platform is known, grows an automatic timing lane.
+  void size_timing_lane_locked();
   std::string remote_bundle_dir() const;
 
   HostConfig config_;
@@ -61,7 +69,13 @@ class KernelHost {
   bool installed_ = false;
   std::mutex install_mutex_;
   std::optional<WorkerReply> hello_;
+  std::mutex hello_mutex_;          // one hello fetch at a time (no duplicate worker starts)
+  bool timing_lane_sized_ = false;  // explicit timing_slots, or sized from a hello
 };
+
+// Timing workers for an automatic timing lane, from a worker's hello: 1 on tpu/gpu (one per
+// device, so timings do not disturb each other); on cpu, compile_slots capped at its cores.
+int automatic_timing_slots(const nlohmann::json& hello, int compile_slots);
 
 // Turns ssh's stderr into a clear reason ("authentication failed", "connection refused", ...).
 std::string explain_connection_failure(const std::string& stderr_text);

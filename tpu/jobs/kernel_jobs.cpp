@@ -71,7 +71,10 @@ json KernelJobs::base_request(const std::string& op, const KernelRequest& reques
 }
 
 JobResult KernelJobs::lower(const KernelRequest& request, const std::function<bool()>& cancelled) {
-  return {host_.run(Lane::Compile, base_request("lower", request), cancelled), false, ""};
+  JobResult result;
+  result.reply =
+      host_.run(Lane::Compile, base_request("lower", request), cancelled, {}, {}, &result.host);
+  return result;
 }
 
 JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
@@ -91,7 +94,7 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
     }
   }
   result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled, std::nullopt,
-                           on_progress);
+                           on_progress, &result.host);
   check_model(result);
   // Only verdicts are cached (correct or not); infrastructure failures are not.
   if (store_ && !result.cache_key.empty() && result.reply.ok()) {
@@ -133,9 +136,10 @@ void KernelJobs::check_model(JobResult& result) {
 
 JobResult KernelJobs::profile(const KernelRequest& request, const std::function<bool()>& cancelled,
                               const KernelJobs::Progress& on_progress) {
-  return {host_.run(Lane::Timing, base_request("profile", request), cancelled, std::nullopt,
-                    on_progress),
-          false, ""};
+  JobResult result;
+  result.reply = host_.run(Lane::Timing, base_request("profile", request), cancelled, std::nullopt,
+                           on_progress, &result.host);
+  return result;
 }
 
 }  // namespace mk::tpu

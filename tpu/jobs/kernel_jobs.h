@@ -9,7 +9,7 @@
 #include <string>
 
 #include "knowledge/store.h"
-#include "tpu/host/kernel_host.h"
+#include "tpu/host/job_runner.h"
 
 namespace mk::tpu {
 
@@ -35,12 +35,13 @@ struct JobResult {
   WorkerReply reply;
   bool from_cache = false;
   std::string cache_key;
+  std::string host;  // the host that ran it ("" for a cache hit or when none could)
 };
 
 class KernelJobs {
  public:
-  // `store` may be null (no cache).
-  KernelJobs(KernelHost& host, knowledge::Store* store) : host_(host), store_(store) {}
+  // `runner` is one KernelHost or a HostPool; `store` may be null (no cache).
+  KernelJobs(JobRunner& runner, knowledge::Store* store) : host_(runner), store_(store) {}
 
   using Progress = std::function<void(const nlohmann::json& event)>;
   JobResult lower(const KernelRequest& request, const std::function<bool()>& cancelled = {});
@@ -55,7 +56,7 @@ class KernelJobs {
   // Compares the time model with a device measurement and records both in the store.
   void check_model(JobResult& result);
 
-  KernelHost& host_;
+  JobRunner& host_;
   knowledge::Store* store_;
 };
 

@@ -21,7 +21,6 @@ import platform as _platform
 import queue
 import shutil
 import signal
-
 import sys
 import tempfile
 import threading

@@ -13,6 +13,7 @@ import time
 import jax
 import mkw_common as C
 import mkw_facts
+import mkw_golden
 import mkw_profile
 import mkw_run
 import mkw_tasks
@@ -415,17 +416,34 @@ def op_evaluate(req, cancel, progress) -> dict:
         raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
     try:
         seeds = _seeds_from(req, 3)
-        # The frozen reference runs first, before any candidate code exists.
+        # The frozen reference runs first, before any candidate code exists (or comes from an
+        # earlier evaluate of the same task and seeds, see mkw_golden).
         pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
-        golden = Golden(task, seeds, plat, pre_mode, cancel)
-        progress(stage="reference_done", seeds=seeds)
+        golden, reused = _frozen_reference(task, seeds, plat, pre_mode, cancel)
+        progress(stage="reference_done", seeds=seeds, reused=reused)
         prep = Prepared(req, task=task)
         try:
-            return _evaluate_prepared(req, prep, golden, plat, cancel, progress)
+            res = _evaluate_prepared(req, prep, golden, plat, cancel, progress)
+            res["reference_reused"] = reused
+            return res
         finally:
             prep.close()
     finally:
         task.close()
+
+
+def _frozen_reference(task, seeds, plat, mode, cancel):
+    """(Golden, reused): the cached one for this task, seeds and mode, else a new one."""
+    key = mkw_golden.key_for(task, seeds, plat, mode)
+    golden, warning = mkw_golden.lookup(key)
+    if golden is not None:
+        golden.task = task
+        return golden, True
+    golden = Golden(task, seeds, plat, mode, cancel)
+    mkw_golden.store(key, golden)
+    if warning:
+        golden.warnings.append(warning)
+    return golden, False
 
 
 def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
@@ -595,7 +613,7 @@ def op_autotune(req, cancel, progress) -> dict:
     try:
         seeds = _seeds_from(req, 2)
         pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
-        golden = Golden(task, seeds, plat, pre_mode, cancel)
+        golden, _ = _frozen_reference(task, seeds, plat, pre_mode, cancel)
         target = req.get("target", "tpu")
         progress(stage="started", total=len(configs), seeds=seeds)
         for i, cfg in enumerate(configs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import statistics
 import time
 
@@ -54,6 +55,8 @@ def device_info() -> dict:
         "device_kind": kind,
         "device_count": len(devs),
         "tpu_generation": tpu_generation(kind) if plat == "tpu" else None,
+        # Cores this worker may run on: the host sizes its cpu timing lane by it.
+        "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
 
 

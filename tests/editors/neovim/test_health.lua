@@ -33,9 +33,11 @@ H.run("health", function()
 
   -- A missing server binary and a python without JAX are errors.
   vim.cmd("bwipeout!")
-  H.check(require("maxkernel").setup({ cmd = { "/nonexistent/maxkernel-lsp" }, python = "/bin/false", host = "v5e" }), "setup")
+  -- (host as a list: several hosts share the work; each name is checked)
+  H.check(require("maxkernel").setup({ cmd = { "/nonexistent/maxkernel-lsp" }, python = "/bin/false", host = { "local", "v5e" } }), "setup")
   text = health_lines()
   has(text, "server binary not found: /nonexistent/maxkernel-lsp")
   has(text, "python /bin/false cannot import JAX")
+  has(text, "selected host: local")
   has(text, "selected host 'v5e' is not in `hosts`")
 end)

@@ -7,7 +7,10 @@ local M = {}
 local schema = {
   cmd = { check = "string_list", desc = "a list of strings (server command and arguments)" },
   target = { check = "string", desc = "a TPU generation name such as 'v5e'" },
-  host = { check = "string", desc = "a host name from `hosts` or 'local'" },
+  host = {
+    check = "string_or_list",
+    desc = "a host name from `hosts` or 'local', or a list of them (the work is spread)",
+  },
   python = { check = "string", desc = "a path to a python with JAX" },
   hosts = { check = "table_list", desc = "a list of host tables (docs/hosts.md)" },
   lower_on_save = { check = "boolean", desc = "true or false" },
@@ -74,6 +77,8 @@ local function check_value(name, value, spec)
   local ok
   if spec.check == "string_list" then
     ok = is_list(value, "string") and #value > 0
+  elseif spec.check == "string_or_list" then
+    ok = type(value) == "string" or (is_list(value, "string") and #value > 0)
   elseif spec.check == "table_list" then
     ok = is_list(value, "table")
   elseif spec.check == "fields" then

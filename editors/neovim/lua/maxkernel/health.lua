@@ -165,18 +165,26 @@ function M.check()
   check_python(local_python(config, server_path))
 
   report.start("maxkernel hosts")
-  local selected = config.host or "local"
-  local known = selected == "local"
-  for _, host in ipairs(config.hosts or {}) do
-    if host.name == selected then
-      known = true
+  -- `host` is one name, a list of names, or "a,b" (several hosts share the work).
+  local selected = {}
+  if type(config.host) == "table" then
+    selected = config.host
+  else
+    for name in string.gmatch(tostring(config.host or "local"), "[^,]+") do
+      table.insert(selected, vim.trim(name))
     end
+  end
+  local defined = {}
+  for _, host in ipairs(config.hosts or {}) do
+    defined[host.name] = true
     check_host(host)
   end
-  if known then
-    report.ok("selected host: " .. selected)
-  else
-    report.error(string.format("selected host '%s' is not in `hosts`", selected))
+  for _, name in ipairs(selected) do
+    if name == "local" or defined[name] then
+      report.ok("selected host: " .. name)
+    else
+      report.error(string.format("selected host '%s' is not in `hosts`", name))
+    end
   end
 end
 
