@@ -59,6 +59,21 @@ std::string evaluation_text(const agents::Evaluation& e, const knowledge::TpuGen
   return "failed (" + e.stage + "): " + e.error;
 }
 
+// Why planning/implementing failed, in words that say what the user can do next.
+std::string failure_text(const std::string& what, const std::exception& e) {
+  if (const auto* llm_error = dynamic_cast<const llm::LlmError*>(&e))
+    return what + " failed: the LLM call failed (" + llm::to_string(llm_error->kind()) +
+           "): " + e.what() + "; Retry asks again, Skip moves on, Stop ends the session";
+  return what + " failed: " + e.what() + "; Retry asks again, Skip moves on, Stop ends the session";
+}
+
+// Several hosts must report the same device before their timings are compared ("" when fine).
+std::string pool_problem(tpu::HostPool& pool) {
+  std::string error;
+  if (pool.size() > 1 && !pool.verify(error)) return error;
+  return "";
+}
+
 }  // namespace
 
 HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request) {
@@ -69,8 +84,10 @@ HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest
     out.summary = std::to_string(items) + " strateg" + (items == 1 ? "y" : "ies") +
                   " proposed; untick or edit them in plan.md, then approve";
   } catch (const std::exception& e) {
-    out.summary = std::string("planning failed: ") + e.what();
+    out.summary = failure_text("planning", e);
   }
+  out.usage = proposer.usage();
+  out.llm_calls = proposer.llm_calls();
   return out;
 }
 
@@ -89,13 +106,15 @@ HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
       for (const std::string& a : impl.applied) out.summary += "; " + a;
     }
   } catch (const std::exception& e) {
-    out.summary = std::string("implementing failed: ") + e.what();
+    out.summary = failure_text("implementing", e);
   }
+  out.usage = proposer.usage();
+  out.llm_calls = proposer.llm_calls();
   return out;
 }
 
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
-  tpu::KernelHost* h = job.host;
+  tpu::HostPool* h = job.host;
   const tpu::KernelRequest& request = job.request;
   const std::string& code = job.code;
   const std::string& kernel = job.kernel;
@@ -109,8 +128,8 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
   const json& body = r.reply.body;
   if (r.reply.ok()) {
     const size_t calls = body.value("pallas_calls", json::array()).size();
-    out.summary = "lowered for TPU on " + h->config().name + ": " + std::to_string(calls) +
-                  " pallas_call(s), no errors";
+    out.summary = "lowered for TPU on " + (r.host.empty() ? h->name() : r.host) + ": " +
+                  std::to_string(calls) + " pallas_call(s), no errors";
   } else if (r.reply.status == tpu::WorkerReply::Status::Failed) {
     const json err = body.value("error", json::object());
     out.summary = "lowering failed: " + agents::describe_worker_error(err);
@@ -135,18 +154,23 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
-  tpu::KernelHost* h = job.host;
+  tpu::HostPool* h = job.host;
   const tpu::KernelRequest& request = job.request;
   const std::string& code = job.code;
   const std::string& kernel = job.kernel;
   const knowledge::TpuGeneration* target = job.target;
   const std::function<bool()>& is_cancelled = job.cancelled;
+  HitlPhaseOutcome out;
+  if (const std::string problem = pool_problem(*h); !problem.empty()) {
+    out.summary = "test cannot run: " + problem;
+    return out;
+  }
   tpu::KernelJobs jobs(*h, nullptr);
   agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
   const agents::Evaluation e = evaluator.evaluate(code, is_cancelled);
-  HitlPhaseOutcome out;
   out.has_diagnostics = true;
-  out.summary = "test on " + h->config().name + ": " + evaluation_text(e, *target);
+  out.summary =
+      "test on " + (e.host.empty() ? h->name() : e.host) + ": " + evaluation_text(e, *target);
   out.diagnostics.push_back(line_diagnostic(kernel_line(code, kernel),
                                             e.status == "correct" ? 3 : 1, "MK311",
                                             "step by step, " + out.summary));
@@ -168,12 +192,17 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
-  tpu::KernelHost* h = job.host;
+  tpu::HostPool* h = job.host;
   const tpu::KernelRequest& request = job.request;
   const std::string& code = job.code;
   const std::string& kernel = job.kernel;
   const knowledge::TpuGeneration* target = job.target;
   const std::function<bool()>& is_cancelled = job.cancelled;
+  if (const std::string problem = pool_problem(*h); !problem.empty()) {
+    HitlPhaseOutcome refused;
+    refused.summary = "autotune cannot run: " + problem;
+    return refused;
+  }
   tpu::KernelJobs jobs(*h, nullptr);
   agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
   agents::RuleExpander expander;
@@ -215,7 +244,7 @@ HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
-  tpu::KernelHost* h = job.host;
+  tpu::HostPool* h = job.host;
   const tpu::KernelRequest& request = job.request;
   const std::function<bool()>& is_cancelled = job.cancelled;
   tpu::KernelJobs jobs(*h, nullptr);
@@ -230,7 +259,7 @@ HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
     const json facts = r.reply.body.value("summary", json::object());
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", facts.value("pallas_share", 0.0) * 100);
-    out.summary = "profile on " + h->config().name + " (" +
+    out.summary = "profile on " + (r.host.empty() ? h->name() : r.host) + " (" +
                   facts.value("measured", std::string("?")) + " events): " + share +
                   " of the time in Pallas kernels (" +
                   seconds_text(facts.value("pallas_time_us", 0.0) * 1e-6) + ")";

@@ -13,7 +13,7 @@
 #include "agents/orchestration/hitl_session.h"
 #include "agents/orchestration/run_store.h"
 #include "knowledge/tpu_generations.h"
-#include "tpu/host/kernel_host.h"
+#include "tpu/host/host_pool.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::server {
@@ -26,12 +26,14 @@ struct HitlPhaseOutcome {
   bool has_diagnostics = false;             // replace the session's diagnostics
   std::string report;                       // profile: appended to the plan document
   std::optional<agents::NodeRecord> node;   // an evaluated candidate for the run
+  llm::Usage usage;                         // plan/implement: what the LLM calls cost
+  int llm_calls = 0;
 };
 
 // One host phase's inputs: the candidate (the session's code) against the file's task.
 struct HitlHostJob {
-  tpu::KernelHost* host = nullptr;
-  tpu::KernelRequest request;  // file, source, task
+  tpu::HostPool* host = nullptr;  // one host or several (the least busy runs each job)
+  tpu::KernelRequest request;     // file, source, task
   std::string code;
   std::string kernel;  // the kernel function's name
   std::string run_id;

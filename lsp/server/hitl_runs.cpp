@@ -2,12 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "agents/orchestration/expander.h"
+#include "agents/orchestration/expander_factory.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/optimization_runs.h"
 #include "lsp/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -41,15 +44,23 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// Stands in when the configured LLM cannot be set up (no key, bad spec, no replay fixture):
+// every call reports why, so the phase ends with that reason and the session asks again.
+class UnavailableProposer : public agents::Proposer {
+ public:
+  explicit UnavailableProposer(llm::LlmError error) : error_(std::move(error)) {}
+  std::string plan(const agents::PlanRequest&) override { throw error_; }
+  agents::Implementation implement(const agents::ImplementRequest&) override { throw error_; }
+
+ private:
+  llm::LlmError error_;
+};
+
 }  // namespace
 
 HitlRuns::HitlRuns(Context context, rpc::OutgoingRequests& outgoing,
                    const ClientCapabilities& client, ProgressTracker& progress)
-    : context_(std::move(context)),
-      outgoing_(outgoing),
-      client_(client),
-      progress_(progress),
-      proposer_(std::make_shared<agents::RuleProposer>()) {}
+    : context_(std::move(context)), outgoing_(outgoing), client_(client), progress_(progress) {}
 
 HitlRuns::~HitlRuns() {
   cancel_all();
@@ -101,13 +112,13 @@ std::filesystem::path HitlRuns::plan_path(const std::string& id) {
   return store().path().parent_path() / "sessions" / id / "plan.md";
 }
 
-std::shared_ptr<tpu::KernelHost> HitlRuns::host(std::string& error) {
+std::shared_ptr<tpu::HostPool> HitlRuns::host(std::string& error) {
   const HostSettings settings = context_.host_settings();
   if (host_ && settings.default_host == host_settings_.default_host &&
       settings.hosts == host_settings_.hosts &&
       settings.local_python == host_settings_.local_python)
     return host_;
-  host_ = make_kernel_host(settings, error);
+  host_ = make_host_pool(settings, error);
   host_settings_ = settings;
   return host_;
 }
@@ -198,7 +209,7 @@ json HitlRuns::start(const json& args) {
       run.kernel = kernel;
       run.target = context_.target().name;
       run.host = context_.host_settings().default_host;
-      run.llm = "none";
+      run.llm = context_.llm ? context_.llm().spec : "none";
       run.status = "running";
       s.run_id = runs->create_run(run);
       agents::NodeRecord root;
@@ -252,6 +263,51 @@ bool HitlRuns::cancel_by_progress_token(const std::string& token) {
 
 // ----- phases -------------------------------------------------------------------------------
 
+std::function<std::shared_ptr<agents::Proposer>()> HitlRuns::proposer_factory() {
+  if (proposer_) return [proposer = proposer_] { return proposer; };
+  const LlmChoice choice = context_.llm ? context_.llm() : LlmChoice{};
+  agents::ExpanderSetup setup = editor_llm_setup(choice.spec, choice.api_key);
+  setup.task_summary =
+      "Make the kernel faster on the target TPU; its results must stay the same (the task's "
+      "reference checks them).";
+  const knowledge::TpuGeneration target = context_.target();
+  return [setup, target, cancelled = cancelled_]() -> std::shared_ptr<agents::Proposer> {
+    try {
+      return agents::make_proposer(setup, target, [cancelled] { return cancelled->load(); });
+    } catch (const llm::LlmError& e) {
+      spdlog::warn("step by step: the LLM {} is not available: {}", setup.llm_spec, e.what());
+      return std::make_shared<UnavailableProposer>(e);
+    }
+  };
+}
+
+void HitlRuns::record_llm_cost(SessionRecord& s, const HitlPhaseOutcome& outcome) {
+  if (outcome.llm_calls == 0) return;
+  char usd[32];
+  std::snprintf(usd, sizeof usd, "%.4f", outcome.usage.cost_usd);
+  agents::hitl_record(s, "llm",
+                      std::to_string(outcome.llm_calls) + " call(s), " +
+                          std::to_string(outcome.usage.input_tokens) + " tokens in, " +
+                          std::to_string(outcome.usage.output_tokens) + " out, $" + usd);
+  agents::RunStore* runs = run_store();
+  if (!runs || s.run_id.empty()) return;
+  try {
+    std::optional<agents::RunRecord> run = runs->run(s.run_id);
+    if (!run) return;
+    // The same totals an Auto run keeps (graph_search): tokens_in, tokens_out, usd.
+    json cost = json::parse(run->cost_json.empty() ? "{}" : run->cost_json, nullptr, false);
+    if (!cost.is_object()) cost = json::object();
+    cost["tokens_in"] = cost.value("tokens_in", int64_t{0}) + outcome.usage.input_tokens;
+    cost["tokens_out"] = cost.value("tokens_out", int64_t{0}) + outcome.usage.output_tokens;
+    cost["usd"] = cost.value("usd", 0.0) + outcome.usage.cost_usd;
+    cost["llm_calls"] = cost.value("llm_calls", int64_t{0}) + outcome.llm_calls;
+    run->cost_json = cost.dump();
+    runs->update_run(*run);
+  } catch (const std::exception& e) {
+    spdlog::warn("step by step: LLM cost not recorded: {}", e.what());
+  }
+}
+
 void HitlRuns::run_phase(SessionRecord s) {
   if (s.status != "running") return;
   save(s);
@@ -267,7 +323,7 @@ void HitlRuns::run_phase(SessionRecord s) {
 
   if (phase == "plan") {
     agents::PlanRequest request{s.code, s.kernel, s.feedback};
-    pool_.submit([proposer = proposer_, request, done] { done(hitl_plan(*proposer, request)); });
+    pool_.submit([make = proposer_factory(), request, done] { done(hitl_plan(*make(), request)); });
     return;
   }
   if (phase == "implement") {
@@ -276,7 +332,7 @@ void HitlRuns::run_phase(SessionRecord s) {
     save(s);
     agents::ImplementRequest request{s.code, s.kernel, s.plan, s.feedback};
     pool_.submit(
-        [proposer = proposer_, request, done] { done(hitl_implement(*proposer, request)); });
+        [make = proposer_factory(), request, done] { done(hitl_implement(*make(), request)); });
     return;
   }
 
@@ -289,7 +345,7 @@ void HitlRuns::run_phase(SessionRecord s) {
                              s.code.find("def make_inputs(") != std::string::npos);
   std::optional<json> task = path ? tpu::locate_task(*path, infile, reason) : std::nullopt;
   std::string error;
-  std::shared_ptr<tpu::KernelHost> h = task ? host(error) : nullptr;
+  std::shared_ptr<tpu::HostPool> h = task ? host(error) : nullptr;
   if (!task || !h) {
     HitlPhaseOutcome out;
     out.summary = phase + " cannot run: " + (task ? error : reason);
@@ -307,7 +363,7 @@ void HitlRuns::run_phase(SessionRecord s) {
   const std::string kernel = s.kernel;
   HostWork work{progress_.begin("MaxKernel step by step: " + phase + " (" + kernel + ")", nullptr),
                 std::make_shared<std::atomic<bool>>(false)};
-  progress_.report(work.progress, "on " + h->config().name);
+  progress_.report(work.progress, "on " + h->name());
   host_work_[id] = work;
   auto is_cancelled = [cancelled, mine = work.cancelled] {
     return cancelled->load() || mine->load();
@@ -350,6 +406,10 @@ void HitlRuns::finish_phase(const std::string& id, const std::string& phase,
     host_work_.erase(it);
   }
   std::optional<SessionRecord> s = load(id);
+  if (s && outcome.llm_calls > 0) {  // spent even when the work no longer counts
+    record_llm_cost(*s, outcome);
+    save(*s);
+  }
   // Stopped meanwhile, or moved on (a jump): this work no longer counts.
   if (!s || s->status != "running" || s->phase != phase) return;
   if (outcome.has_diagnostics) {

@@ -27,6 +27,12 @@
 
 namespace mk::server {
 
+// Which LLM plans and implements ("none": the rule-based proposer).
+struct LlmChoice {
+  std::string spec = "none";
+  std::optional<std::string> api_key;  // memory only; never stored or logged
+};
+
 class HitlRuns {
  public:
   struct Context {
@@ -36,13 +42,16 @@ class HitlRuns {
     std::function<void(const std::string& uri)> refresh;  // re-publish diagnostics
     std::function<const knowledge::TpuGeneration&()> target;
     std::function<HostSettings()> host_settings;
+    // The maxkernel.llm spec and the key from the secret store, as they are now; unset: rules.
+    std::function<LlmChoice()> llm;
   };
 
   HitlRuns(Context context, rpc::OutgoingRequests& outgoing, const ClientCapabilities& client,
            ProgressTracker& progress);
   ~HitlRuns();
 
-  // The LLM planner/implementer plugs in here; the default needs no LLM (RuleProposer).
+  // A fixed proposer for every session (tests). Unset, each plan/implement phase builds one from
+  // Context::llm: the LLM planner/implementer when maxkernel.llm names one, else RuleProposer.
   void set_proposer(std::shared_ptr<agents::Proposer> proposer) { proposer_ = std::move(proposer); }
   // executeCommand maxkernel.optimizeStepByStep: {uri, kernel} opens a session, {session, uri}
   // resumes one (re-asking its pending question). Throws RpcError on bad arguments.
@@ -64,6 +73,9 @@ class HitlRuns {
   std::filesystem::path plan_path(const std::string& id);
 
   void run_phase(agents::SessionRecord session);
+  // Builds the proposer of one phase; runs on the pool (a replay client starts a process).
+  std::function<std::shared_ptr<agents::Proposer>()> proposer_factory();
+  void record_llm_cost(agents::SessionRecord& session, const HitlPhaseOutcome& outcome);
   void finish_phase(const std::string& id, const std::string& phase, HitlPhaseOutcome outcome);
   void send_edit(agents::SessionRecord& session, const std::string& label);
   void on_edit_answer(const std::string& id, const std::string& label, const nlohmann::json* result,
@@ -72,13 +84,13 @@ class HitlRuns {
   void on_answer(const std::string& id, int serial, const nlohmann::json* result,
                  const rpc::Error* error);
   void finished(const agents::SessionRecord& session);
-  std::shared_ptr<tpu::KernelHost> host(std::string& error);
+  std::shared_ptr<tpu::HostPool> host(std::string& error);
 
   Context context_;
   rpc::OutgoingRequests& outgoing_;
   const ClientCapabilities& client_;
   ProgressTracker& progress_;
-  std::shared_ptr<agents::Proposer> proposer_;
+  std::shared_ptr<agents::Proposer> proposer_;  // null: per phase, from Context::llm
   std::unique_ptr<agents::SessionStore> store_;
   std::unique_ptr<agents::RunStore> run_store_;
   bool run_store_failed_ = false;
@@ -91,8 +103,8 @@ class HitlRuns {
   std::map<std::string, std::pair<int64_t, std::vector<nlohmann::json>>>
       diagnostics_;  // uri -> (document version, diagnostics)
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  HostSettings host_settings_;             // what host_ was made for
-  std::shared_ptr<tpu::KernelHost> host_;  // shared with running phase work
+  HostSettings host_settings_;           // what host_ was made for
+  std::shared_ptr<tpu::HostPool> host_;  // shared with running phase work
   BackgroundPool pool_{1};  // last: destroyed first, so running work ends before the hosts go
 };
 

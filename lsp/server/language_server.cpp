@@ -54,7 +54,10 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
              [this](const std::string& method, json params) { notify(method, std::move(params)); },
              [this](const std::string& uri) { dirty_.push_back(uri); },
              [this]() -> const knowledge::TpuGeneration& { return target(); },
-             [this] { return host_settings(); }},
+             [this] { return host_settings(); },
+             [this] {
+               return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
+             }},
             outgoing_, client_, progress_),
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
@@ -132,10 +135,7 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
       }
       if (message["method"] == "$/cancelRequest") {
         // Handled here, so a request the main loop is busy with sees its token flip.
-        if (message.contains("params") && message["params"].is_object() &&
-            message["params"].contains("id")) {
-          dispatcher_.cancel(message["params"]["id"]);
-        }
+        dispatcher_.cancel_request(message);
         continue;
       }
       queue_.push(std::move(message));

@@ -23,6 +23,12 @@ namespace ec = rpc::error_code;
 
 namespace {
 
+// Store errors name the store and its file already; anything else gets that context here.
+std::string store_error_text(const std::exception& e) {
+  const std::string what = e.what();
+  return what.find("store") != std::string::npos ? what : "the run store: " + what;
+}
+
 constexpr const char* kDiagnosticCode = "MK300";
 constexpr const char* kAnnotationId = "maxkernel.bestVariant";
 
@@ -124,16 +130,22 @@ std::string file_uri(const std::filesystem::path& path) {
 
 }  // namespace
 
+agents::ExpanderSetup editor_llm_setup(const std::string& llm_spec,
+                                       const std::optional<std::string>& api_key) {
+  agents::ExpanderSetup setup;
+  setup.llm_spec = llm_spec;
+  setup.llm_settings.api_key = api_key;
+  setup.llm_settings.replay_python = "python3";  // the replay server needs only the stdlib
+  return setup;
+}
+
 // Where candidates come from: the LLM the settings name (key from the secret store or the
 // environment), else the autotuner and rule-based rewrites. Throws llm::LlmError(Config).
 agents::ExpanderBundle make_expander(const OptimizationSettings& settings,
                                      const agents::Budget& budget, const std::string& task,
                                      knowledge::Store* store, agents::CandidateEvaluator& evaluator,
                                      const knowledge::TpuGeneration& target) {
-  agents::ExpanderSetup setup;
-  setup.llm_spec = settings.llm_spec;
-  setup.llm_settings.api_key = settings.api_key;
-  setup.llm_settings.replay_python = "python3";  // the replay server needs only the stdlib
+  agents::ExpanderSetup setup = editor_llm_setup(settings.llm_spec, settings.api_key);
   setup.budget = budget;
   setup.task_summary = task;
   setup.store = store;
@@ -271,7 +283,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
   try {
     store = &run_store();
   } catch (const std::exception& e) {
-    throw rpc::RpcError(ec::kRequestFailed, std::string("the run store: ") + e.what());
+    throw rpc::RpcError(ec::kRequestFailed, store_error_text(e));
   }
   agents::RunRecord run;
   run.mode = mode;
@@ -307,7 +319,16 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
                 post = context_.post] {
     OptimizationResult result;
     std::string error;
-    std::unique_ptr<tpu::KernelHost> host = make_kernel_host(settings.host, error);
+    std::unique_ptr<tpu::HostPool> host = make_host_pool(settings.host, error);
+    // Several hosts: all must answer alike before the search (timings of different chips must
+    // not be mixed); unreachable ones are set aside and the others do the work.
+    if (host && host->size() > 1 && !host->verify(error)) host.reset();
+    if (host) {
+      for (const std::string& aside : host->set_aside()) {
+        const std::string message = "set aside host " + aside + "; the others do the work";
+        post([this, token, message] { progress_.report(token, message); });
+      }
+    }
     agents::RunRecord final_run;
     final_run.id = run_id;
     if (auto recorded = store_keep->run(run_id)) final_run = *recorded;
@@ -367,7 +388,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     } catch (const std::exception& e) {
       result.run_id = run_id;
       result.status = "failed";
-      result.message = "the run store: " + std::string(e.what());
+      result.message = store_error_text(e);
     }
     result.kernel_name = pending.kernel_name;
     result.site_hash = pending.site_hash;
@@ -454,7 +475,7 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
   try {
     node = run_store().node(r->run_id, *r->best_node);
   } catch (const std::exception& e) {
-    return refuse(std::string("the run store: ") + e.what());
+    return refuse(store_error_text(e));
   }
   if (!node) return refuse("node " + std::to_string(*r->best_node) + " is not in the run store");
   json edit = minimal_edit(doc->text, node->code);

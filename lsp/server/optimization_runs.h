@@ -16,6 +16,7 @@
 #include <string>
 
 #include "agents/orchestration/expander.h"
+#include "agents/orchestration/expander_factory.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/search_params.h"
 #include "lsp/protocol/dispatcher.h"
@@ -114,8 +115,10 @@ class OptimizationRuns {
   BackgroundPool pool_{2};  // last: destroyed first, so searches end before the store goes
 };
 
-// The candidate source for a search: rules only for now; an LLM expander plugs in here.
-std::unique_ptr<agents::Expander> make_expander(const OptimizationSettings& settings);
+// The LLM part of an editor run's setup: the maxkernel.llm spec and the key from the editor's
+// secret store (kept in memory only). Auto/graph runs and step-by-step sessions share it.
+agents::ExpanderSetup editor_llm_setup(const std::string& llm_spec,
+                                       const std::optional<std::string>& api_key);
 
 // The budget of an editor run: the mode's defaults, overridden by maxkernel.budget
 // {maxIterations, maxEvaluations, maxWallSeconds, maxCostUsd, targetSpeedup, patience}.

@@ -50,6 +50,33 @@ const dirs = Object.fromEntries(
 );
 fs.mkdirSync(outDir, { recursive: true });
 
+// The LLM of the step-by-step test: the replay server (agents/replay) on loopback, serving the
+// recorded planner and implementer answers for tasks/scale_add.py as an OpenAI-compatible
+// endpoint; maxkernel.llm points at it and the test reads its request log.
+const replayFixture = path.join(root, "tests", "optimize", "fixtures", "hitl_scale_add_openai.json");
+function startReplay() {
+  const child = spawn(python, [path.join(root, "agents", "replay", "replay_server.py"), replayFixture], {
+    stdio: ["ignore", "pipe", fs.openSync(path.join(outDir, "replay-server.log"), "w")],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the replay server did not start within 30 s")), 30000);
+    let seen = "";
+    child.stdout.on("data", (chunk) => {
+      seen += chunk.toString();
+      const m = /^PORT (\d+)$/m.exec(seen);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: `http://127.0.0.1:${m[1]}` });
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the replay server exited with ${code} (see out/replay-server.log)`));
+    });
+  });
+}
+const replay = await startReplay();
+
 // The workspace the editor opens: copies, so nothing in the checkout changes.
 function layWorkspace() {
   const ws = dirs.workspace;
@@ -70,6 +97,10 @@ function layWorkspace() {
         "maxkernel.lowerOnSave": false,
         // maxkernel/test/clientRequest lets the tests make the real server send HITL requests.
         "maxkernel.server.extraArgs": ["--enable-test-methods"],
+        // Step by step plans and implements with this LLM (the key comes from the test).
+        "maxkernel.llm.provider": "openai",
+        "maxkernel.llm.model": "gpt-4o-mini",
+        "maxkernel.llm.baseUrl": `${replay.url}/v1`,
       },
       null,
       2,
@@ -107,6 +138,8 @@ const env = {
   XDG_RUNTIME_DIR: dirs["xdg-runtime"],
   MAXKERNEL_STORE: path.join(tmp, "store.sqlite"), // a fresh evaluation cache: no "(cached)" verdicts
   MAXKERNEL_VSCODE_RESULTS: path.join(tmp, "extension-results.json"),
+  MAXKERNEL_VSCODE_REPLAY: replay.url,
+  MAXKERNEL_VSCODE_REPLAY_FIXTURE: replayFixture,
   ...(only ? { MAXKERNEL_VSCODE_ONLY: only } : {}),
 };
 
@@ -222,8 +255,13 @@ function checkApiKeyNotLogged() {
   const probe = path.join(path.dirname(env.MAXKERNEL_VSCODE_RESULTS), "secret-probe.txt");
   if (!fs.existsSync(probe)) return { name, status: "failed", message: "the API key test did not run" };
   const key = fs.readFileSync(probe, "utf8");
-  const logs = [...filesUnder(path.join(dirs.user, "logs")), ...filesUnder(outDir).filter((f) => f.endsWith(".log"))];
-  const leaks = logs.filter((f) => fs.readFileSync(f, "utf8").includes(key));
+  // The step-by-step test plants its key too (secret-probe-hitl.txt); the store must not hold it.
+  const hitlProbe = path.join(path.dirname(env.MAXKERNEL_VSCODE_RESULTS), "secret-probe-hitl.txt");
+  const keys = [key, ...(fs.existsSync(hitlProbe) ? [fs.readFileSync(hitlProbe, "utf8")] : [])];
+  const logs = [...filesUnder(path.join(dirs.user, "logs")), ...filesUnder(outDir).filter((f) => f.endsWith(".log")),
+    ...fs.readdirSync(tmp).filter((f) => f.startsWith("store.sqlite")).map((f) => path.join(tmp, f)),
+    ...filesUnder(path.join(tmp, "sessions"))];
+  const leaks = logs.filter((f) => keys.some((k) => fs.readFileSync(f).includes(k)));
   const traced = logs.filter((f) => {
     const text = fs.readFileSync(f, "utf8");
     return text.includes("maxkernel/setApiKey") && text.includes("«api key»");
@@ -293,6 +331,7 @@ try {
 } catch (e) {
   outcomes.push({ name: "vscode test harness", status: "failed", message: e.stack ?? String(e) });
 } finally {
+  await stopProcess(replay.child);
   if (!keep) fs.rmSync(tmp, { recursive: true, force: true });
 }
 console.log("");
