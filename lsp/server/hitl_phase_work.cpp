@@ -67,11 +67,20 @@ std::string failure_text(const std::string& what, const std::exception& e) {
   return what + " failed: " + e.what() + "; Retry asks again, Skip moves on, Stop ends the session";
 }
 
-// Several hosts must report the same device before their timings are compared ("" when fine).
-std::string pool_problem(tpu::HostPool& pool) {
+// Test and autotune compare timings, so several hosts must first agree on one device; then
+// `body` scores candidates with one evaluator over the pool. `phase` names the step if refused.
+template <typename Body>
+HitlPhaseOutcome with_evaluator(const HitlHostJob& job, const std::string& phase, Body&& body) {
   std::string error;
-  if (pool.size() > 1 && !pool.verify(error)) return error;
-  return "";
+  if (job.host->size() > 1 && !job.host->verify(error)) {
+    HitlPhaseOutcome refused;
+    refused.summary = phase + " cannot run: " + error;
+    return refused;
+  }
+  tpu::KernelJobs jobs(*job.host, nullptr);
+  agents::CandidateEvaluator evaluator(jobs, {job.request.file, job.request.task, std::nullopt},
+                                       *job.target);
+  return body(evaluator);
 }
 
 }  // namespace
@@ -154,93 +163,73 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
-  tpu::HostPool* h = job.host;
-  const tpu::KernelRequest& request = job.request;
-  const std::string& code = job.code;
-  const std::string& kernel = job.kernel;
-  const knowledge::TpuGeneration* target = job.target;
-  const std::function<bool()>& is_cancelled = job.cancelled;
-  HitlPhaseOutcome out;
-  if (const std::string problem = pool_problem(*h); !problem.empty()) {
-    out.summary = "test cannot run: " + problem;
+  return with_evaluator(job, "test", [&](agents::CandidateEvaluator& evaluator) {
+    const agents::Evaluation e = evaluator.evaluate(job.code, job.cancelled);
+    HitlPhaseOutcome out;
+    out.has_diagnostics = true;
+    out.summary = "test on " + (e.host.empty() ? job.host->name() : e.host) + ": " +
+                  evaluation_text(e, *job.target);
+    out.diagnostics.push_back(line_diagnostic(kernel_line(job.code, job.kernel),
+                                              e.status == "correct" ? 3 : 1, "MK311",
+                                              "step by step, " + out.summary));
+    agents::NodeRecord node;
+    node.run_id = job.run_id;
+    node.parent = 0;
+    node.depth = 1;
+    node.strategy = "hitl";
+    node.description = "the session's candidate";
+    node.code = job.code;
+    node.code_hash = agents::candidate_hash(job.code);
+    node.status = e.status;
+    node.error = e.error;
+    node.metrics_json = e.metrics.dump();
+    node.score_s = e.score_s;
+    node.time_kind = e.time_kind;
+    out.node = std::move(node);
     return out;
-  }
-  tpu::KernelJobs jobs(*h, nullptr);
-  agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
-  const agents::Evaluation e = evaluator.evaluate(code, is_cancelled);
-  out.has_diagnostics = true;
-  out.summary =
-      "test on " + (e.host.empty() ? h->name() : e.host) + ": " + evaluation_text(e, *target);
-  out.diagnostics.push_back(line_diagnostic(kernel_line(code, kernel),
-                                            e.status == "correct" ? 3 : 1, "MK311",
-                                            "step by step, " + out.summary));
-  agents::NodeRecord node;
-  node.run_id = job.run_id;
-  node.parent = 0;
-  node.depth = 1;
-  node.strategy = "hitl";
-  node.description = "the session's candidate";
-  node.code = code;
-  node.code_hash = agents::candidate_hash(code);
-  node.status = e.status;
-  node.error = e.error;
-  node.metrics_json = e.metrics.dump();
-  node.score_s = e.score_s;
-  node.time_kind = e.time_kind;
-  out.node = std::move(node);
-  return out;
+  });
 }
 
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
-  tpu::HostPool* h = job.host;
-  const tpu::KernelRequest& request = job.request;
-  const std::string& code = job.code;
-  const std::string& kernel = job.kernel;
-  const knowledge::TpuGeneration* target = job.target;
-  const std::function<bool()>& is_cancelled = job.cancelled;
-  if (const std::string problem = pool_problem(*h); !problem.empty()) {
-    HitlPhaseOutcome refused;
-    refused.summary = "autotune cannot run: " + problem;
-    return refused;
-  }
-  tpu::KernelJobs jobs(*h, nullptr);
-  agents::CandidateEvaluator evaluator(jobs, {request.file, request.task, std::nullopt}, *target);
-  agents::RuleExpander expander;
-  agents::ExpansionRequest er;
-  er.parent_code = code;
-  er.kernel_name = kernel;
-  er.max_children = 1000;
-  std::vector<agents::Proposal> moves;
-  for (agents::Proposal& p : expander.expand(er))
-    if (p.strategy == "autotune" && moves.size() < kAutotuneMoves) moves.push_back(std::move(p));
-  HitlPhaseOutcome out;
-  const agents::Evaluation current = evaluator.evaluate(code, is_cancelled);
-  const bool current_scored = current.status == "correct" && current.score_s.has_value();
-  double best = current_scored ? *current.score_s : 0.0;
-  bool have_best = current_scored;
-  std::string best_move, best_kind;
-  for (const agents::Proposal& move : moves) {
-    if (is_cancelled()) break;
-    const agents::Evaluation e = evaluator.evaluate(move.code, is_cancelled);
-    if (e.status != "correct" || !e.score_s) continue;
-    if (!have_best || *e.score_s < best) {
-      have_best = true;
-      best = *e.score_s;
-      best_move = move.description;
-      best_kind = e.time_kind;
-      out.proposed = move.code;
+  return with_evaluator(job, "autotune", [&](agents::CandidateEvaluator& evaluator) {
+    const knowledge::TpuGeneration& target = *job.target;
+    agents::RuleExpander expander;
+    agents::ExpansionRequest er;
+    er.parent_code = job.code;
+    er.kernel_name = job.kernel;
+    er.max_children = 1000;
+    std::vector<agents::Proposal> moves;
+    for (agents::Proposal& p : expander.expand(er))
+      if (p.strategy == "autotune" && moves.size() < kAutotuneMoves) moves.push_back(std::move(p));
+    HitlPhaseOutcome out;
+    const agents::Evaluation current = evaluator.evaluate(job.code, job.cancelled);
+    const bool current_scored = current.status == "correct" && current.score_s.has_value();
+    double best = current_scored ? *current.score_s : 0.0;
+    bool have_best = current_scored;
+    std::string best_move, best_kind;
+    for (const agents::Proposal& move : moves) {
+      if (job.cancelled()) break;
+      const agents::Evaluation e = evaluator.evaluate(move.code, job.cancelled);
+      if (e.status != "correct" || !e.score_s) continue;
+      if (!have_best || *e.score_s < best) {
+        have_best = true;
+        best = *e.score_s;
+        best_move = move.description;
+        best_kind = e.time_kind;
+        out.proposed = move.code;
+      }
     }
-  }
-  const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
-  if (out.proposed.empty()) {
-    out.summary = "no move of " + std::to_string(moves.size()) +
-                  " beats the current configuration" +
-                  (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
-  } else {
-    out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
-                  agents::score_label(best_kind, *target) + was;
-  }
-  return out;
+    const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
+    if (out.proposed.empty()) {
+      out.summary = "no move of " + std::to_string(moves.size()) +
+                    " beats the current configuration" +
+                    (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
+    } else {
+      out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
+                    agents::score_label(best_kind, target) + was;
+    }
+    return out;
+  });
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
