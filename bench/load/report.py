@@ -54,6 +54,28 @@ def rss_growth(rss, warmup, measured_s):
             "max_kib": max(r[1] for r in rss), "min_warm_kib": min(v for _, v in warm)}
 
 
+def server_memory(status, warmup, measured_s):
+    """The server's own account (maxkernel/status) in the same windows as rss_growth: malloc's
+    bytes in use, SQLite's bytes (page caches of the store connections) and the resident set. A
+    heap in use that keeps growing is a leak; SQLite's total stops at its cache bounds."""
+    window = min(60.0, max(0.0, (measured_s - warmup) / 2))
+    pts = [(t, r.get("memory", {})) for t, r in status if r.get("memory")]
+    out = {"samples": [[round(t, 1), m.get("residentBytes"), m.get("heapInUseBytes"), m.get("heapHeldBytes"),
+                        m.get("sqliteBytes")] for t, m in pts]}
+    if window <= 0:
+        return out
+    for key in ("heapInUseBytes", "heapHeldBytes", "sqliteBytes", "residentBytes"):
+        first = [m[key] for t, m in pts if warmup <= t < warmup + window and m.get(key, -1) >= 0]
+        last = [m[key] for t, m in pts if measured_s - window <= t <= measured_s and m.get(key, -1) >= 0]
+        if first and last:
+            a, b = statistics.median(first), statistics.median(last)
+            out[key] = {"first_warm_median": a, "last_median": b, "growth_ratio": (b - a) / a if a else None,
+                        "max": max(m[key] for _, m in pts if m.get(key, -1) >= 0)}
+    peaks = [m.get("sqlitePeakBytes") for _, m in pts if m.get("sqlitePeakBytes") is not None]
+    out["sqlite_peak_bytes"] = max(peaks, default=None)
+    return out
+
+
 def main_thread_per_minute(rss):
     """Per minute: CPU ms the server's main thread ran and ms it waited, runnable, for a CPU
     (/proc schedstat). Much waiting next to little running means the machine starved the server."""
@@ -112,6 +134,7 @@ def summarize(args, bench, run_info):
         s["seconds_max"] = secs[-1] if secs else None
 
     growth = rss_growth(bench.rss, args.warmup, measured)
+    own = server_memory(bench.status, args.warmup, measured)
     sched = main_thread_per_minute(bench.rss)
     loads = [r[5] for r in bench.rss]
     p99s = {k: latency[k]["all_replies"]["p99"] for k in SHORT.values() if latency[k]["all_replies"]}
@@ -149,7 +172,7 @@ def summarize(args, bench, run_info):
                      "reports_after_end": bench.progress_after_end},
         "server_requests": bench.server_requests,
         "jobs": jobs, "job_errors": bench.job_errors[:20], "jobs_finished": bench.finished_jobs,
-        "memory": {"growth": growth, "threads_max": max((r[2] for r in bench.rss), default=None),
+        "memory": {"growth": growth, "server_account": own, "threads_max": max((r[2] for r in bench.rss), default=None),
                    "threads_last": bench.rss[-1][2] if bench.rss else None,
                    "workers_max": max((r[3] for r in bench.rss), default=None),
                    "workers_rss_max_kib": max((r[4] for r in bench.rss), default=None),
@@ -196,6 +219,13 @@ def print_summary(r):
               f"({g['growth_kib'] / 1024:+.1f} MiB, {g['growth_ratio']:+.1%}); warm slope "
               f"{fmt((g['warm_slope_kib_per_min'] or 0) / 1024)} MiB/min; max {g['max_kib'] / 1024:.1f} MiB; "
               f"threads max {r['memory']['threads_max']}, workers max {r['memory']['workers_max']}")
+    own = r["memory"].get("server_account") or {}
+    parts = [(label, own[key]) for label, key in (("heap in use", "heapInUseBytes"), ("heap held", "heapHeldBytes"),
+                                                   ("SQLite", "sqliteBytes")) if key in own]
+    if parts:
+        print("server's own account (maxkernel/status), first warm -> last median: " + "; ".join(
+            f"{label} {v['first_warm_median'] / 2**20:.1f} -> {v['last_median'] / 2**20:.1f} MiB "
+            f"({(v['growth_ratio'] or 0):+.1%})" for label, v in parts))
     for kind, s in r["jobs"].items():
         print(f"job {kind}: {s['finished']} finished (p50 {fmt(s['seconds_p50'])} s, max {fmt(s['seconds_max'])} s), "
               f"{s['failed_to_start']} refused; outcomes {s['outcomes']}")

@@ -37,6 +37,7 @@ from lsp_io import ProtocolError, clock  # noqa: E402
 from report import summarize, print_summary  # noqa: E402
 
 INTERACTIVE = ("textDocument/codeLens", "textDocument/hover", "textDocument/inlayHint")
+STATUS = "maxkernel/status"  # the server's own memory account, sampled with the RSS
 JOB_KINDS = ("maxkernel.test", "maxkernel.profile", "maxkernel.optimizeAuto")
 
 CAPABILITIES = {
@@ -98,6 +99,8 @@ class Bench:
         # (time since start, VmRSS KiB, threads, workers, workers RSS KiB, loadavg1, main thread's
         # run ns, its run-queue wait ns)
         self.rss = []
+        # (time since start, the server's own maxkernel/status: heap in use, SQLite bytes, jobs)
+        self.status = []
         self.keystrokes = 0
 
     # ----- messages from the server --------------------------------------------------------
@@ -138,6 +141,8 @@ class Bench:
                 self.results[method]["null" if not result else "items"] += 1
         elif rid in self.job_by_rid:
             self.on_job_reply(t, self.job_by_rid.pop(rid), msg)
+        elif method == STATUS:
+            self.status.append((t0 - self.t_start, msg.get("result") or {}))
 
     def on_diagnostics(self, t, params):
         self.publishes += 1
@@ -231,6 +236,8 @@ class Bench:
         load1 = float(open("/proc/loadavg").read().split()[0])
         self.rss.append((clock() - self.t_start, st["VmRSS"], st["Threads"], workers, workers_rss, load1,
                          st.get("main_run_ns"), st.get("main_wait_ns")))
+        rid, t0 = self.conn.send_request(STATUS, {})
+        self.sent[rid] = (STATUS, t0)
 
     def drain(self, until):
         while self.conn.inbox:

@@ -64,6 +64,7 @@ class HitlRuns {
   // asks what to do next); false when the token is not one of ours.
   bool cancel_by_progress_token(const std::string& token);
   void cancel_all() { cancelled_->store(true); }
+  size_t running() const { return host_work_.size(); }  // phases working on a host
 
  private:
   agents::SessionStore& store();

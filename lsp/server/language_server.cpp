@@ -7,6 +7,7 @@
 #include "lsp/analysis/describe.h"
 #include "lsp/server/commands.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/process_memory.h"
 
 namespace mk::server {
 
@@ -365,6 +366,22 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_request("maxkernel/sessions",
                          [this](const ParamReader&, Reply r) { r.result(hitl_.sessions()); });
+  dispatcher_.on_request("maxkernel/status", [this](const ParamReader&, Reply r) {
+    const ProcessMemory m = read_process_memory();
+    r.result({{"memory",
+               {{"residentBytes", m.resident_bytes},
+                {"heapInUseBytes", m.heap_in_use_bytes},
+                {"heapHeldBytes", m.heap_held_bytes},
+                {"sqliteBytes", m.sqlite_bytes},
+                {"sqlitePeakBytes", m.sqlite_peak_bytes}}},
+              {"threads", m.threads},
+              {"openDocuments", documents_.all().size()},
+              {"runningJobs",
+               {{"kernel", runs_.running()},
+                {"optimization", optimizations_.running()},
+                {"stepByStep", hitl_.running()}}},
+              {"pendingClientRequests", outgoing_.pending()}});
+  });
   dispatcher_.on_request("workspace/executeCommand",
                          [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
 }

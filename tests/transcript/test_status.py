@@ -1,0 +1,60 @@
+"""maxkernel/status: the server's own account of its memory, documents and work, read while it
+serves (the load bench samples it to tell a leak from caches that fill up to their bounds)."""
+from lsp_client import LspClient
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def big_module(lines):
+    return "".join(f"value_{i} = {i} * 3 + {i % 7}  # filler line {i:06d}\n" for i in range(lines))
+
+
+def test_status_counts_documents_and_reports_memory(ready):
+    s = ready.request("maxkernel/status")["result"]
+    assert s["openDocuments"] == 0
+    assert s["runningJobs"] == {"kernel": 0, "optimization": 0, "stepByStep": 0}
+    assert s["pendingClientRequests"] == 0
+    m = s["memory"]
+    # The resident set the server reads for itself is the one the kernel reports for it.
+    assert abs(m["residentBytes"] - rss_bytes(ready.proc.pid)) < 4 << 20
+    assert 0 < m["heapInUseBytes"] <= m["heapHeldBytes"]
+    assert s["threads"] >= 2  # the main loop and the reader
+
+    ready.open("file:///a.py", "x = 1\n")
+    ready.open("file:///b.py", "y = 2\n")
+    ready.open("file:///notes.txt", "text\n", language="plaintext")
+    assert ready.request("maxkernel/status")["result"]["openDocuments"] == 3
+    ready.notify("textDocument/didClose", {"textDocument": {"uri": "file:///b.py"}})
+    assert ready.request("maxkernel/status")["result"]["openDocuments"] == 2
+
+
+def test_heap_in_use_follows_a_large_document_open_and_close(ready):
+    before = ready.request("maxkernel/status")["result"]["memory"]["heapInUseBytes"]
+    text = big_module(60000)  # about 3 MB of Python: its text and syntax tree live in the heap
+    ready.open("file:///big.py", text)
+    ready.diagnostics("file:///big.py")
+    opened = ready.request("maxkernel/status")["result"]["memory"]["heapInUseBytes"]
+    assert opened - before > len(text)
+    ready.notify("textDocument/didClose", {"textDocument": {"uri": "file:///big.py"}})
+    closed = ready.request("maxkernel/status")["result"]["memory"]["heapInUseBytes"]
+    assert opened - closed > len(text), (before, opened, closed)
+
+
+def test_sqlite_memory_is_counted_once_a_store_is_open(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
+    client = LspClient()
+    try:
+        client.initialize()
+        assert client.request("maxkernel/status")["result"]["memory"]["sqliteBytes"] == 0
+        assert client.request("maxkernel/sessions")["result"]["sessions"] == []  # opens the store
+        m = client.request("maxkernel/status")["result"]["memory"]
+        assert m["sqliteBytes"] > 0
+        assert m["sqlitePeakBytes"] >= m["sqliteBytes"]
+    finally:
+        client.close()
