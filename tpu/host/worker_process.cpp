@@ -302,9 +302,24 @@ std::string WorkerProcess::stderr_tail() {
 
 bool WorkerProcess::send_line(const std::string& line) {
   if (!pipes_) return false;
+  // Writing to a worker that has exited raises SIGPIPE, which ends any program that has not
+  // ignored it (a library must not rely on that): block it in this thread for the write, and
+  // take back the one the failed write left pending.
+  sigset_t sigpipe;
+  sigset_t previous;
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &sigpipe, &previous);
   pipes_->in << line << '\n';
   pipes_->in.flush();
-  return static_cast<bool>(pipes_->in);
+  const bool written = static_cast<bool>(pipes_->in);
+  if (!written && !sigismember(&previous, SIGPIPE)) {
+    const timespec no_wait{0, 0};
+    while (sigtimedwait(&sigpipe, nullptr, &no_wait) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return written;
 }
 
 std::string WorkerProcess::exit_description() {
