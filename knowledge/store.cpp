@@ -100,6 +100,7 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
   try {
     // Before anything writes: a damaged file is reported, never migrated over or replaced.
     check_store_file(db_, "knowledge store", path_);
+    exec(bound_page_cache_statement().c_str());  // also frees what the check's read brought in
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA foreign_keys=ON");
     migrate();

@@ -43,6 +43,8 @@ sqlite3* open_database(const std::filesystem::path& path, const std::string& wha
   try {
     // Before anything writes: a damaged file is reported, never migrated over or replaced.
     knowledge::check_store_file(db, what, path);
+    // Also frees what the check's read of every page brought in.
+    exec(db, knowledge::bound_page_cache_statement().c_str(), what + " " + path.string());
     exec(db, "PRAGMA journal_mode=WAL", what + " " + path.string());
     exec(db, "PRAGMA foreign_keys=ON", what + " " + path.string());
   } catch (...) {

@@ -198,6 +198,13 @@ agents::RunStore& OptimizationRuns::run_store() {
     std::filesystem::create_directories(path.parent_path());
     store_ = std::make_shared<agents::RunStore>(path);  // throws with the path and reason
     store_path_ = path;
+    // The cache lives in the same file; without it searches still run, only uncached.
+    cache_.reset();
+    try {
+      cache_ = std::make_shared<knowledge::Store>(path);
+    } catch (const std::exception& e) {
+      spdlog::warn("evaluation cache disabled: {}", e.what());
+    }
   }
   return *store_;
 }
@@ -314,9 +321,9 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     std::lock_guard lock(activity_->mutex);
     ++activity_->running;
   }
-  pool_.submit([this, store_keep = store_, settings, run_id, job_id, uri, token, pending,
-                baseline = doc->text.text(), cancelled = job.cancelled, activity = activity_,
-                post = context_.post] {
+  pool_.submit([this, store_keep = store_, cache = cache_, settings, run_id, job_id, uri, token,
+                pending, baseline = doc->text.text(), cancelled = job.cancelled,
+                activity = activity_, post = context_.post] {
     OptimizationResult result;
     std::string error;
     std::unique_ptr<tpu::HostPool> host = make_host_pool(settings.host, error);
@@ -337,12 +344,6 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
       final_run.stop_reason = "no host: " + error;
       store_keep->update_run(final_run);
     } else {
-      std::unique_ptr<knowledge::Store> cache;
-      try {
-        cache = std::make_unique<knowledge::Store>(knowledge::default_store_path());
-      } catch (const std::exception& e) {
-        spdlog::warn("evaluation cache disabled: {}", e.what());
-      }
       try {
         tpu::KernelJobs jobs(*host, cache.get());
         agents::EvaluationSetup setup;

@@ -19,6 +19,7 @@
 #include "agents/orchestration/expander_factory.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/search_params.h"
+#include "knowledge/store.h"
 #include "lsp/protocol/dispatcher.h"
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
@@ -72,6 +73,7 @@ class OptimizationRuns {
                const OptimizationSettings& settings);
 
   bool cancel_by_progress_token(const std::string& token);
+  size_t running() const { return jobs_.size(); }
   void cancel_all();
   // Cancels every running search and waits (bounded) until their workers are gone.
   void shutdown(std::chrono::milliseconds wait = std::chrono::seconds(20));
@@ -107,6 +109,8 @@ class OptimizationRuns {
   ClientCapabilities client_;
   std::shared_ptr<agents::RunStore> store_;
   std::filesystem::path store_path_;
+  // The evaluation cache shared by every search (one connection, opened and checked once).
+  std::shared_ptr<knowledge::Store> cache_;
   std::map<std::string, Job> jobs_;                                           // by job id
   std::map<std::string, std::map<std::string, OptimizationResult>> results_;  // uri -> kernel
   std::map<std::string, std::string> latest_run_;                             // uri -> run id
