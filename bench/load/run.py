@@ -341,6 +341,7 @@ def main():
         binary = work / "maxkernel-lsp"
         shutil.copy2(args.binary, binary)  # others may rebuild it while we run
         binary_sha = hashlib.sha256(binary.read_bytes()).hexdigest()
+        binary_mtime = binary.stat().st_mtime  # of the copy: the source may be rebuilt meanwhile
         for d in docs:
             path = work / d.name
             path.write_text(d.text_at_open)
@@ -396,7 +397,7 @@ def main():
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
                     "loadavg_before": load_before, "loadavg_after": open("/proc/loadavg").read().split()[:3]},
         "maxkernel_lsp": {"source": args.binary, "sha256": binary_sha,
-                          "mtime": datetime.datetime.fromtimestamp(Path(args.binary).stat().st_mtime,
+                          "mtime": datetime.datetime.fromtimestamp(binary_mtime,
                                                                    datetime.timezone.utc).isoformat(timespec="seconds")},
         "open_all_s": open_s,
         "exit_code": exit_code,
