@@ -26,11 +26,11 @@ inline int store_busy_timeout_ms() {
   return *end == '\0' && ms >= 0 && ms <= 3600000 ? static_cast<int>(ms) : kDefaultMs;
 }
 
-// Each connection's page cache. SQLite's default is 2 MiB per connection, filled by the check on
-// open (it reads every page; set after it, the bound frees the excess) and then by use as the
-// store grows: the language server keeps four
-// connections open, so its memory grew by several MiB over a long session. The store is read by
-// key, one row at a time, and the OS caches the file anyway, so a small cache costs no speed.
+// Each connection's page cache. SQLite's default is 2 MiB per connection, filled at once by the
+// check on open (it reads every page; set after it, the cap frees the excess) and then by use as
+// the store grows: the language server keeps three or four connections for a whole session, and
+// its memory grew with the store file. The store is read by key, one row at a time, and the OS
+// caches the file anyway, so a small cache is enough (bench/RESULTS.md, "load", run 7).
 inline constexpr int kStorePageCacheKiB = 256;
 
 inline std::string bound_page_cache_statement() {

@@ -2,7 +2,6 @@
 
 #include <malloc.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
