@@ -35,6 +35,7 @@ suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
 suite "worker (real JAX processes)" "$py" -m pytest -q tests/worker
 suite "agents: rewrites lower for TPU with real JAX" "$py" -m pytest -q tests/agents
 suite "report and bench (CLI, real run store, real JAX)" "$py" -m pytest -q tests/report
+suite "load bench: a 15 s run of the real server with a real job" "$py" -m pytest -q bench/load
 suite "optimize: Auto, graph strategies, resume after kill (real workers)" "$py" -m pytest -q tests/optimize
 suite "faults: LLM, worker, server, store faults during runs" "$py" -m pytest -q tests/faults
 if compgen -G "tests/hosts/test_*.py" >/dev/null; then

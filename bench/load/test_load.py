@@ -54,3 +54,8 @@ def test_a_short_run_answers_every_request_once_and_pairs_progress(tmp_path):
     assert report["latency_ms"]["didChange->publishDiagnostics"]["all"]["n"] == report["workload"]["keystrokes"]
     assert report["progress"]["tokens"] >= 1 and not report["progress"]["unpaired"]
     assert len(report["memory"]["samples"]) >= 5
+    # The server's own account is sampled alongside: [t, rss, heap in use, heap held, sqlite].
+    own = report["memory"]["server_account"]["samples"]
+    assert len(own) >= 5
+    assert all(rss > 0 and 0 < heap <= held for _, rss, heap, held, _ in own)
+    assert all(sqlite >= 0 for *_, sqlite in own) and own[-1][4] > 0  # a job opened the store
