@@ -15,6 +15,7 @@
 
 #include "tpu/host/host_pool.h"
 #include "tpu/host/kernel_host.h"
+#include "worker_host_fixture.h"
 
 namespace mk::tpu {
 namespace {
@@ -23,48 +24,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class KernelHostTest : public ::testing::Test {
+class KernelHostTest : public WorkerHostTest {
  protected:
-  static fs::path repo() { return fs::path(MK_SOURCE_DIR); }
-
-  void SetUp() override {
-    // Create spdlog's registry here, as the binaries' main() does, before worker threads log:
-    // its lazy first use from two threads inside the uninstrumented library is a TSan report.
-    spdlog::default_logger();
-    std::string error;
-    auto b = load_worker_bundle(repo() / "tpu" / "worker", error);
-    ASSERT_TRUE(b) << error;
-    bundle_ = *b;
-    config_.python = default_local_python();
-    scratch_ = fs::temp_directory_path() /
-               ("mk-host-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(scratch_);
-  }
-  void TearDown() override { fs::remove_all(scratch_); }
-
   // scale_add.py with its candidate's body replaced by `body` (indented code run when traced).
   json lower_request(const std::string& prelude) {
-    std::string src = read(repo() / "tests" / "worker" / "tasks" / "infile" / "scale_add.py");
-    const std::string anchor = "def candidate(x, y):\n";
-    src.replace(src.find(anchor), anchor.size(), anchor + prelude);
     return {{"op", "lower"},
-            {"source", src},
+            {"source", scale_add_with(prelude)},
             {"filename", (scratch_ / "k.py").string()},
             {"task", {{"form", "infile"}}},
             {"target", "tpu"}};
   }
-
-  HostConfig config_;
-  WorkerBundle bundle_;
-  fs::path scratch_;
 };
 
 TEST_F(KernelHostTest, CrashedWorkerIsReportedAndReplaced) {
@@ -91,7 +60,7 @@ TEST_F(KernelHostTest, HungWorkerIsKilledAtTheTimeout) {
 
 TEST_F(KernelHostTest, CancellationReachesTheRunningJob) {
   KernelHost host(config_, bundle_);
-  ASSERT_TRUE(host.hello().ok());
+  ASSERT_TRUE(host.run(Lane::Compile, lower_request("")).ok());  // a warm compile worker
   std::atomic<bool> cancel{false};
   std::thread canceller([&] {
     std::this_thread::sleep_for(milliseconds(500));  // let the request reach the worker first

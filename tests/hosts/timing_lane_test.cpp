@@ -1,6 +1,6 @@
 // The timing lane of a host against real workers (python with JAX, CPU): on a cpu host its size
-// comes from the first worker's hello and evaluations run side by side (interpret time is never
-// a speedup); an explicit timingSlots of 1 still runs them one after another on one worker.
+// comes from the first timing worker's hello and evaluations run side by side (interpret time is
+// never a speedup); an explicit timingSlots of 1 still runs them one after another on one worker.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -11,6 +11,7 @@
 
 #include "tpu/host/host_config.h"
 #include "tpu/host/kernel_host.h"
+#include "worker_host_fixture.h"
 
 namespace mk::tpu {
 namespace {
@@ -18,35 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class TimingLaneTest : public ::testing::Test {
+class TimingLaneTest : public WorkerHostTest {
  protected:
-  static fs::path repo() { return fs::path(MK_SOURCE_DIR); }
-
-  void SetUp() override {
-    spdlog::default_logger();  // the registry exists before worker threads log (TSan)
-    std::string error;
-    auto b = load_worker_bundle(repo() / "tpu" / "worker", error);
-    ASSERT_TRUE(b) << error;
-    bundle_ = *b;
-    config_.python = default_local_python();
-    scratch_ = fs::temp_directory_path() /
-               ("mk-timing-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(scratch_);
-  }
-  void TearDown() override { fs::remove_all(scratch_); }
-
   // An evaluate of the scale_add task whose candidate, when first traced, marks `mine` as
   // started, waits up to `wait_s` for `other` to start, and logs whether it did and its pid.
   json evaluate_request(const std::string& mine, const std::string& other, int wait_s) {
-    std::string src = read(repo() / "tests" / "worker" / "tasks" / "infile" / "scale_add.py");
     const auto path = [&](const std::string& name) {
       return json((scratch_ / name).string()).dump();
     };
@@ -68,10 +45,8 @@ class TimingLaneTest : public ::testing::Test {
         ", 'w') as f:\n"
         "            f.write('%d %d' % (os.path.exists(" +
         path(other + ".start") + "), os.getpid()))\n";
-    const std::string anchor = "def candidate(x, y):\n";
-    src.replace(src.find(anchor), anchor.size(), anchor + prelude);
     return {{"op", "evaluate"},
-            {"source", src},
+            {"source", scale_add_with(prelude)},
             {"filename", (scratch_ / (mine + ".py")).string()},
             {"task", {{"form", "infile"}}},
             {"seeds", {1}},
@@ -94,12 +69,8 @@ class TimingLaneTest : public ::testing::Test {
     EXPECT_TRUE(b.ok()) << b.message << b.stderr_tail;
     EXPECT_TRUE(a.body.value("correct", false)) << a.body.dump();
     EXPECT_TRUE(b.body.value("correct", false)) << b.body.dump();
-    return {read(scratch_ / "a.log"), read(scratch_ / "b.log")};
+    return {read_text(scratch_ / "a.log"), read_text(scratch_ / "b.log")};
   }
-
-  HostConfig config_;
-  WorkerBundle bundle_;
-  fs::path scratch_;
 };
 
 std::string pid_of(const std::string& log) {
