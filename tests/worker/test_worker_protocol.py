@@ -126,3 +126,36 @@ def test_user_code_runs_in_private_workdir(worker):
     assert r["ok"] is False and r["error"]["kind"] == "import"
     assert "CWD=" + hello["workdir"] in r["error"]["message"]
     assert "maxkernel-worker-" in hello["workdir"]
+
+
+def test_a_compile_worker_keeps_jax_on_the_cpu_whatever_the_environment_asks():
+    # A TPU admits one process: a compile worker must never take the device (here a TPU this
+    # machine lacks, so a worker that looked for it could not start at all).
+    tpu_env = {"JAX_PLATFORMS": "tpu"}
+    compile_worker = WorkerProcess(extra_env=tpu_env, args=[sys.executable, WORKER, "--lane", "compile"])
+    try:
+        r = compile_worker.request("hello", timeout=120)
+        assert r["ok"] is True, r
+        assert r["lane"] == "compile" and r["platform"] == "cpu"
+        lowered = compile_worker.request("lower", source=read_task("infile", "scale_add.py"),
+                                         filename=task_path("infile", "scale_add.py"),
+                                         task={"form": "infile"}, target="tpu", timeout=120)
+        assert lowered["ok"] is True, lowered
+    finally:
+        compile_worker.close()
+    timing_worker = WorkerProcess(extra_env=tpu_env, args=[sys.executable, WORKER, "--lane", "timing"])
+    try:
+        r = timing_worker.request("hello", timeout=120)
+        assert r["ok"] is False and "tpu" in r["error"]["message"], r
+    finally:
+        timing_worker.close()
+
+
+def test_an_unknown_lane_is_logged_and_the_worker_still_serves():
+    w = WorkerProcess(args=[sys.executable, WORKER, "--lane", "fast"])
+    try:
+        r = w.request("hello", timeout=120)
+        assert r["ok"] is True and r["lane"] is None
+        assert "--lane needs one of compile, timing" in w.stderr_text()
+    finally:
+        w.close()

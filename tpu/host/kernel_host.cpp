@@ -26,6 +26,12 @@ std::string explain_connection_failure(const std::string& err) {
   return "";
 }
 
+std::string explain_worker_failure(const std::string& message) {
+  if (message.find("No module named 'jax'") != std::string::npos)
+    return "JAX is not installed for that python";
+  return "";
+}
+
 int automatic_timing_slots(const nlohmann::json& hello, int compile_slots) {
   if (!hello.is_object() || hello.value("platform", std::string()) != "cpu") return 1;
   int cores = compile_slots;
@@ -86,14 +92,17 @@ std::string KernelHost::remote_bundle_dir() const {
   return config_.remote_dir + "/worker-" + bundle_.hash.substr(0, 16);
 }
 
-std::vector<std::string> KernelHost::worker_argv() const {
+std::vector<std::string> KernelHost::worker_argv(Lane lane) const {
   const std::string nice = std::to_string(config_.effective_worker_nice());
+  // A compile worker keeps JAX on the CPU: a TPU admits one process, the timing worker's.
+  const std::string lane_name = lane == Lane::Compile ? "compile" : "timing";
   if (config_.kind == HostKind::Local) {
-    return {config_.python, "-u", (bundle_.directory / bundle_.entry).string(), "--nice", nice};
+    return {config_.python, "-u",     (bundle_.directory / bundle_.entry).string(), "--nice", nice,
+            "--lane",       lane_name};
   }
   return remote_argv(config_,
                      shell_command({config_.python, "-u", remote_bundle_dir() + "/" + bundle_.entry,
-                                    "--nice", nice}));
+                                    "--nice", nice, "--lane", lane_name}));
 }
 
 bool KernelHost::ensure_installed(std::string& error) {
@@ -150,14 +159,14 @@ bool KernelHost::ensure_installed(std::string& error) {
   return true;
 }
 
-std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
+std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failure) {
   failure.status = WorkerReply::Status::Unreachable;
   std::string error;
   if (!ensure_installed(error)) {
     failure.message = error;
     return nullptr;
   }
-  auto worker = std::make_unique<WorkerProcess>(worker_argv(), "the worker on " + config_.name);
+  auto worker = std::make_unique<WorkerProcess>(worker_argv(lane), "the worker on " + config_.name);
   if (!worker->start(error)) {
     failure.message = error;
     return nullptr;
@@ -165,7 +174,12 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
   // A worker is usable once it has said hello.
   WorkerReply hello = worker->call({{"op", "hello"}}, config_.start_timeout);
   if (!hello.ok()) {
-    const std::string why = explain_connection_failure(hello.stderr_tail + hello.message);
+    // A worker that answered said what is wrong itself (e.g. JAX cannot open the device); the
+    // guesses from ssh's and the shell's words are for a process that never got that far.
+    const bool answered = hello.status == WorkerReply::Status::Failed;
+    const std::string why = answered
+                                ? explain_worker_failure(hello.message)
+                                : explain_connection_failure(hello.stderr_tail + hello.message);
     failure.message =
         "cannot start the worker on " + config_.name + ": " + (why.empty() ? hello.message : why);
     failure.stderr_tail = hello.stderr_tail;
@@ -174,7 +188,8 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(WorkerReply& failure) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!hello_) hello_ = hello;
+    // Only a timing worker sees the device; a compile worker's hello says "cpu" on any host.
+    if (!hello_ && lane == Lane::Timing) hello_ = hello;
     size_timing_lane_locked();
   }
   return worker;
@@ -208,7 +223,7 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
     worker = std::move(slots_[index].worker);
   }
   WorkerReply reply;
-  if (!worker || !worker->running()) worker = launch(reply);
+  if (!worker || !worker->running()) worker = launch(lane, reply);
   if (worker)
     reply = worker->call(std::move(request), timeout.value_or(config_.request_timeout), cancelled,
                          on_progress);
@@ -233,7 +248,8 @@ WorkerReply KernelHost::hello() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (hello_) return *hello_;
   }
-  return run(Lane::Compile, {{"op", "hello"}});
+  // On the timing lane: the worker started for it is the one the evaluations then use.
+  return run(Lane::Timing, {{"op", "hello"}});
 }
 
 std::string KernelHost::fingerprint() {

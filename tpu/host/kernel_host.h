@@ -34,15 +34,18 @@ class KernelHost : public JobRunner {
   WorkerReply run(Lane lane, nlohmann::json request, const std::function<bool()>& cancelled = {},
                   std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                   const ProgressFn& on_progress = {}, std::string* ran_on = nullptr) override;
-  // The worker's hello (platform, device kind, versions), fetched once; Unreachable on failure.
+  // The hello of the host's device worker (a timing-lane worker: platform, device kind,
+  // versions), fetched once; Unreachable on failure. Compile workers run JAX on the CPU only
+  // (`--lane compile`), so their hellos say nothing about the device.
   WorkerReply hello() override;
   // "platform/device_kind/jax" — part of the evaluation cache key.
   std::string fingerprint() override;
   std::string name() const override { return config_.name; }
   // Workers currently alive (for tests: a crashed worker is not counted until replaced).
   size_t live_workers();
-  // Workers the lane may run at once. An automatic timing lane has 1 until a worker's hello
-  // says the platform; `max_slots` is the most it can become (for callers sizing thread pools).
+  // Workers the lane may run at once. An automatic timing lane has 1 until the first timing
+  // worker's hello says the platform; `max_slots` is the most it can become (for callers sizing
+  // thread pools).
   int slots(Lane lane);
   int max_slots(Lane lane) const;
 
@@ -54,9 +57,9 @@ class KernelHost : public JobRunner {
     bool busy = false;
     std::unique_ptr<WorkerProcess> worker;
   };
-  std::unique_ptr<WorkerProcess> launch(WorkerReply& failure);
+  std::unique_ptr<WorkerProcess> launch(Lane lane, WorkerReply& failure);
   bool ensure_installed(std::string& error);
-  std::vector<std::string> worker_argv() const;
+  std::vector<std::string> worker_argv(Lane lane) const;
   // With mutex_ held: once the platform is known, grows an automatic timing lane.
   void size_timing_lane_locked();
   std::string remote_bundle_dir() const;
@@ -79,5 +82,7 @@ int automatic_timing_slots(const nlohmann::json& hello, int compile_slots);
 
 // Turns ssh's stderr into a clear reason ("authentication failed", "connection refused", ...).
 std::string explain_connection_failure(const std::string& stderr_text);
+// A shorter reason for a hello the worker answered with an error ("" keeps its own message).
+std::string explain_worker_failure(const std::string& message);
 
 }  // namespace mk::tpu

@@ -200,6 +200,7 @@ class Server:
         self.current = None  # (id, CancelToken, op)
         self.pending: dict = {}  # id -> CancelToken of queued ops
         self.limit_errors: list[str] = []
+        self.lane: str | None = None  # "compile" or "timing" when the host said (--lane)
         self.op_thread = threading.Thread(target=self._op_loop, name="mk-ops", daemon=True)
         self.op_thread.start()
         self._ops = None
@@ -305,7 +306,7 @@ class Server:
                    python=_platform.python_version(), jax=jax_v, jaxlib=jaxlib_v,
                    **info,
                    interpret=info["platform"] != "tpu",
-                   pid=os.getpid(), workdir=self.workdir, nice=os.nice(0),
+                   pid=os.getpid(), workdir=self.workdir, nice=os.nice(0), lane=self.lane,
                    ops=list(INLINE_OPS + QUEUED_OPS),
                    limits=current_limits(),
                    limit_errors=self.limit_errors + errors)
@@ -407,9 +408,32 @@ def lower_priority(argv) -> str | None:
     return None
 
 
+LANES = ("compile", "timing")
+
+
+def take_lane(argv) -> tuple[str | None, str | None]:
+    """Applies `--lane compile|timing` before JAX is imported; returns (lane, problem).
+
+    A compile worker runs JAX on the CPU only: Pallas lowers for TPU without a TPU (the
+    cross-platform export), and a TPU admits one process at a time (libtpu's lock), so a
+    compile worker that initialised the chip would take it from the host's timing worker and
+    leave the timings to a CPU fallback; on a GPU it would take most of the device's memory.
+    Only the timing worker touches the device."""
+    if "--lane" not in argv:
+        return None, None
+    index = argv.index("--lane")
+    lane = argv[index + 1] if index + 1 < len(argv) else None
+    if lane not in LANES:
+        return None, f"--lane needs one of {', '.join(LANES)}"
+    if lane == "compile":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    return lane, None
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     nice_problem = lower_priority(argv)
+    lane, lane_problem = take_lane(argv)
     proto_in, proto_out = take_over_stdio()
     workdir = tempfile.mkdtemp(prefix="maxkernel-worker-")
     os.chdir(workdir)
@@ -423,6 +447,8 @@ def main(argv=None) -> int:
     log(f"started; workdir {workdir}; protocol {PROTOCOL_VERSION}; nice {os.nice(0)}")
     if nice_problem:
         log(nice_problem)
+    if lane_problem:
+        log(lane_problem)
 
     def on_terminate(signum, _frame):
         # The host asks politely before it kills: leave no scratch directory behind.
@@ -435,6 +461,7 @@ def main(argv=None) -> int:
 
     server = Server(proto_in, proto_out, workdir)
     server.limit_errors = limit_errors
+    server.lane = lane
     rc = 0
     try:
         rc = server.serve()
