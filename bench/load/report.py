@@ -54,6 +54,12 @@ def rss_growth(rss, warmup, measured_s):
             "max_kib": max(r[1] for r in rss), "min_warm_kib": min(v for _, v in warm)}
 
 
+def known(memory, key):
+    """A figure the server could read (null: unknown, e.g. heap figures under a sanitizer)."""
+    value = memory.get(key)
+    return value is not None and value >= 0
+
+
 def server_memory(status, warmup, measured_s):
     """The server's own account (maxkernel/status) in the same windows as rss_growth: malloc's
     bytes in use, SQLite's bytes (page caches of the store connections) and the resident set. A
@@ -65,12 +71,12 @@ def server_memory(status, warmup, measured_s):
     if window <= 0:
         return out
     for key in ("heapInUseBytes", "heapHeldBytes", "sqliteBytes", "residentBytes"):
-        first = [m[key] for t, m in pts if warmup <= t < warmup + window and m.get(key, -1) >= 0]
-        last = [m[key] for t, m in pts if measured_s - window <= t <= measured_s and m.get(key, -1) >= 0]
+        first = [m[key] for t, m in pts if warmup <= t < warmup + window and known(m, key)]
+        last = [m[key] for t, m in pts if measured_s - window <= t <= measured_s and known(m, key)]
         if first and last:
             a, b = statistics.median(first), statistics.median(last)
             out[key] = {"first_warm_median": a, "last_median": b, "growth_ratio": (b - a) / a if a else None,
-                        "max": max(m[key] for _, m in pts if m.get(key, -1) >= 0)}
+                        "max": max(m[key] for _, m in pts if known(m, key))}
     peaks = [m.get("sqlitePeakBytes") for _, m in pts if m.get("sqlitePeakBytes") is not None]
     out["sqlite_peak_bytes"] = max(peaks, default=None)
     return out

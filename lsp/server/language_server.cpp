@@ -368,10 +368,11 @@ void LanguageServer::register_handlers() {
                          [this](const ParamReader&, Reply r) { r.result(hitl_.sessions()); });
   dispatcher_.on_request("maxkernel/status", [this](const ParamReader&, Reply r) {
     const ProcessMemory m = read_process_memory();
+    const auto known = [](int64_t bytes) { return bytes >= 0 ? json(bytes) : json(nullptr); };
     r.result({{"memory",
-               {{"residentBytes", m.resident_bytes},
-                {"heapInUseBytes", m.heap_in_use_bytes},
-                {"heapHeldBytes", m.heap_held_bytes},
+               {{"residentBytes", known(m.resident_bytes)},
+                {"heapInUseBytes", known(m.heap_in_use_bytes)},
+                {"heapHeldBytes", known(m.heap_held_bytes)},
                 {"sqliteBytes", m.sqlite_bytes},
                 {"sqlitePeakBytes", m.sqlite_peak_bytes}}},
               {"threads", m.threads},

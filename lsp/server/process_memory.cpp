@@ -19,8 +19,11 @@ ProcessMemory read_process_memory() {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   // Walks every arena under its lock: microseconds for a heap of this size.
   const struct mallinfo2 info = mallinfo2();
-  m.heap_in_use_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
-  m.heap_held_bytes = static_cast<int64_t>(info.arena + info.hblkhd);
+  // All zeros when another allocator serves malloc (ASan's, say): unknown, not empty.
+  if (info.arena + info.hblkhd > 0) {
+    m.heap_in_use_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
+    m.heap_held_bytes = static_cast<int64_t>(info.arena + info.hblkhd);
+  }
 #endif
   m.sqlite_bytes = sqlite3_memory_used();
   m.sqlite_peak_bytes = sqlite3_memory_highwater(0);

@@ -9,7 +9,8 @@
 namespace mk::server {
 
 struct ProcessMemory {
-  int64_t resident_bytes = -1;     // VmRSS (-1 when /proc cannot be read)
+  int64_t resident_bytes = -1;  // VmRSS (-1 when /proc cannot be read)
+  // -1: unknown (no /proc, or malloc is not glibc's, e.g. under AddressSanitizer)
   int64_t heap_in_use_bytes = -1;  // malloc: bytes handed out (small chunks + mmapped blocks)
   int64_t heap_held_bytes = -1;    // malloc: bytes taken from the system, in use or free
   int64_t sqlite_bytes = 0;        // sqlite3_memory_used(): all connections, caches included
