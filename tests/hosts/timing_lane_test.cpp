@@ -50,12 +50,7 @@ class TimingLaneTest : public WorkerHostTest {
             {"filename", (scratch_ / (mine + ".py")).string()},
             {"task", {{"form", "infile"}}},
             {"seeds", {1}},
-            {"timing",
-             {{"warmup", 0},
-              {"min_runs", 1},
-              {"max_runs", 1},
-              {"min_seconds", 0},
-              {"max_seconds", 0}}}};
+            {"timing", one_timed_run()}};
   }
 
   // Runs two evaluates from two threads at once; returns each one's log "SAW_OTHER PID".

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tpu/host/host_config.h"
 #include "tpu/host/worker_bundle.h"
 
@@ -50,6 +52,12 @@ class WorkerHostTest : public ::testing::Test {
     const std::string anchor = "def candidate(x, y):\n";
     src.replace(src.find(anchor), anchor.size(), anchor + prelude);
     return src;
+  }
+
+  // One timed run, no warm-up: the tests check who runs what, not how fast.
+  static nlohmann::json one_timed_run() {
+    return {
+        {"warmup", 0}, {"min_runs", 1}, {"max_runs", 1}, {"min_seconds", 0}, {"max_seconds", 0}};
   }
 
   HostConfig config_;

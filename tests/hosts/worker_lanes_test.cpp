@@ -47,14 +47,7 @@ class WorkerLanesTest : public WorkerHostTest {
     r.source = read_text(r.file);
     r.normalized_source = r.source;
     r.task = {{"form", "infile"}, {"path", r.file.string()}};
-    r.options = {{"target", "tpu"},
-                 {"seeds", {1}},
-                 {"timing",
-                  {{"warmup", 0},
-                   {"min_runs", 1},
-                   {"max_runs", 1},
-                   {"min_seconds", 0},
-                   {"max_seconds", 0}}}};
+    r.options = {{"target", "tpu"}, {"seeds", {1}}, {"timing", one_timed_run()}};
     return r;
   }
 };
