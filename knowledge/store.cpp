@@ -99,8 +99,7 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
   sqlite3_busy_timeout(db_, store_busy_timeout_ms());
   try {
     // Before anything writes: a damaged file is reported, never migrated over or replaced.
-    check_store_file(db_, "knowledge store", path_);
-    exec(bound_page_cache_statement().c_str());  // also frees what the check's read brought in
+    prepare_store_connection(db_, "knowledge store", path_);
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA foreign_keys=ON");
     migrate();

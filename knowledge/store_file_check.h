@@ -1,8 +1,8 @@
 // Opening a store's SQLite file, shared by every component that opens it (the knowledge store,
-// the run and session stores): the busy timeout, and a check of the file before anything writes
-// to it. A damaged file is never repaired or replaced: the error names the file and tells the
-// user to move it away. Header-only, so components with their own SQLite connection need no
-// link dependency on the knowledge store.
+// the run and session stores): the busy timeout, a check of the file before anything writes
+// to it, and a bounded page cache. A damaged file is never repaired or replaced: the error names
+// the file and tells the user to move it away. Header-only, so components with their own SQLite
+// connection need no link dependency on the knowledge store.
 #pragma once
 
 #include <sqlite3.h>
@@ -32,10 +32,6 @@ inline int store_busy_timeout_ms() {
 // its memory grew with the store file. The store is read by key, one row at a time, and the OS
 // caches the file anyway, so a small cache is enough (bench/RESULTS.md, "load", run 7).
 inline constexpr int kStorePageCacheKiB = 256;
-
-inline std::string bound_page_cache_statement() {
-  return "PRAGMA cache_size=-" + std::to_string(kStorePageCacheKiB);  // negative: KiB, not pages
-}
 
 // SQLite's codes for a file that is damaged (truncated, overwritten) or not a database at all.
 inline bool is_damaged_file_error(int code) {
@@ -78,6 +74,20 @@ inline void check_store_file(sqlite3* db, const std::string& what,
   }
   sqlite3_finalize(stmt);
   if (!problem.empty()) throw std::runtime_error(damaged_file_message(what, path, problem));
+}
+
+// What every store connection does once open, before anything writes: the file check, then the
+// page-cache cap (after the check, so it also frees what the check read in).
+inline void prepare_store_connection(sqlite3* db, const std::string& what,
+                                     const std::filesystem::path& path) {
+  check_store_file(db, what, path);
+  const std::string cap = "PRAGMA cache_size=-" + std::to_string(kStorePageCacheKiB);  // in KiB
+  char* err = nullptr;
+  if (sqlite3_exec(db, cap.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string why = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw std::runtime_error(what + " " + path.string() + ": " + why);
+  }
 }
 
 }  // namespace mk::knowledge

@@ -42,9 +42,7 @@ sqlite3* open_database(const std::filesystem::path& path, const std::string& wha
   sqlite3_busy_timeout(db, knowledge::store_busy_timeout_ms());
   try {
     // Before anything writes: a damaged file is reported, never migrated over or replaced.
-    knowledge::check_store_file(db, what, path);
-    // Also frees what the check's read of every page brought in.
-    exec(db, knowledge::bound_page_cache_statement().c_str(), what + " " + path.string());
+    knowledge::prepare_store_connection(db, what, path);
     exec(db, "PRAGMA journal_mode=WAL", what + " " + path.string());
     exec(db, "PRAGMA foreign_keys=ON", what + " " + path.string());
   } catch (...) {

@@ -21,16 +21,22 @@ std::string explain_connection_failure(const std::string& err) {
     return "host key verification failed (add the host to known_hosts)";
   if (has("No such file or directory") || has("not found"))
     return "the python on the host was not found";
-  if (has("No module named 'jax'") || has("No module named jax"))
-    return "JAX is not installed for that python";
   return "";
 }
 
-std::string explain_worker_failure(const std::string& message) {
-  if (message.find("No module named 'jax'") != std::string::npos)
+namespace {
+// A short reason for a worker that failed its hello ("" keeps the reply's own message).
+std::string explain_start_failure(const WorkerReply& hello) {
+  const std::string text = hello.stderr_tail + hello.message;
+  if (text.find("No module named 'jax'") != std::string::npos ||
+      text.find("No module named jax") != std::string::npos)
     return "JAX is not installed for that python";
-  return "";
+  // A worker that answered said what is wrong itself (e.g. JAX cannot open the device); the
+  // guesses from ssh's and the shell's words are for a process that never got that far.
+  if (hello.status == WorkerReply::Status::Failed) return "";
+  return explain_connection_failure(text);
 }
+}  // namespace
 
 int automatic_timing_slots(const nlohmann::json& hello, int compile_slots) {
   if (!hello.is_object() || hello.value("platform", std::string()) != "cpu") return 1;
@@ -93,16 +99,18 @@ std::string KernelHost::remote_bundle_dir() const {
 }
 
 std::vector<std::string> KernelHost::worker_argv(Lane lane) const {
-  const std::string nice = std::to_string(config_.effective_worker_nice());
+  const bool local = config_.kind == HostKind::Local;
+  const std::string script = local ? (bundle_.directory / bundle_.entry).string()
+                                   : remote_bundle_dir() + "/" + bundle_.entry;
   // A compile worker keeps JAX on the CPU: a TPU admits one process, the timing worker's.
-  const std::string lane_name = lane == Lane::Compile ? "compile" : "timing";
-  if (config_.kind == HostKind::Local) {
-    return {config_.python, "-u",     (bundle_.directory / bundle_.entry).string(), "--nice", nice,
-            "--lane",       lane_name};
-  }
-  return remote_argv(config_,
-                     shell_command({config_.python, "-u", remote_bundle_dir() + "/" + bundle_.entry,
-                                    "--nice", nice, "--lane", lane_name}));
+  std::vector<std::string> argv = {config_.python,
+                                   "-u",
+                                   script,
+                                   "--nice",
+                                   std::to_string(config_.effective_worker_nice()),
+                                   "--lane",
+                                   lane == Lane::Compile ? "compile" : "timing"};
+  return local ? argv : remote_argv(config_, shell_command(argv));
 }
 
 bool KernelHost::ensure_installed(std::string& error) {
@@ -174,12 +182,7 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
   // A worker is usable once it has said hello.
   WorkerReply hello = worker->call({{"op", "hello"}}, config_.start_timeout);
   if (!hello.ok()) {
-    // A worker that answered said what is wrong itself (e.g. JAX cannot open the device); the
-    // guesses from ssh's and the shell's words are for a process that never got that far.
-    const bool answered = hello.status == WorkerReply::Status::Failed;
-    const std::string why = answered
-                                ? explain_worker_failure(hello.message)
-                                : explain_connection_failure(hello.stderr_tail + hello.message);
+    const std::string why = explain_start_failure(hello);
     failure.message =
         "cannot start the worker on " + config_.name + ": " + (why.empty() ? hello.message : why);
     failure.stderr_tail = hello.stderr_tail;

@@ -82,7 +82,5 @@ int automatic_timing_slots(const nlohmann::json& hello, int compile_slots);
 
 // Turns ssh's stderr into a clear reason ("authentication failed", "connection refused", ...).
 std::string explain_connection_failure(const std::string& stderr_text);
-// A shorter reason for a hello the worker answered with an error ("" keeps its own message).
-std::string explain_worker_failure(const std::string& message);
 
 }  // namespace mk::tpu
