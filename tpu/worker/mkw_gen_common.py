@@ -1,0 +1,314 @@
+"""Shared pieces of the kernel generator (the `generate` op, docs/generation.md).
+
+What a template gets (GenContext), what it returns (Generated), how it refuses (NoTemplate), the
+TPU block-size and VMEM rules, and the writer that turns named constants and code text into a
+module a kernel engineer would keep.
+
+Template interface: `generate(ctx: GenContext) -> Generated | None`. None means "not my class"
+(the dispatcher tries the next template); NoTemplate means "my class, but a part is not covered".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+DEFAULT_TARGET = {"name": "v5e", "vmem_limit_bytes": 16 * 1024 * 1024}
+# The VMEM a generated kernel may plan for: the target's limit less headroom for Mosaic's own
+# internal scratch and the semaphores/DMA descriptors it adds.
+VMEM_HEADROOM = 0.75
+LANE = 128
+# Block sizes the generators prefer, largest first: MXU-friendly, and big enough that the
+# per-step overhead (about 0.35 us) is small against the step's work.
+PREFERRED_BLOCKS = (512, 256, 1024, 128, 2048, 64, 32, 16, 8)
+
+STANDARD_IMPORTS = [
+    "import functools",
+    "import jax",
+    "import jax.numpy as jnp",
+    "from jax.experimental import pallas as pl",
+    "from jax.experimental.pallas import tpu as pltpu",
+]
+
+
+class NoTemplate(Exception):
+    """The reference belongs to a template's class but uses something it does not cover.
+
+    `primitives` are the jaxpr primitive names at fault; `reason` says why in a sentence."""
+
+    def __init__(self, message: str, primitives=(), locations=None):
+        super().__init__(message)
+        self.message = message
+        self.primitives = list(primitives)
+        self.locations = list(locations or [])
+
+
+@dataclasses.dataclass
+class Generated:
+    kernel_class: str
+    description: str
+    source: str
+    entry: str
+    imports: list
+    body: str
+    tunables: dict
+    notes: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class GenContext:
+    """The reference as the templates see it.
+
+    closed_jaxpr  the reference traced at the task's shapes, static arguments folded in, with
+                  nested jit / custom_jvp / custom_vjp calls INLINED (one flat equation list)
+    raw_jaxpr     the same trace before inlining (its equations keep the reference's source
+                  lines; used for messages)
+    in_avals      ShapedArray of each dynamic (array) argument, positional order
+    arg_names     the reference's parameter names of those arguments
+    static_args   {name: value} for arguments that are Python numbers / bools
+    params        every parameter name in the reference's order (arrays and statics)
+    signature     the entry's parameter list text, e.g. "x, w, b, eps"
+    entry         the name the generated module must define
+    target        {"name": ..., "vmem_limit_bytes": ...}
+    out_avals     output ShapedArrays (the reference may return a tuple)
+    out_tree      the output pytree structure (a single array or a tuple/list...)
+    reference_name, reference_file, reference_source: for readable text and line numbers
+    """
+
+    closed_jaxpr: object
+    in_avals: list
+    arg_names: list
+    static_args: dict
+    params: list
+    signature: str
+    entry: str
+    target: dict
+    out_avals: list
+    out_tree: object = None
+    raw_jaxpr: object = None
+    reference_name: str = "reference"
+    reference_file: str | None = None
+    reference_source: str | None = None
+
+    # -- conveniences
+    @property
+    def jaxpr(self):
+        return self.closed_jaxpr.jaxpr
+
+    @property
+    def eqns(self):
+        return self.closed_jaxpr.jaxpr.eqns
+
+    @property
+    def consts(self):
+        return self.closed_jaxpr.consts
+
+    @property
+    def vmem_limit(self) -> int:
+        return int(self.target.get("vmem_limit_bytes") or DEFAULT_TARGET["vmem_limit_bytes"])
+
+    @property
+    def vmem_budget(self) -> int:
+        return int(self.vmem_limit * VMEM_HEADROOM)
+
+    @property
+    def single_output(self) -> bool:
+        """True when the reference returns one array (not a tuple of one)."""
+        if len(self.out_avals) != 1:
+            return False
+        if self.out_tree is None:
+            return True
+        import jax
+        return jax.tree_util.treedef_is_leaf(self.out_tree)
+
+    def primitive_names(self) -> list[str]:
+        seen = []
+        for e in self.eqns:
+            if e.primitive.name not in seen:
+                seen.append(e.primitive.name)
+        return seen
+
+    def name_of_invar(self, var) -> str | None:
+        """The reference's parameter name of a top-level input variable."""
+        for v, n in zip(self.jaxpr.invars, self.arg_names):
+            if v is var:
+                return n
+        return None
+
+    def static_name_for(self, value) -> str | None:
+        """A static argument whose value is exactly `value` (so generated code can say `eps`
+        rather than 1e-05), unless the value is too common to attribute (0, 1, 2, -1, 0.5)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if value in (0, 1, 2, -1, 0.5, -0.5):
+            return None
+        hits = [n for n, v in self.static_args.items()
+                if not isinstance(v, bool) and isinstance(v, (int, float)) and v == value]
+        return hits[0] if len(hits) == 1 else None
+
+
+# ---------------------------------------------------------------------------
+# Dtypes and the TPU tiling rules.
+
+def dtype_name(dtype) -> str:
+    return jnp.dtype(dtype).name
+
+
+def dtype_code(dtype) -> str:
+    """`jnp.float32` etc. for generated text."""
+    return f"jnp.{jnp.dtype(dtype).name}"
+
+
+def itemsize(dtype) -> int:
+    return jnp.dtype(dtype).itemsize
+
+
+def sublane_multiple(dtype) -> int:
+    """Rows of the native (sublane, 128) tile: 8 for 32-bit, 16 for 16-bit, 32 for 8-bit."""
+    return {4: 8, 2: 16, 1: 32}.get(itemsize(dtype), 8)
+
+
+def padded_bytes(shape, dtype) -> int:
+    """Bytes a block of `shape` occupies in VMEM, the last two dims padded to the native tile."""
+    shape = [int(d) for d in shape]
+    if not shape:
+        return itemsize(dtype) * sublane_multiple(dtype) * LANE
+    dims = list(shape)
+    dims[-1] = _round_up(dims[-1], LANE)
+    if len(dims) >= 2:
+        dims[-2] = _round_up(dims[-2], sublane_multiple(dtype))
+    else:
+        dims = [sublane_multiple(dtype)] + dims
+    return int(math.prod(dims)) * itemsize(dtype)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def block_ok(block: int, dim: int, align: int) -> bool:
+    """The TPU rule for one of the last two block dims: a multiple of `align`, or the full dim.
+    The block must also divide the dim (generated kernels never pad)."""
+    return block == dim or (block % align == 0 and dim % block == 0)
+
+
+def block_candidates(dim: int, align: int, cap: int | None = None) -> list[int]:
+    """Valid block sizes for a dim, ascending: divisors that are multiples of `align`, and the
+    full dim. `cap` drops candidates larger than it (the full dim is kept only if <= cap)."""
+    dim = int(dim)
+    out = set()
+    if align <= dim:
+        for b in range(align, dim + 1, align):
+            if dim % b == 0:
+                out.add(b)
+    out.add(dim)
+    if cap is not None:
+        out = {b for b in out if b <= cap}
+    return sorted(out)
+
+
+def leading_candidates(dim: int, cap: int | None = None) -> list[int]:
+    """Block sizes for a leading (non-tiled) dim: any divisor."""
+    out = [b for b in range(1, int(dim) + 1) if dim % b == 0]
+    return [b for b in out if cap is None or b <= cap]
+
+
+def prefer_block(cands, preferred=PREFERRED_BLOCKS, fits=None) -> int | None:
+    """The first preferred size among `cands` that `fits(b)` accepts, else the largest that
+    fits, else None."""
+    ok = [b for b in cands if fits is None or fits(b)]
+    if not ok:
+        return None
+    for p in preferred:
+        if p in ok:
+            return p
+    return max(ok)
+
+
+def step_vmem(inputs=(), outputs=(), scratch=()) -> int:
+    """Per-grid-step VMEM: every blocked input and output double-buffered, plus scratch.
+    Each item is (block_shape, dtype)."""
+    total = 0
+    for shape, dt in inputs:
+        total += 2 * padded_bytes(shape, dt)
+    for shape, dt in outputs:
+        total += 2 * padded_bytes(shape, dt)
+    for shape, dt in scratch:
+        total += padded_bytes(shape, dt)
+    return total
+
+
+def mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.2f} MiB"
+
+
+def shape_text(shape) -> str:
+    return "x".join(str(int(d)) for d in shape) if len(shape) else "scalar"
+
+
+# ---------------------------------------------------------------------------
+# The module writer.
+
+def literal(value) -> str:
+    """Python text for a constant from the jaxpr (floats exact, inf/nan spelled via jnp)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if bool(value) else "False"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    f = float(value)
+    if math.isnan(f):
+        return "jnp.nan"
+    if math.isinf(f):
+        return "jnp.inf" if f > 0 else "-jnp.inf"
+    return repr(f)
+
+
+def compiler_params_code(semantics, ctx: GenContext, vmem_needed: int | None = None) -> str:
+    """`pltpu.CompilerParams(...)` text. vmem_limit_bytes is passed only when the plan needs
+    more than the default scoped VMEM (16 MiB)."""
+    sem = ", ".join(repr(s) for s in semantics)
+    if len(semantics) == 1:
+        sem += ","
+    extra = ""
+    if vmem_needed is not None and vmem_needed > 16 * 1024 * 1024:
+        extra = f", vmem_limit_bytes={ctx.vmem_limit}"
+    return f"pltpu.CompilerParams(dimension_semantics=({sem}){extra})"
+
+
+def write_module(*, description: str, ctx: GenContext, kernel_class: str, constants,
+                 code: str, imports=None) -> tuple[str, list, str]:
+    """(source, imports, body): a docstring, the imports, the named block constants (one per
+    line, with a comment each) and the code (kernel functions + the entry).
+
+    `constants` is a list of (NAME, value, comment). The body is the module without its import
+    lines (what an editor inserts beside the reference)."""
+    imports = list(imports or STANDARD_IMPORTS)
+    doc = (f'"""{description}.\n\nGenerated by MaxKernel (class {kernel_class}) from the reference '
+           f'`{ctx.reference_name}`; the block constants below are what the autotuner varies.\n"""\n')
+    lines = []
+    if constants:
+        lines.append("# Block sizes (module-level so the autotuner can substitute them).")
+        for name, value, comment in constants:
+            lines.append(f"{name} = {value!r}" + (f"  # {comment}" if comment else ""))
+        lines.append("")
+        lines.append("")
+    body = "\n".join(lines) + code.strip("\n") + "\n"
+    source = doc + "\n" + "\n".join(imports) + "\n\n" + body
+    return source, imports, body
+
+
+def indent(text: str, n: int = 4) -> str:
+    pad = " " * n
+    return "\n".join(pad + line if line.strip() else line for line in text.splitlines())
+
+
+def static_partial(fn_name: str, ctx: GenContext, used: list[str]) -> str:
+    """`functools.partial(_kernel, eps=eps)` when the kernel reads static arguments, else the
+    name."""
+    if not used:
+        return fn_name
+    kw = ", ".join(f"{n}={n}" for n in used)
+    return f"functools.partial({fn_name}, {kw})"
