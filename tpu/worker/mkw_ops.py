@@ -127,7 +127,8 @@ def cost_summary(facts, task, args, kwargs) -> dict:
         k["arithmetic_intensity"] = mkw_facts.intensity(k["flops"], k["bytes_accessed"])
         out["pallas_cost_estimate"] = k
     try:
-        ca = jax.jit(task.reference_fn).trace(*args, **kwargs).lower().cost_analysis()
+        ref, a, k, _ = mkw_run.bind_static(task.reference_fn, args, kwargs)
+        ca = jax.jit(ref).trace(*a, **k).lower().cost_analysis()
         ref = _cost_dict(ca)
         if ref:
             ref["backend"] = jax.default_backend()
@@ -178,15 +179,18 @@ def op_lower(req, cancel, progress) -> dict:
         raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu' or 'native'")
     prep = Prepared(req)
     try:
-        args, kwargs = mkw_run.abstract_inputs(prep.task)
+        full_args, full_kwargs = mkw_run.abstract_inputs(prep.task)
+        # Python-number inputs are static arguments (mkw_run.bind_static), as in every op.
+        entry, args, kwargs, statics = mkw_run.bind_static(prep.entry, full_args, full_kwargs)
         cancel.check()
-        traced, closed = trace_candidate(prep.entry, args, kwargs, prep.filename, prep.source)
+        traced, closed = trace_candidate(entry, args, kwargs, prep.filename, prep.source)
         facts = mkw_facts.all_facts(closed, filename=prep.filename)
         plat = mkw_run.platform()
         base = {
             "entry": prep.entry_name,
             "task": prep.task.describe(),
-            "inputs": _describe_avals(args, kwargs),
+            "inputs": _describe_avals(full_args, full_kwargs),
+            "static_args": mkw_run.static_arg_names(prep.entry, statics),
             "pallas_calls": facts,
             "num_pallas_calls": len(facts),
             "vmem_assumptions": mkw_facts.VMEM_ASSUMPTIONS,
@@ -195,13 +199,13 @@ def op_lower(req, cancel, progress) -> dict:
         cancel.check()
         try:
             if target == "tpu":
-                lowered, lowered_for = lower_tpu(traced, prep.entry, args, kwargs, plat, prep.filename,
+                lowered, lowered_for = lower_tpu(traced, entry, args, kwargs, plat, prep.filename,
                                                  prep.source)
             else:
                 mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
                 try:
                     with mode.context():
-                        lowered = jitted(prep.entry).trace(*args, **kwargs).lower()
+                        lowered = jitted(entry).trace(*args, **kwargs).lower()
                 except Exception as e:  # noqa: BLE001
                     mode.reset()
                     raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
@@ -222,7 +226,7 @@ def op_lower(req, cancel, progress) -> dict:
             raise
         base["lowered"] = True
         base["lowered_for"] = lowered_for
-        base["cost"] = cost_summary(facts, prep.task, args, kwargs)
+        base["cost"] = cost_summary(facts, prep.task, full_args, full_kwargs)
         if not facts:
             base["warnings"].append("no pallas_call found in the traced entry point")
         return base
@@ -265,7 +269,8 @@ class Golden:
         try:
             with mode.context():
                 t0 = time.perf_counter()
-                self.ref_compiled = jax.jit(task.reference_fn).trace(*a0, **k0).lower().compile()
+                ref = self.sets[0].bind(task.reference_fn)
+                self.ref_compiled = jax.jit(ref).trace(*a0, **k0).lower().compile()
                 self.compile_s = time.perf_counter() - t0
                 for s in self.sets:
                     cancel.check()
@@ -303,7 +308,7 @@ def _seeds_from(req, default_n):
 def _compile_candidate(entry, s0, mode, filename, source):
     with mode.context():
         try:
-            traced = jitted(entry).trace(*s0.args, **s0.kwargs)
+            traced = jitted(s0.bind(entry)).trace(*s0.args, **s0.kwargs)
         except Exception as e:  # noqa: BLE001
             mode.reset()
             raise C.from_exception(C.TRACE, e, filename, source=source, prefix="tracing failed") from None
@@ -449,7 +454,7 @@ def _frozen_reference(task, seeds, plat, mode, cancel):
 def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
     task = prep.task
     s0 = golden.sets[0]
-    _, closed = trace_candidate(prep.entry, s0.args, s0.kwargs, prep.filename, prep.source)
+    _, closed = trace_candidate(s0.bind(prep.entry), s0.args, s0.kwargs, prep.filename, prep.source)
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
     res = {
         "entry": prep.entry_name,
@@ -521,11 +526,11 @@ def op_profile(req, cancel, progress) -> dict:
         seed = req.get("seed")
         seed = int(seed) if seed is not None else mkw_run.fresh_seeds(1)[0]
         s = mkw_run.make_input_set(prep.task, seed)
-        _, closed = trace_candidate(prep.entry, s.args, s.kwargs, prep.filename, prep.source)
+        entry = s.bind(prep.entry)
+        _, closed = trace_candidate(entry, s.args, s.kwargs, prep.filename, prep.source)
         facts = mkw_facts.all_facts(closed, filename=prep.filename)
         mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
         flat, tree = jax.tree_util.tree_flatten((s.args, s.kwargs))
-        entry = prep.entry
 
         def flat_entry(*leaves):
             a, k = jax.tree_util.tree_unflatten(tree, leaves)
@@ -667,7 +672,8 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
     try:
         prep = Prepared(req, params=cfg, task=task)
         s0 = golden.sets[0]
-        traced, closed = trace_candidate(prep.entry, s0.args, s0.kwargs, prep.filename, prep.source)
+        entry = s0.bind(prep.entry)
+        traced, closed = trace_candidate(entry, s0.args, s0.kwargs, prep.filename, prep.source)
         facts = mkw_facts.all_facts(closed, filename=prep.filename)
         r["grid"] = [f["grid"] for f in facts]
         r["vmem_bytes_per_step"] = [f["vmem_bytes_per_step"] for f in facts]
@@ -677,7 +683,7 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
             return r
         if target == "tpu" and plat != "tpu":
             try:
-                lower_tpu(traced, prep.entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
+                lower_tpu(traced, entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
             except C.WorkerError as e:
                 r.update(status="skipped", stage="lowering", reason=e.message,
                          locations=e.extra.get("locations", []))

@@ -4,6 +4,7 @@ cloning and mutation checks, output comparison, timing."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import statistics
@@ -139,15 +140,125 @@ def looks_unsupported(exc: BaseException) -> bool:
 
 
 # ---------------------------------------------------------------------------
+# Static arguments: inputs that hold no array (a Python number, a string, a
+# tuple of ints...) are passed to the reference and the candidate as static
+# arguments, never traced, so a reference may use them as shapes or as loop
+# bounds (`max_expert_size = 16`), exactly as a plain Python call would.
+
+def is_data(leaf) -> bool:
+    """An array leaf that jit traces (jax/numpy arrays, abstract shapes, tracers)."""
+    if isinstance(leaf, np.generic):
+        return False
+    return isinstance(leaf, (jax.Array, np.ndarray, jax.ShapeDtypeStruct, jax.core.Tracer)) or (
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
+
+
+def is_static_value(value) -> bool:
+    """True when `value` holds no array anywhere (None, numbers, strings, dtypes, tuples of them)."""
+    return not any(is_data(x) for x in jax.tree_util.tree_leaves(value))
+
+
+def bind_static(fn, args, kwargs, force_static=()):
+    """Splits a call's arguments into traced and static ones.
+
+    Returns (bound_fn, dyn_args, dyn_kwargs, statics): `bound_fn(*dyn_args,
+    **dyn_kwargs)` calls `fn` with the static values put back in their
+    places, so it can be jitted, traced, lowered or exported with only the
+    arrays as arguments.  `statics` maps a positional index (int) or a
+    keyword name (str) to its value.  Positions in `force_static` are static
+    whatever they hold (MaxKernel's `static_args`).  With no static argument
+    `fn` itself comes back (an already-jitted function stays as it is).
+    """
+    args = tuple(args)
+    kwargs = dict(kwargs or {})
+    forced = set(force_static or ())
+    statics: dict = {}
+    for i, a in enumerate(args):
+        if i in forced or is_static_value(a):
+            statics[i] = a
+    for k, v in kwargs.items():
+        if k in forced or is_static_value(v):
+            statics[k] = v
+    if not statics:
+        return fn, args, kwargs, {}
+    n = len(args)
+    static_pos = {i: v for i, v in statics.items() if isinstance(i, int)}
+    static_kw = {k: v for k, v in statics.items() if isinstance(k, str)}
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
+
+    def bound(*dyn, **dkw):
+        if len(dyn) != n - len(static_pos):
+            raise TypeError(f"expected {n - len(static_pos)} array argument(s), got {len(dyn)}")
+        it = iter(dyn)
+        full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
+        return fn(*full, **dkw, **static_kw)
+
+    bound.__name__ = getattr(fn, "__name__", "bound")
+    bound.__qualname__ = getattr(fn, "__qualname__", bound.__name__)
+    sig = _dynamic_signature(fn, n, static_pos, static_kw)
+    if sig is not None:
+        bound.__signature__ = sig  # readable argument names in jaxprs and errors
+    return bound, dyn_args, dyn_kwargs, statics
+
+
+def _dynamic_signature(fn, n_positional, static_pos, static_kw):
+    """fn's signature without its static parameters, when it maps one to one."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(pos) < n_positional or any(p.kind == p.VAR_POSITIONAL for p in params[:n_positional]):
+        return None
+    keep = [p for i, p in enumerate(pos) if i >= n_positional or i not in static_pos]
+    keep = [p for p in keep if p.name not in static_kw]
+    keep += [p for p in params if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+             and p.name not in static_kw]
+    try:
+        return sig.replace(parameters=keep)
+    except ValueError:
+        return None
+
+
+def static_arg_names(fn, statics: dict) -> dict:
+    """{parameter name: value} for `statics` (positions named from fn's signature; a position
+    without a name is called `arg<i>`)."""
+    names = []
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        pass
+    out = {}
+    for k, v in statics.items():
+        if isinstance(k, int):
+            out[names[k] if k < len(names) else f"arg{k}"] = v
+        else:
+            out[k] = v
+    return out
+
+
+# ---------------------------------------------------------------------------
 # Inputs.
 
 class InputSet:
+    """One seed's inputs.  `args`/`kwargs` are the arrays only (what a compiled reference or
+    candidate is called with); `statics` are the static arguments (see bind_static) and
+    bind(fn) is fn with them put back."""
+
     def __init__(self, seed: int, args: tuple, kwargs: dict, warnings: list[str]):
         self.seed = seed
-        self.args = args
-        self.kwargs = kwargs
+        self.full_args = tuple(args)
+        self.full_kwargs = dict(kwargs)
+        _, self.args, self.kwargs, self.statics = bind_static(None, args, kwargs)
         self.warnings = warnings
         self.pristine = None  # host copies, see snapshot()
+
+    def bind(self, fn):
+        """fn taking only this set's arrays (the static arguments bound)."""
+        return bind_static(fn, self.full_args, self.full_kwargs)[0]
 
     def leaves(self):
         return jax.tree_util.tree_leaves((self.args, self.kwargs))
@@ -166,12 +277,38 @@ def _is_array(x) -> bool:
     return isinstance(x, (jax.Array, np.ndarray))
 
 
-def split_inputs(value) -> tuple[tuple, dict]:
+def split_inputs(value, task: mkw_tasks.Task | None = None) -> tuple[tuple, dict]:
+    """The inputs function's return value as (positional args, keyword args).
+
+    MaxKernel's get_inputs() returns `(dynamic_args, static_args)` (two lists;
+    or a list of such pairs, of which the first is used), called as
+    computation(*dynamic_args, *static_args); the static args are passed
+    static, which bind_static does for any non-array value.  Any other value
+    of a MaxKernel task is read like the other forms' (a tuple of arrays)."""
+    if task is not None and task.inputs_convention == "dynamic_static" and (
+            _is_pair(value) or (isinstance(value, list) and value and all(_is_pair(v) for v in value))):
+        return _dynamic_static(value, task), {}
     if isinstance(value, dict):
         return (), dict(value)
     if isinstance(value, (tuple, list)):
         return tuple(value), {}
     return (value,), {}
+
+
+def _dynamic_static(value, task):
+    if isinstance(value, list) and value and all(_is_pair(v) for v in value):
+        # A list of input configurations: the first one is the task's instance.
+        if len(value) > 1 and not getattr(task, "_warned_configs", False):
+            task._warned_configs = True
+            task.load_warnings.append(f"`{task.inputs_name}` returned {len(value)} input configurations; "
+                                      f"only the first is used")
+        value = value[0]
+    dyn, static = value
+    return tuple(dyn) + tuple(static)
+
+
+def _is_pair(v) -> bool:
+    return isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, (tuple, list)) for x in v)
 
 
 def call_inputs_fn(task: mkw_tasks.Task, seed: int):
@@ -181,19 +318,29 @@ def call_inputs_fn(task: mkw_tasks.Task, seed: int):
 
 
 def abstract_inputs(task: mkw_tasks.Task):
-    """ShapeDtypeStructs of the task's inputs (jax.eval_shape, no data)."""
+    """(args, kwargs) of the task's inputs without data: arrays as ShapeDtypeStructs
+    (jax.eval_shape), static values (Python numbers...) as they are, so
+    bind_static(fn, args, kwargs) splits them as in a real call."""
+    kept = {}
+
+    def arrays_only():
+        value = task.inputs_fn(jax.random.key(0)) if task.inputs_takes_key else task.inputs_fn()
+        leaves, kept["tree"] = jax.tree_util.tree_flatten(value)
+        kept["static"] = {i: x for i, x in enumerate(leaves) if not is_data(x)}
+        return [x for x in leaves if is_data(x)]
+
     try:
-        if task.inputs_takes_key:
-            shapes = jax.eval_shape(lambda: task.inputs_fn(jax.random.key(0)))
-        else:
-            shapes = jax.eval_shape(task.inputs_fn)
+        shapes = iter(jax.eval_shape(arrays_only))
+        n = kept["tree"].num_leaves
+        leaves = [kept["static"][i] if i in kept["static"] else next(shapes) for i in range(n)]
+        value = jax.tree_util.tree_unflatten(kept["tree"], leaves)
+        return split_inputs(value, task)
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
         raise C.from_exception(C.TASK, e, task.ref_module.filename,
                                prefix=f"the task's inputs function `{task.inputs_name}` failed",
                                source=task.ref_module.source, file=task.ref_module.filename) from None
-    return split_inputs(shapes)
 
 
 def _synthesize(base, rng: np.random.Generator, warnings: list[str], index: int):
@@ -258,7 +405,7 @@ def make_input_set(task: mkw_tasks.Task, seed: int) -> InputSet:
             leaves, tdef = jax.tree_util.tree_flatten(task._base_inputs)
             value = jax.tree_util.tree_unflatten(
                 tdef, [_synthesize(x, rng, warnings, i) for i, x in enumerate(leaves)])
-        args, kwargs = split_inputs(value)
+        args, kwargs = split_inputs(value, task)
         args, kwargs = jax.tree_util.tree_map(
             lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, (args, kwargs))
         jax.block_until_ready((args, kwargs))

@@ -43,7 +43,7 @@ class Task:
     def __init__(self, *, form, ref_module, reference_fn, inputs_fn, inputs_name,
                  reference_name, default_entry, tolerances=None, task_dir=None,
                  candidate_source=None, candidate_filename=None, reference_frozen=True,
-                 get_flops=None, description=None):
+                 get_flops=None, description=None, inputs_convention="plain"):
         self.form = form
         self.ref_module = ref_module
         self.reference_fn = reference_fn
@@ -59,6 +59,9 @@ class Task:
         self.get_flops = get_flops
         self.description = description
         self.inputs_takes_key = takes_key(inputs_fn)
+        # "dynamic_static": the inputs function returns (dynamic_args, static_args) (MaxKernel).
+        self.inputs_convention = inputs_convention
+        self.load_warnings: list[str] = []
         self._base_inputs = None
 
     def describe(self) -> dict:
@@ -241,7 +244,8 @@ def _maxkernel(task: dict) -> Task:
                     inputs_name=inputs_name, reference_name=comp_name,
                     default_entry=cfg.get("entry") or comp_name, tolerances=tol, task_dir=tdir,
                     candidate_source=cand_src, candidate_filename=cand_name,
-                    description=cfg.get("name") or cfg.get("description"))
+                    description=cfg.get("name") or cfg.get("description"),
+                    inputs_convention="dynamic_static")
     except BaseException:
         mod.close()
         raise
