@@ -44,7 +44,8 @@ def key_for(task, seeds, plat: str, mode) -> str | None:
     h = hashlib.sha256()
     for part in (task.form, task.reference_name, task.inputs_name, repr(list(seeds)), plat,
                  repr(sorted(mode.to_json().items())), str(bool(jax.config.jax_enable_x64)),
-                 jax.__version__, task.ref_module.source):
+                 jax.__version__, task.ref_module.source, getattr(task, "cache_salt", ""),
+                 repr(getattr(task, "shrink", None))):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()

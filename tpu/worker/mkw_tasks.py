@@ -15,7 +15,10 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 
+import jax
+import jax.numpy as jnp
 import mkw_common as C
 import mkw_yaml
 
@@ -62,6 +65,13 @@ class Task:
         # "dynamic_static": the inputs function returns (dynamic_args, static_args) (MaxKernel).
         self.inputs_convention = inputs_convention
         self.load_warnings: list[str] = []
+        self.extra_modules: list[C.UserModule] = []  # closed with the task
+        # A suite convention (apply_convention): None compares with the worker's own rules.
+        self.convention = None
+        self.accept_dtype_difference = False
+        # The instance evaluated: None = the task's own shapes; see mkw_shrink.
+        self.shrink = None
+        self.cache_salt = ""  # more text that decides the inputs (mkw_golden's key)
         self._base_inputs = None
 
     def describe(self) -> dict:
@@ -73,11 +83,14 @@ class Task:
             "inputs_take_key": self.inputs_takes_key,
             "entry": self.default_entry,
             "tolerances": self.tolerances,
+            "convention": self.convention,
             "reference_frozen": self.reference_frozen,
         }
 
     def close(self):
         self.ref_module.close()
+        for m in self.extra_modules:
+            m.close()
 
 
 def takes_key(fn) -> bool:
@@ -126,11 +139,48 @@ def parse_tolerances(obj, where: str):
     out = {}
     for k in ("rtol", "atol"):
         if k in obj and obj[k] is not None:
+            v = obj[k]
+            if isinstance(v, (list, tuple)):
+                # MaxKernel: one value per input configuration; the first configuration is the
+                # one evaluated (mkw_run.split_inputs), so is its tolerance.
+                if not v:
+                    raise C.WorkerError(C.TASK, f"{where}: {k} is an empty list")
+                v = v[0]
             try:
-                out[k] = float(obj[k])
+                out[k] = float(v)
             except (TypeError, ValueError):
                 raise C.WorkerError(C.TASK, f"{where}: {k} must be a number, got {obj[k]!r}") from None
     return out or None
+
+
+# Suite conventions: what a suite's own harness decides where a task says nothing.
+#   jaxbench  - JAXBench compares with allclose(atol=1e-2, rtol=1e-2) and lets the Pallas
+#               output's dtype differ from the reference's (float32 vs bfloat16).
+#   maxkernel - MaxKernel's harness: rtol/atol 1e-3 when kernel_task.yaml sets none, and
+#               allclose also accepts a different output dtype.
+CONVENTIONS = {
+    "jaxbench": {"rtol": 1e-2, "atol": 1e-2, "accept_dtype_difference": True},
+    "maxkernel": {"rtol": 1e-3, "atol": 1e-3, "accept_dtype_difference": True},
+}
+
+
+def apply_convention(task: Task, name) -> None:
+    """Fills the convention's tolerances where the task sets none and records it on the task."""
+    if name is None:
+        return
+    if name not in CONVENTIONS:
+        raise C.WorkerError(C.BAD_REQUEST, f"unknown task convention {name!r} "
+                                           f"(expected one of {', '.join(sorted(CONVENTIONS))})")
+    conv = CONVENTIONS[name]
+    source = "task" if task.tolerances else "convention"
+    tol = dict(task.tolerances or {})
+    for k in ("rtol", "atol"):
+        tol.setdefault(k, conv[k])
+    task.tolerances = tol
+    task.convention = {"name": name, "tolerances": source,
+                       "dtype_differences": "accepted (both outputs compared in float32)"
+                       if conv["accept_dtype_difference"] else "refused"}
+    task.accept_dtype_difference = conv["accept_dtype_difference"]
 
 
 def resolve(task: dict, request_source: str | None, request_filename: str | None) -> Task:
@@ -138,13 +188,20 @@ def resolve(task: dict, request_source: str | None, request_filename: str | None
         raise C.WorkerError(C.BAD_REQUEST, "`task` must be an object with a `form` field")
     form = task.get("form")
     if form == "jaxbench":
-        return _jaxbench(task)
-    if form == "maxkernel":
-        return _maxkernel(task)
-    if form == "infile":
-        return _infile(task, request_source, request_filename)
-    raise C.WorkerError(C.BAD_REQUEST,
-                        f"unknown task form {form!r} (expected jaxbench, maxkernel or infile)")
+        resolved = _jaxbench(task)
+    elif form == "maxkernel":
+        resolved = _maxkernel(task)
+    elif form == "infile":
+        resolved = _infile(task, request_source, request_filename)
+    else:
+        raise C.WorkerError(C.BAD_REQUEST,
+                            f"unknown task form {form!r} (expected jaxbench, maxkernel or infile)")
+    try:
+        apply_convention(resolved, task.get("convention"))
+    except BaseException:
+        resolved.close()
+        raise
+    return resolved
 
 
 def _source_from(task: dict, path_key: str, source_key: str, filename_key: str, what: str):
@@ -161,7 +218,19 @@ def _source_from(task: dict, path_key: str, source_key: str, filename_key: str, 
     return _read(path, what), path
 
 
+JAXBENCH_CANDIDATES = ("optimized.py", "candidate.py")  # JAXBench's name, then this project's
+
+
 def _jaxbench(task: dict) -> Task:
+    if task.get("dir") and not task.get("baseline") and task.get("baseline_source") is None:
+        # A JAXBench task folder: baseline.py, and its Pallas version when there is one.
+        folder = os.path.abspath(task["dir"])
+        task = dict(task, baseline=os.path.join(folder, "baseline.py"))
+        if not task.get("candidate"):
+            found = [os.path.join(folder, n) for n in JAXBENCH_CANDIDATES
+                     if os.path.isfile(os.path.join(folder, n))]
+            if found:
+                task["candidate"] = found[0]
     src, fname = _source_from(task, "baseline", "baseline_source", "baseline_filename", "baseline")
     task_dir = os.path.dirname(fname) if os.path.isabs(fname) else None
     mod = C.UserModule(src, fname, extra_path=task_dir, role="reference").run()
@@ -220,19 +289,31 @@ def _inside_task_dir(tdir: str, name, what: str, ypath: str) -> str:
     return path
 
 
+MAXKERNEL_REFERENCE = "reference.py"  # beside kernel_task.yaml, as MaxKernel ships its tasks
+MAXKERNEL_CANDIDATE = "optimized.py"  # what MaxKernel's harness evaluates against it
+
+
 def _maxkernel(task: dict) -> Task:
     ypath, cfg = load_kernel_task_yaml(task)
     tdir = os.path.dirname(ypath)
-    ref_file = cfg.get("reference")
+    ref_file = cfg.get("reference", MAXKERNEL_REFERENCE)
     if not ref_file or not isinstance(ref_file, str):
-        raise C.WorkerError(C.TASK, f"{ypath}: missing `reference` (the reference .py file)")
+        raise C.WorkerError(C.TASK, f"{ypath}: `reference` must name the reference .py file")
     ref_path = _inside_task_dir(tdir, ref_file, "reference", ypath)
     src = _read(ref_path, "reference file")
     mod = C.UserModule(src, ref_path, extra_path=tdir, role="reference").run()
+    gen_mod = None
     try:
         inputs_name = cfg.get("inputs") or "get_inputs"
         comp_name = cfg.get("computation") or "computation"
-        inputs_fn = _require_callable(mod, inputs_name, "inputs function")
+        if mod.get(inputs_name) is None and not cfg.get("inputs") and \
+                isinstance(cfg.get("input_gen_code"), str):
+            # MaxKernel's harness runs the YAML's input_gen_code; reference.py usually repeats
+            # it, and is preferred (its own imports and line numbers) when it does.
+            gen_mod = _input_gen_module(cfg["input_gen_code"], ypath, tdir)
+            inputs_fn = _require_callable(gen_mod, inputs_name, "inputs function")
+        else:
+            inputs_fn = _require_callable(mod, inputs_name, "inputs function")
         ref_fn = _require_callable(mod, comp_name, "reference function")
         tol = parse_tolerances({"rtol": cfg.get("rtol"), "atol": cfg.get("atol")}, ypath)
         cand_src = cand_name = None
@@ -240,15 +321,38 @@ def _maxkernel(task: dict) -> Task:
             cand_name = _inside_task_dir(tdir, cfg["candidate"], "candidate", ypath)
             if os.path.exists(cand_name):
                 cand_src = _read(cand_name, "candidate")
-        return Task(form="maxkernel", ref_module=mod, reference_fn=ref_fn, inputs_fn=inputs_fn,
-                    inputs_name=inputs_name, reference_name=comp_name,
-                    default_entry=cfg.get("entry") or comp_name, tolerances=tol, task_dir=tdir,
-                    candidate_source=cand_src, candidate_filename=cand_name,
-                    description=cfg.get("name") or cfg.get("description"),
-                    inputs_convention="dynamic_static")
+        elif os.path.isfile(os.path.join(tdir, MAXKERNEL_CANDIDATE)):
+            cand_name = os.path.join(tdir, MAXKERNEL_CANDIDATE)
+            cand_src = _read(cand_name, "candidate")
+        resolved = Task(form="maxkernel", ref_module=mod, reference_fn=ref_fn, inputs_fn=inputs_fn,
+                        inputs_name=inputs_name, reference_name=comp_name,
+                        default_entry=cfg.get("entry") or comp_name, tolerances=tol, task_dir=tdir,
+                        candidate_source=cand_src, candidate_filename=cand_name,
+                        description=cfg.get("name") or cfg.get("task_id") or cfg.get("description"),
+                        inputs_convention="dynamic_static")
+        if gen_mod is not None:
+            resolved.extra_modules.append(gen_mod)
+        # Inputs may come from the YAML: a changed YAML must not reuse a cached reference.
+        resolved.cache_salt = _read(ypath, "kernel_task.yaml")
+        return resolved
     except BaseException:
         mod.close()
+        if gen_mod is not None:
+            gen_mod.close()
         raise
+
+
+def _input_gen_module(code: str, ypath: str, tdir: str) -> C.UserModule:
+    """The YAML's input_gen_code as a module, run the way MaxKernel's harness runs it (with
+    `jax` and `jax.numpy as jnp` already imported); errors point at the YAML's lines."""
+    text = _read(ypath, "kernel_task.yaml")
+    tree = C.parse_source(code, ypath)
+    m = re.search(r"^input_gen_code:[ \t]*[|>]", text, re.MULTILINE)
+    if m:
+        ast.increment_lineno(tree, text.count("\n", 0, m.start()) + 1)
+    gen = C.UserModule(text, ypath, tree=tree, extra_path=tdir, role="reference")
+    gen.ns.update(jax=jax, jnp=jnp)
+    return gen.run()
 
 
 def _infile(task: dict, request_source, request_filename) -> Task:

@@ -3,12 +3,15 @@ on the host).
 
 Supported: `key: value` mappings (nested by indentation), block lists
 (`- item`), inline lists (`[a, b]`), `#` comments, single/double quoted
-strings, and scalars: int, float (also `1e-5`), true/false/yes/no/on/off,
-null/~.  Not supported: anchors, multi-line strings, flow mappings, tags.
+strings, block scalars (`|`, `|-`, `|+`, `>`, `>-`, `>+`, with an optional
+indentation digit: MaxKernel's `input_gen_code: |-`), and scalars: int,
+float (also `1e-5`), true/false/yes/no/on/off, null/~.  Not supported:
+anchors, multi-line quoted strings, flow mappings, tags.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 
@@ -63,10 +66,86 @@ def _split_flow(text: str, line: int) -> list[str]:
     return items
 
 
+# A block scalar's text travels through the line parser as one token: this
+# marker followed by the JSON-encoded string (no YAML line can contain a NUL).
+_BLOCK_TOKEN = "\x00"
+# `key: |-`, `- >`, `key: |2` ...: the header of a block scalar ends the line.
+_BLOCK_HEADER = re.compile(r"(?:^|:[ ]+|^-[ ]+)([|>](?:[1-9][+-]?|[+-][1-9]?)?)$")
+
+
+def _block_scalar(raw_lines, start: int, parent_indent: int, header: str, line: int):
+    """(text, next line index) of the block scalar whose header is on line start-1."""
+    style, rest = header[0], header[1:]
+    chomp = "+" if "+" in rest else "-" if "-" in rest else ""
+    digits = [c for c in rest if c.isdigit()]
+    indent = parent_indent + int(digits[0]) if digits else None
+    body: list[str] = []
+    i = start
+    while i < len(raw_lines):
+        raw = raw_lines[i]
+        if raw.strip() == "":
+            # Spaces beyond the block's indentation are content (a blank line of code).
+            body.append(raw[indent:] if indent is not None and len(raw) > indent else "")
+            i += 1
+            continue
+        ind = len(raw) - len(raw.lstrip(" "))
+        if indent is None:
+            if ind <= parent_indent:
+                break
+            indent = ind
+        if ind < indent:
+            break
+        body.append(raw[indent:])
+        i += 1
+    # Trailing empty lines belong to the block only for chomping; the next
+    # construct starts after them either way.
+    content = body
+    while content and content[-1].strip() == "":
+        content = content[:-1]
+    trailing = len(body) - len(content)
+    if style == "|":
+        text = "\n".join(content)
+    else:
+        text = _fold(content)
+    if not content:
+        return ("\n" * trailing if chomp == "+" else ""), i
+    if chomp == "-":
+        return text, i
+    if chomp == "+":
+        return text + "\n" * (trailing + 1), i
+    return text + "\n", i
+
+
+def _fold(lines: list[str]) -> str:
+    """YAML folding: line breaks between plain lines become spaces, an empty
+    line stays a newline, more-indented lines keep their breaks."""
+    out = ""
+    prev_plain = False
+    pending_empty = 0
+    for ln in lines:
+        if ln == "":
+            pending_empty += 1
+            continue
+        plain = not ln.startswith((" ", "\t"))
+        if out or pending_empty:
+            if pending_empty:
+                out += "\n" * (pending_empty if (prev_plain and plain) else pending_empty + 1)
+            elif prev_plain and plain:
+                out += " "
+            else:
+                out += "\n"
+        out += ln
+        prev_plain = plain
+        pending_empty = 0
+    return out
+
+
 def scalar(text: str, line: int | None = None):
     t = text.strip()
     if t == "":
         return None
+    if t.startswith(_BLOCK_TOKEN):
+        return json.loads(t[len(_BLOCK_TOKEN):])
     if t[0] in "'\"":
         if len(t) < 2 or t[-1] != t[0]:
             raise YamlError(f"unterminated string {t!r}", line)
@@ -102,7 +181,12 @@ def scalar(text: str, line: int | None = None):
 
 def loads(text: str):
     lines = []
-    for n, raw in enumerate(text.splitlines(), start=1):
+    raw_lines = text.splitlines()
+    i = 0
+    while i < len(raw_lines):
+        raw = raw_lines[i]
+        n = i + 1
+        i += 1
         if raw.strip() in ("---", "..."):
             continue
         if "\t" in raw[: len(raw) - len(raw.lstrip())]:
@@ -111,7 +195,15 @@ def loads(text: str):
         if not body.strip():
             continue
         indent = len(body) - len(body.lstrip(" "))
-        lines.append((n, indent, body.strip()))
+        stripped = body.strip()
+        m = _BLOCK_HEADER.search(stripped)
+        if m and not stripped.startswith(("'", '"')):
+            # The block's parent is the key (or the `- ` item) that owns it.
+            head = stripped[:m.start(1)]
+            parent = indent + (2 if head.startswith("- ") and ":" in head else 0)
+            text_value, i = _block_scalar(raw_lines, i, parent, m.group(1), n)
+            stripped = head + _BLOCK_TOKEN + json.dumps(text_value)
+        lines.append((n, indent, stripped))
     if not lines:
         return {}
     value, pos = _block(lines, 0, lines[0][1])
