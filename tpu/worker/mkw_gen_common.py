@@ -241,6 +241,17 @@ def step_vmem(inputs=(), outputs=(), scratch=()) -> int:
     return total
 
 
+def around(values, chosen, keep: int = 6) -> list:
+    """At most `keep` of the sorted `values`, centred on the chosen one (a tunable's list stays a
+    small autotuning space)."""
+    values = sorted(set(values))
+    if len(values) <= keep or chosen not in values:
+        return values[:keep] if chosen not in values else values
+    i = values.index(chosen)
+    lo = max(0, min(i - keep // 2, len(values) - keep))
+    return values[lo:lo + keep]
+
+
 def mib(n: int) -> str:
     return f"{n / (1024 * 1024):.2f} MiB"
 
@@ -312,3 +323,18 @@ def static_partial(fn_name: str, ctx: GenContext, used: list[str]) -> str:
         return fn_name
     kw = ", ".join(f"{n}={n}" for n in used)
     return f"functools.partial({fn_name}, {kw})"
+
+
+# Emitted into every generated module: effective tiles are chosen from the runtime shapes.
+FIT_BLOCK_HELPER = '''
+
+def _fit_block(block, dim, align):
+    """The largest tile <= `block` that divides `dim` and is a multiple of `align` (the TPU
+    tiling rule), else the whole dim: the same module runs at other sizes of the task."""
+    if dim <= block:
+        return dim
+    for b in range(block - block % align, 0, -align):
+        if dim % b == 0:
+            return b
+    return dim
+'''
