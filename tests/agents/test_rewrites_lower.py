@@ -85,7 +85,7 @@ def test_every_search_space_value_lowers(path, strategies, tmp_path):
 def test_buffered_three_does_not_lower_on_this_jax(tmp_path):
     """Why the buffering rule offers pl.Buffered(3) only when RewriteOptions allows it."""
     if tuple(int(p) for p in jax.__version__.split(".")[:2]) != (0, 10):
-        pytest.skip("the check is about JAX 0.10")
+        pytest.skip("declared: the check is about JAX 0.10")
     path = Path(__file__).parent / "fixtures" / "matmul_bias_bf16_scratch.py"
     source = path.read_text().replace(
         "pl.BlockSpec((BLOCK_M, BLOCK_K), lambda i, k: (i, k))",

@@ -2,8 +2,9 @@
 directory, a disk that fills up mid-run. Each gives a clear error naming the store and a
 non-zero exit code, never a crash, and the database stays sound (PRAGMA integrity_check).
 The read-only and full file systems are small tmpfs mounts (the tests run as root); where
-mounting is not allowed, a full disk is simulated with RLIMIT_FSIZE and the read-only cases
-are skipped (root ignores file modes)."""
+mounting is not allowed, a full disk is simulated with RLIMIT_FSIZE and the read-only store is
+an immutable file in an immutable directory (`chattr +i`: refused to root too, where file modes
+are not). Only where neither is permitted is the read-only case skipped (declared)."""
 import contextlib
 import json
 import os
@@ -46,26 +47,55 @@ def integrity(store):
         return db.execute("PRAGMA integrity_check").fetchone()[0]
 
 
+def chattr(flag, *paths):
+    return subprocess.run(["chattr", flag, *map(str, paths)], check=False,
+                          capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def read_only_store_dir(path):
+    """A directory for a store that the test makes read-only once the store exists: a tmpfs
+    remounted read-only, or (no mount allowed) the store file and the directory made immutable.
+    Yields (make_read_only, make_writable, how)."""
+    with tmpfs(path, "4m") as mounted:
+        if mounted:
+            yield (lambda: subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True),
+                   lambda: subprocess.run(["mount", "-o", "remount,rw", str(path)], check=True),
+                   "a read-only tmpfs")
+            return
+        def files():
+            return [*path.iterdir(), path]
+
+        try:
+            yield (lambda: chattr("+i", *files()) or pytest.skip(
+                       "declared: neither mounting a tmpfs nor chattr +i is permitted here "
+                       "(root ignores file modes)"),
+                   lambda: chattr("-i", *files()),
+                   "an immutable file and directory (chattr +i)")
+        finally:
+            chattr("-i", *files())
+
+
 def test_a_read_only_store_file_and_directory_are_clear_errors(tmp_path, kernel):
     mnt = tmp_path / "ro"
-    with tmpfs(mnt, "4m") as mounted:
-        if not mounted:
-            pytest.skip("mounting a tmpfs is not allowed here (root ignores file modes)")
+    with read_only_store_dir(mnt) as (make_read_only, make_writable, how):
         store = mnt / "store.sqlite"
-        r = subprocess.run(command(kernel, store, "--budget", "iterations=1"), capture_output=True,
-                           text=True, timeout=600, env=env_for(store))
+        r = subprocess.run(command(kernel, store, "--budget", "iterations=1"), check=False,
+                           capture_output=True, text=True, timeout=600, env=env_for(store))
         assert r.returncode == 0, r.stderr
         run_id = json.loads(r.stdout)["run"]
-        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        before = store.read_bytes()
+        make_read_only()
         for target in (store, mnt / "new.sqlite"):  # an existing file; a file to be created
-            r = subprocess.run(command(kernel, target), capture_output=True, text=True,
-                               timeout=120, env=env_for(target))
-            assert r.returncode not in (0, -signal.SIGABRT, -signal.SIGSEGV), r.stderr
+            r = subprocess.run(command(kernel, target), check=False, capture_output=True,
+                               text=True, timeout=120, env=env_for(target))
+            assert r.returncode == 2, (how, r.returncode, r.stderr)
             assert f"run store {target}" in r.stderr and "unable to open" in r.stderr, r.stderr
             assert r.stdout == ""
         assert not (mnt / "new.sqlite").exists()
+        assert store.read_bytes() == before, "the read-only store was written"
         # Writable again (a WAL store cannot be opened at all on a read-only file system).
-        subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
+        make_writable()
         assert integrity(store) == "ok"
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
             assert db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone() == ("done",)

@@ -53,7 +53,7 @@ def bench(suite, *extra):
     return json.loads(done.stdout), done.stderr
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the timing lane has one worker")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="declared: one core: the timing lane has one worker")
 def test_tasks_run_at_once_in_suite_order_and_a_crash_stays_in_its_task(tmp_path):
     out, stderr = bench(make_suite(tmp_path, wait_s=120, crash=True))
     assert "up to 2 at a time" in stderr

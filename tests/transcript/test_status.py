@@ -47,7 +47,7 @@ def test_status_counts_documents_and_reports_memory(ready):
 def test_heap_in_use_follows_a_large_document_open_and_close(ready):
     memory = ready.request("maxkernel/status")["result"]["memory"]
     if not glibc_malloc(memory):
-        pytest.skip("malloc is not glibc's here (a sanitizer build): no heap figures")
+        pytest.skip("declared: malloc is not glibc's here (a sanitizer build): no heap figures")
     before = memory["heapInUseBytes"]
     text = big_module(60000)  # about 3 MB of Python: its text and syntax tree live in the heap
     ready.open("file:///big.py", text)
