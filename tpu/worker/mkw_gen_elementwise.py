@@ -1,0 +1,211 @@
+"""Template for elementwise chains: any number of inputs of the output's shape, rows or columns
+broadcast against it, and scalars, combined by the reference's elementwise equations.
+
+Kernel shape: the output viewed as (rows, cols) with the leading dims flattened into rows, a
+(BLOCK_ROWS, BLOCK_COLS) tile per grid step, both axes "parallel". When every input is
+full-shaped (or a scalar) and the last dim is narrower than a lane row, the whole array is
+viewed as (size / LANES, LANES) instead, so stores are lane-dense.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mkw_gen_common as G
+import mkw_gen_expr as E
+from mkw_gen_common import NoTemplate
+
+# A tile of about this many bytes per operand keeps the per-step overhead small and leaves room
+# for several operands double-buffered in VMEM.
+TARGET_BLOCK_BYTES = 1 << 20
+MAX_COLS_BLOCK = 4096
+LANE_CHOICES = (1024, 512, 256, 128)
+
+
+def generate(ctx):
+    eqns = E.live_eqns(ctx.jaxpr)
+    if not eqns:
+        return None
+    allowed = set(E.ELEMENTWISE_PRIMITIVES) | set(E.LAYOUT_PRIMITIVES)
+    if any(e.primitive.name not in allowed for e in eqns):
+        return None
+    if not ctx.single_output:
+        raise NoTemplate("the reference returns several outputs (a tuple); the elementwise "
+                         "template writes one output", [])
+    out = ctx.jaxpr.outvars[0]
+    if E.is_literal(out) or out in ctx.jaxpr.invars or len(out.aval.shape) == 0:
+        return None
+    shape = tuple(int(d) for d in out.aval.shape)
+    operands = {}
+    for e in eqns:
+        for v in e.invars:
+            if not E.is_literal(v) and v in ctx.jaxpr.invars and v not in operands:
+                operands[v] = ctx.name_of_invar(v) or f"arg{len(operands)}"
+    if not operands:
+        return None
+    consts = dict(zip(ctx.jaxpr.constvars, ctx.consts))
+    region = E.Region(eqns, out_shape=shape, known={}, operands=operands, ctx=ctx, consts=consts)
+    return _write(ctx, region, out, shape)
+
+
+class _Input:
+    def __init__(self, name, var, expanded, shape):
+        self.name, self.var = name, var
+        self.expanded = expanded
+        nlead = len(shape) - 1
+        lead = expanded[:nlead]
+        if all(a == f for a, f in zip(lead, shape[:nlead])):
+            self.rows_full = True
+        elif all(a == 1 for a in lead):
+            self.rows_full = False
+        else:
+            raise NoTemplate(f"input `{name}` is broadcast over some but not all leading dims "
+                             f"({G.shape_text(expanded)} against {G.shape_text(shape)}); not "
+                             "covered", ["broadcast_in_dim"])
+        self.cols_full = expanded[-1] == shape[-1]
+        self.full = self.rows_full and self.cols_full
+        self.scalar = all(d == 1 for d in expanded)
+        self.dtype = var.aval.dtype
+
+
+def _runtime_dims(region, inputs, shape) -> list[str]:
+    """Code for each output dim, read from an input that runs along it."""
+    dims = []
+    for d, size in enumerate(shape):
+        code = None
+        for inp in inputs:
+            a = region.align.get(id(inp.var))
+            if a is None:
+                continue
+            for i, (ax, s) in enumerate(zip(a, inp.var.aval.shape)):
+                if ax == d and s == size and s != 1:
+                    code = f"{inp.name}.shape[{i}]"
+                    break
+            if code:
+                break
+        if code is None:
+            if size != 1:
+                raise NoTemplate(f"no input runs along output dim {d}; not covered", [])
+            code = "1"
+        dims.append(code)
+    return dims
+
+
+def _write(ctx, region: E.Region, out, shape) -> G.Generated:
+    inputs = []
+    for v in region.operand_vars:
+        if v in [i.var for i in inputs]:
+            continue
+        a = region.align.get(id(v))
+        if a is not None:
+            big = [ax for ax, s in zip(a, v.aval.shape) if s != 1]
+            if big != sorted(big):
+                raise NoTemplate(f"input `{region.operands[v]}` is broadcast with its dims "
+                                 "reordered (a transpose); not covered", ["broadcast_in_dim"])
+        inputs.append(_Input(region.operands[v], v, region.expanded(v), shape))
+    dtypes = [i.dtype for i in inputs] + [out.aval.dtype]
+    sub = max(G.sublane_multiple(d) for d in dtypes)
+    total = math.prod(shape)
+    rows = math.prod(shape[:-1])
+    cols = shape[-1]
+    dense = cols < G.LANE and all(i.full or i.scalar for i in inputs) and total % G.LANE == 0
+    if dense:
+        lanes = next(b for b in LANE_CHOICES if total % b == 0)
+        rows, cols = total // lanes, lanes
+    budget = ctx.vmem_budget
+    widest = max(G.itemsize(d) for d in dtypes)
+
+    def vmem(br, bc):
+        ins = [((br if i.rows_full else 1, bc if i.cols_full else 1), i.dtype) for i in inputs]
+        return G.step_vmem(ins, [((br, bc), out.aval.dtype)])
+
+    col_c = [cols] if dense else [b for b in G.block_candidates(cols, G.LANE)
+                                  if b <= MAX_COLS_BLOCK] or [cols]
+    row_c = [b for b in G.block_candidates(rows, sub)
+             if b == rows or b % sub == 0 and (b < 128 and (b & (b - 1)) == 0 or b % 128 == 0)]
+    row_c = sorted(set(row_c)) or [rows]
+    best = None
+    for bc in col_c:
+        for br in row_c:
+            v = vmem(br, bc)
+            if v > budget:
+                continue
+            size = br * bc * widest
+            key = (abs(math.log2(max(size, 1) / TARGET_BLOCK_BYTES)), -bc, -br)
+            if best is None or key < best[0]:
+                best = (key, br, bc, v)
+    if best is None:
+        raise NoTemplate(f"the smallest valid tile of the {G.shape_text(shape)} output does not "
+                         f"fit the VMEM budget ({G.mib(vmem(row_c[0], col_c[0]))} per step, budget "
+                         f"{G.mib(budget)})", [])
+    _, br, bc, vbytes = best
+
+    # --- kernel
+    params = [f"{i.name}_ref" for i in inputs] + ["o_ref"]
+    statics = list(region.statics_used)
+    sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
+    body = region.lines + region.store_lines(out, "o_ref")
+    kernel = f'''
+
+def _elementwise_kernel({sig}):
+{G.indent(chr(10).join(body), 4)}
+'''
+    # --- entry
+    dims = _runtime_dims(region, inputs, shape)
+    ent = [f"shape = ({', '.join(dims)}{',' if len(dims) == 1 else ''})"]
+    if dense:
+        ent += ["total = 1", "for d in shape:", "    total *= d",
+                "cols = _fit_block(LANES, total, 128)", "rows = total // cols"]
+    else:
+        ent += ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d"]
+    ent.append(f"br = _fit_block(BLOCK_ROWS, rows, {sub})")
+    ent.append("bc = cols" if dense else "bc = _fit_block(BLOCK_COLS, cols, 128)")
+    ent.append('assert rows % br == 0 and cols % bc == 0, f"tile {br}x{bc} does not divide {rows}x{cols}"')
+    specs, args = [], []
+    for i in inputs:
+        r = "rows" if i.rows_full else "1"
+        c = "cols" if i.cols_full else "1"
+        ent.append(f"{i.name}_in = jnp.reshape({i.name}, ({r}, {c}))")
+        specs.append(f"pl.BlockSpec(({'br' if i.rows_full else '1'}, {'bc' if i.cols_full else '1'}), "
+                     f"lambda i, j: ({'i' if i.rows_full else '0'}, {'j' if i.cols_full else '0'}))")
+        args.append(f"{i.name}_in")
+    kern = G.static_partial("_elementwise_kernel", ctx, statics)
+    call = f'''out = pl.pallas_call(
+    {kern},
+    out_shape=jax.ShapeDtypeStruct((rows, cols), {G.dtype_code(out.aval.dtype)}),
+    grid=(rows // br, cols // bc),
+    in_specs=[
+{G.indent(chr(10).join(s + "," for s in specs), 8)}
+    ],
+    out_specs=pl.BlockSpec((br, bc), lambda i, j: (i, j)),
+    compiler_params={G.compiler_params_code(("parallel", "parallel"), ctx, vbytes)},
+)({", ".join(args)})
+return out.reshape(shape)'''
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
+    constants = [("BLOCK_ROWS", br, "rows of one tile")]
+    if dense:
+        constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES): lane-dense"))
+    else:
+        constants.append(("BLOCK_COLS", bc, "columns of one tile"))
+    ops = [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES]
+    description = (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
+                   f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
+                   f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles")
+    source, imports, mbody = G.write_module(description=description, ctx=ctx,
+                                            kernel_class="elementwise", constants=constants,
+                                            code=G.FIT_BLOCK_HELPER + kernel + entry)
+    tun = {"BLOCK_ROWS": G.around([b for b in row_c if vmem(b, bc) <= budget], br)}
+    if not dense:
+        tun["BLOCK_COLS"] = G.around([b for b in col_c if vmem(br, b) <= budget], bc)
+    notes = [f"{br}x{bc} tiles: {G.mib(vbytes)} of VMEM per step (budget {G.mib(budget)})"]
+    if ctx.static_args:
+        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
+        if folded:
+            notes.append("static arguments folded in at their task values: " +
+                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
+    return G.Generated(kernel_class="elementwise", description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=mbody, tunables=tun, notes=notes)

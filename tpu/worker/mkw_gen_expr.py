@@ -1,0 +1,462 @@
+"""Re-stating a reference's elementwise jaxpr equations as jnp code on loaded block values.
+
+The fused epilogue of a matmul and the body of an elementwise kernel are the reference's own
+equations, written out again on the values a kernel holds: the tile of the matmul result, the
+tiles of extra operands (bias rows, residuals, scale columns) and scalars.
+
+Every value is seen in its *expanded* form: the output's rank, each dim either the full size or
+1 (a bias (N,) broadcast along rows is (1, N); a row statistic is (M, 1)). In a kernel such a
+value is a block whose full dims are tiled and whose size-1 dims stay 1, so numpy broadcasting in
+the emitted jnp code does exactly what the reference's broadcast_in_dim did. Row reductions
+(over the last axis only, with keepdims) are emitted when the caller allows them (the whole row
+is then in the tile).
+
+Used by mkw_gen_matmul and mkw_gen_elementwise; usable by other templates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mkw_gen_common as G
+import numpy as np
+from mkw_gen_common import NoTemplate
+
+# primitive -> format string on operand code ({0}, {1}, ...). Float-only forms are marked so that
+# integer operands use lax's exact semantics instead.
+_UNARY = {
+    "neg": "-{0}",
+    "exp": "jnp.exp({0})",
+    "exp2": "jnp.exp2({0})",
+    "log": "jnp.log({0})",
+    "log1p": "jnp.log1p({0})",
+    "expm1": "jnp.expm1({0})",
+    "tanh": "jnp.tanh({0})",
+    "logistic": "jax.nn.sigmoid({0})",
+    "sqrt": "jnp.sqrt({0})",
+    "rsqrt": "jax.lax.rsqrt({0})",
+    "cbrt": "jnp.cbrt({0})",
+    "abs": "jnp.abs({0})",
+    "sign": "jnp.sign({0})",
+    "floor": "jnp.floor({0})",
+    "ceil": "jnp.ceil({0})",
+    "sin": "jnp.sin({0})",
+    "cos": "jnp.cos({0})",
+    "tan": "jnp.tan({0})",
+    "erf": "jax.lax.erf({0})",
+    "erfc": "jax.lax.erfc({0})",
+    "square": "jnp.square({0})",
+    "is_finite": "jnp.isfinite({0})",
+    "not": "~{0}",
+    "reciprocal": "1.0 / {0}",
+}
+_BINARY_FLOAT = {
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "div": "{0} / {1}",
+    "pow": "jnp.power({0}, {1})",
+}
+_BINARY = {
+    "max": "jnp.maximum({0}, {1})",
+    "min": "jnp.minimum({0}, {1})",
+    "eq": "{0} == {1}",
+    "ne": "{0} != {1}",
+    "lt": "{0} < {1}",
+    "le": "{0} <= {1}",
+    "gt": "{0} > {1}",
+    "ge": "{0} >= {1}",
+    "and": "{0} & {1}",
+    "or": "{0} | {1}",
+    "xor": "{0} ^ {1}",
+    "atan2": "jnp.arctan2({0}, {1})",
+}
+# Integer forms with lax semantics (truncating division, C remainder).
+_BINARY_INT = {
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "div": "jax.lax.div({0}, {1})",
+    "rem": "jax.lax.rem({0}, {1})",
+}
+_IDENTITY = ("copy", "copy_p", "stop_gradient", "optimization_barrier", "reduce_precision")
+_LAYOUT = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
+_ROW_REDUCTIONS = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
+
+ELEMENTWISE_PRIMITIVES = tuple(sorted(
+    set(_UNARY) | set(_BINARY_FLOAT) | set(_BINARY) | set(_BINARY_INT) | set(_IDENTITY)
+    | {"integer_pow", "select_n", "clamp", "convert_element_type"}))
+LAYOUT_PRIMITIVES = _LAYOUT
+ROW_REDUCTION_PRIMITIVES = tuple(_ROW_REDUCTIONS)
+COVERED_PRIMITIVES = ELEMENTWISE_PRIMITIVES + LAYOUT_PRIMITIVES + ROW_REDUCTION_PRIMITIVES
+
+
+def is_literal(v) -> bool:
+    return type(v).__name__ == "Literal"
+
+
+def live_eqns(jaxpr, outvars=None) -> list:
+    """The equations the outputs depend on (dead code dropped), in order."""
+    needed = {id(v) for v in (outvars if outvars is not None else jaxpr.outvars) if not is_literal(v)}
+    keep = []
+    for e in reversed(jaxpr.eqns):
+        if any(id(o) in needed for o in e.outvars):
+            keep.append(e)
+            for v in e.invars:
+                if not is_literal(v):
+                    needed.add(id(v))
+    return list(reversed(keep))
+
+
+class Region:
+    """The analysis and code of a run of elementwise equations.
+
+    Arguments:
+      eqns        the equations to re-state, in jaxpr order
+      out_shape   the logical full shape every value is expanded against (e.g. (M, N))
+      known       {var: code} for values the kernel already has (the matmul tile `y`)
+      operands    {var: name} for jaxpr inputs that become kernel operands (loaded from refs)
+      ctx         the GenContext (static argument names, constants)
+      row_reduce  allow reduce_sum/max/min over the last axis (the tile holds whole rows)
+    After construction: `lines` (code), `code(var)`, `expanded(var)`, `operand_vars` (the
+    operands actually read, in first-use order), `statics_used`, `primitives`.
+    """
+
+    def __init__(self, eqns, *, out_shape, known, operands, ctx, row_reduce=False, consts=None):
+        self.eqns = list(eqns)
+        self.out_shape = tuple(int(d) for d in out_shape)
+        self.rank = len(self.out_shape)
+        self.known = dict(known)
+        self.operands = dict(operands)
+        self.ctx = ctx
+        self.row_reduce = row_reduce
+        self.consts = dict(consts or {})  # constvar -> numpy value (scalars only are usable)
+        self.align: dict = {}
+        self.lines: list[str] = []
+        self.names: dict = {}
+        self.operand_vars: list = []
+        self.statics_used: list[str] = []
+        self.primitives: list[str] = []
+        self.reduced: set = set()  # ids of vars that derive from a row reduction
+        self._counter = 0
+        self._check_primitives()
+        self._propagate()
+        self._emit()
+
+    # -- analysis -------------------------------------------------------------------------
+    def _check_primitives(self):
+        missing = []
+        for e in self.eqns:
+            name = e.primitive.name
+            if name not in self.primitives:
+                self.primitives.append(name)
+            ok = name in ELEMENTWISE_PRIMITIVES or name in _LAYOUT or (
+                self.row_reduce and name in _ROW_REDUCTIONS)
+            if not ok and name not in missing:
+                missing.append(name)
+        if missing:
+            raise NoTemplate(f"the fused stage uses {', '.join(missing)}, which the elementwise "
+                             "emitter does not cover", missing)
+
+    def _rank(self, v) -> int:
+        return len(getattr(v.aval, "shape", ()))
+
+    def _set(self, v, a, eqn) -> bool:
+        if is_literal(v) or self._rank(v) == 0:
+            return False
+        a = tuple(a)
+        old = self.align.get(id(v))
+        if old is None:
+            self.align[id(v)] = a
+            return True
+        # Only dims of size > 1 have a place; a size-1 dim may sit on any axis.
+        shape = v.aval.shape
+        if [x for x, s in zip(old, shape) if s != 1] != [x for x, s in zip(a, shape) if s != 1]:
+            raise NoTemplate(f"{eqn.primitive.name}: a value is broadcast along two different axes "
+                             f"({old} and {a}); the emitter cannot place it in one tile",
+                             [eqn.primitive.name])
+        return False
+
+    def _propagate(self):
+        """Which output axes each dim of each value runs along (its alignment).
+        Values of the output's rank run along the output's axes; lower-rank values get theirs
+        from the broadcast_in_dim that widens them, from the row reduction that made them, or
+        from an elementwise sibling."""
+        ident = tuple(range(self.rank))
+        for v in list(self.known) + list(self.operands):
+            if self._rank(v) == self.rank:
+                self.align[id(v)] = ident
+        for e in self.eqns:
+            for v in list(e.invars) + list(e.outvars):
+                if not is_literal(v) and self._rank(v) == self.rank:
+                    self.align[id(v)] = ident
+        changed = True
+        rounds = 0
+        while changed and rounds < 4 * len(self.eqns) + 4:
+            changed = False
+            rounds += 1
+            for e in self.eqns:
+                changed |= self._propagate_one(e)
+        for e in self.eqns:
+            for v in list(e.invars) + list(e.outvars):
+                if is_literal(v) or self._rank(v) == 0:
+                    continue
+                if id(v) not in self.align:
+                    raise NoTemplate(f"{e.primitive.name}: cannot tell which output axes a "
+                                     f"{G.shape_text(v.aval.shape)} value runs along",
+                                     [e.primitive.name])
+                self._check_expanded(v, e)
+
+    def _propagate_one(self, e) -> bool:
+        name = e.primitive.name
+        out = e.outvars[0]
+        changed = False
+        if name == "broadcast_in_dim":
+            src = e.invars[0]
+            dims = tuple(e.params["broadcast_dimensions"])
+            oa = self.align.get(id(out))
+            if oa is not None and not is_literal(src) and self._rank(src) > 0:
+                changed |= self._set(src, [oa[d] for d in dims], e)
+            return changed
+        if name in ("reshape", "squeeze", "expand_dims"):
+            src = e.invars[0]
+            mapping = _size_one_mapping(src.aval.shape, out.aval.shape)
+            if mapping is None:
+                raise NoTemplate(f"{name} {G.shape_text(src.aval.shape)} -> "
+                                 f"{G.shape_text(out.aval.shape)} changes more than size-1 dims; "
+                                 "the emitter cannot re-state it on tiles", [name])
+            oa = self.align.get(id(out))
+            sa = self.align.get(id(src))
+            if oa is not None and self._rank(src) > 0:
+                changed |= self._set(src, [oa[mapping[i]] for i in range(len(mapping))], e)
+            elif sa is not None and self._rank(out) > 0:
+                inv = {j: i for i, j in mapping.items()}
+                if all(j in inv for j in range(self._rank(out)) if out.aval.shape[j] != 1):
+                    # size-1 dims of the output that did not come from the source run nowhere:
+                    # place them on an output axis the source does not use.
+                    free = [ax for ax in range(self.rank) if ax not in sa]
+                    a = []
+                    for j in range(self._rank(out)):
+                        a.append(sa[inv[j]] if j in inv else (free.pop() if free else None))
+                    if None not in a:
+                        changed |= self._set(out, a, e)
+            return changed
+        if name in _ROW_REDUCTIONS:
+            src = e.invars[0]
+            axes = tuple(e.params["axes"])
+            sa = self.align.get(id(src))
+            if sa is not None:
+                last = self.rank - 1
+                if len(axes) != 1 or sa[axes[0]] != last:
+                    raise NoTemplate(f"{name} over axes {axes} is not a reduction over the "
+                                     "output row (the last axis)", [name])
+                changed |= self._set(out, [a for i, a in enumerate(sa) if i != axes[0]], e)
+            return changed
+        # Elementwise: every non-scalar operand and the result share one alignment.
+        vals = [v for v in list(e.invars) + [out] if not is_literal(v) and self._rank(v) > 0]
+        known = [self.align[id(v)] for v in vals if id(v) in self.align]
+        if known:
+            for v in vals:
+                changed |= self._set(v, known[0], e)
+        return changed
+
+    def _check_expanded(self, v, e):
+        exp = self.expanded(v)
+        for d, (have, full) in enumerate(zip(exp, self.out_shape)):
+            if have not in (1, full):
+                raise NoTemplate(f"{e.primitive.name}: a {G.shape_text(v.aval.shape)} value is "
+                                 f"neither full nor broadcast along output axis {d} "
+                                 f"(size {have} of {full})", [e.primitive.name])
+
+    def expanded(self, v) -> tuple:
+        """The value's shape at the output's rank (1 where it is broadcast)."""
+        if is_literal(v) or self._rank(v) == 0:
+            return (1,) * self.rank
+        a = self.align[id(v)]
+        out = [1] * self.rank
+        for size, ax in zip(v.aval.shape, a):
+            if size != 1:
+                out[ax] = int(size)
+        return tuple(out)
+
+    # -- emission -------------------------------------------------------------------------
+    def _new(self, prefix="v") -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def code(self, v) -> str:
+        if is_literal(v):
+            return self._literal(v.val, v.aval.dtype)
+        if id(v) in self.names:
+            return self.names[id(v)]
+        if v in self.known:
+            return self.known[v]
+        if v in self.operands:
+            name = self.operands[v]
+            self.operand_vars.append(v)
+            self.names[id(v)] = name
+            self.lines.append(f"{name} = {name}_ref[...]")
+            return name
+        if v in self.consts:
+            value = np.asarray(self.consts[v])
+            if value.shape != ():
+                raise NoTemplate("the reference closes over a non-scalar array constant; "
+                                 "the emitter only inlines scalars", ["constant"])
+            return self._literal(value.item(), value.dtype)
+        raise NoTemplate("the fused stage reads a value computed outside it", [])
+
+    def _literal(self, value, dtype) -> str:
+        value = np.asarray(value).item() if hasattr(value, "shape") else value
+        name = self._static_name(value, dtype)
+        if name is not None:
+            if name not in self.statics_used:
+                self.statics_used.append(name)
+            return name
+        text = G.literal(value)
+        if text.startswith("-"):
+            text = f"({text})"
+        return text
+
+    def _static_name(self, value, dtype):
+        for n, sv in self.ctx.static_args.items() if self.ctx is not None else ():
+            if isinstance(sv, bool) or not isinstance(sv, (int, float)):
+                continue
+            if sv in (0, 1, 2, -1, 0.5, -0.5):
+                continue
+            try:
+                same = np.asarray(sv).astype(G.dtype_name(dtype)) == np.asarray(value).astype(
+                    G.dtype_name(dtype))
+            except (TypeError, ValueError):
+                same = False
+            if bool(same):
+                return n
+        return None
+
+    def _emit(self):
+        for e in self.eqns:
+            self._emit_one(e)
+
+    def _assign(self, e, expr: str):
+        out = e.outvars[0]
+        name = self._new()
+        self.names[id(out)] = name
+        self.lines.append(f"{name} = {expr}")
+        if any(id(v) in self.reduced for v in e.invars if not is_literal(v)) or \
+                e.primitive.name in _ROW_REDUCTIONS:
+            self.reduced.add(id(out))
+
+    def _alias(self, e, src):
+        out = e.outvars[0]
+        self.names[id(out)] = self.code(src)
+        if not is_literal(src) and id(src) in self.reduced:
+            self.reduced.add(id(out))
+
+    def _emit_one(self, e):
+        name = e.primitive.name
+        ins = e.invars
+        out = e.outvars[0]
+        if name in _IDENTITY or name in _LAYOUT:
+            self._alias(e, ins[0])
+            return
+        if name == "convert_element_type":
+            new = e.params["new_dtype"]
+            self._assign(e, f"{self.code(ins[0])}.astype({G.dtype_code(new)})")
+            return
+        if name in _ROW_REDUCTIONS:
+            self._assign(e, f"{_ROW_REDUCTIONS[name]}({self.code(ins[0])}, axis=-1, keepdims=True)")
+            return
+        if name == "integer_pow":
+            self._assign(e, f"jax.lax.integer_pow({self.code(ins[0])}, {int(e.params['y'])})")
+            return
+        if name == "select_n":
+            if len(ins) != 3 or G.dtype_name(ins[0].aval.dtype) != "bool":
+                raise NoTemplate("select_n with an integer selector or more than two cases is not "
+                                 "covered by the emitter", ["select_n"])
+            # select_n(pred, on_false, on_true)
+            self._assign(e, f"jnp.where({self.code(ins[0])}, {self.code(ins[2])}, {self.code(ins[1])})")
+            return
+        if name == "clamp":
+            lo, x, hi = ins
+            self._assign(e, f"jnp.clip({self.code(x)}, {self.code(lo)}, {self.code(hi)})")
+            return
+        if name in _UNARY:
+            self._assign(e, _UNARY[name].format(self.code(ins[0])))
+            return
+        is_float = _float_dtype(out.aval.dtype)
+        table = None
+        if name in _BINARY:
+            table = _BINARY
+        elif is_float and name in _BINARY_FLOAT:
+            table = _BINARY_FLOAT
+        elif not is_float and name in _BINARY_INT:
+            table = _BINARY_INT
+        if table is None:
+            raise NoTemplate(f"{name} on {G.dtype_name(out.aval.dtype)} is not covered by the "
+                             "elementwise emitter", [name])
+        a, b = self._binary_operands(e)
+        expr = table[name].format(a, b)
+        if all(is_literal(v) for v in ins):
+            expr = f"jnp.asarray({expr}, {G.dtype_code(out.aval.dtype)})"
+        self._assign(e, expr)
+
+    def _binary_operands(self, e):
+        """Operand code of a binary op; a literal equal to the row length that divides (or, as
+        its reciprocal, multiplies) a row statistic is written as the tile's row length, so a
+        mean stays a mean when the module runs at another size."""
+        a, b = e.invars[:2]
+        ca, cb = self.code(a), self.code(b)
+        name = e.primitive.name
+        row = self.out_shape[-1]
+        if self.row_reduce and row > 1 and name in ("div", "mul"):
+            for lit, other, pos in ((b, a, 1), (a, b, 0)):
+                if not is_literal(lit) or is_literal(other) or id(other) not in self.reduced:
+                    continue
+                val = float(np.asarray(lit.val).item())
+                dt = G.dtype_name(lit.aval.dtype)
+                target = float(row) if name == "div" else 1.0 / row
+                if name == "div" and pos == 0:
+                    continue
+                if float(np.asarray(target).astype(dt)) == float(np.asarray(val).astype(dt)):
+                    text = "row_len" if name == "div" else "(1.0 / row_len)"
+                    if pos == 1:
+                        cb = text
+                    else:
+                        ca = text
+                    self.uses_row_len = True
+        return ca, cb
+
+    uses_row_len = False
+
+    def store_lines(self, v, ref: str) -> list[str]:
+        """`ref[...] = value` with the value widened to the block (a broadcast output)."""
+        c = self.code(v)
+        return [f"{ref}[...] = jnp.broadcast_to({c}, {ref}.shape).astype({ref}.dtype)"]
+
+
+def _float_dtype(dtype) -> bool:
+    name = G.dtype_name(dtype)
+    return name.startswith(("float", "bfloat", "complex"))
+
+
+def _size_one_mapping(src_shape, dst_shape):
+    """For a reshape that only inserts or removes size-1 dims: {src dim: dst dim} for the src
+    dims of size != 1 (and size-1 src dims matched to size-1 dst dims where they line up).
+    None for any other reshape."""
+    src = [int(d) for d in src_shape]
+    dst = [int(d) for d in dst_shape]
+    if math.prod(src) != math.prod(dst):
+        return None
+    src_big = [(i, d) for i, d in enumerate(src) if d != 1]
+    dst_big = [(j, d) for j, d in enumerate(dst) if d != 1]
+    if [d for _, d in src_big] != [d for _, d in dst_big]:
+        return None
+    mapping = {i: j for (i, _), (j, _) in zip(src_big, dst_big)}
+    # size-1 src dims: map to an unused size-1 dst dim, in order
+    used = set(mapping.values())
+    free = [j for j, d in enumerate(dst) if d == 1 and j not in used]
+    for i, d in enumerate(src):
+        if d == 1:
+            if not free:
+                return None
+            mapping[i] = free.pop(0)
+    return mapping

@@ -1,0 +1,530 @@
+"""Templates for matmul-class references: one dot_general (2-D, leading dims flattened, or
+batched) with the reference's elementwise epilogue fused into the output stage, and the same
+with a reduction over the output row (softmax, log-softmax, logsumexp, row sum / mean / max,
+row L2 norm...).
+
+Kernel shape: grid (batch?, M/BM, N/BN, K/BK), K last and "arbitrary", an f32 accumulator in
+VMEM scratch, the epilogue applied once at the last K step, extra epilogue operands (bias rows,
+residuals, scale columns) as their own BlockSpecs. A row reduction needs the whole row in the
+tile (BN = N); when that does not fit the VMEM budget the template refuses (two passes are a
+later step), never a wrong kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mkw_gen_common as G
+import mkw_gen_expr as E
+from mkw_gen_common import NoTemplate
+
+# Bytes of HBM traffic one grid step costs in fixed overhead (about 0.35 us at ~820 GB/s):
+# the block chooser weighs per-step overhead against re-fetching operands.
+STEP_OVERHEAD_BYTES = 300_000
+MAX_BLOCK = 2048
+
+
+class _Operand:
+    """A dot input traced back to a jaxpr input: the input var, the dims (of the input) that
+    the dot contracts, the dtype conversion applied on the way, and whether it was transposed."""
+
+    def __init__(self, var, chain):
+        self.var = var
+        self.chain = chain  # equations between the input and the dot (transpose / convert)
+        self.perm = None
+        self.convert = None
+        for e in chain:
+            if e.primitive.name == "transpose":
+                self.perm = tuple(e.params["permutation"])
+            else:
+                self.convert = e.params["new_dtype"]
+
+    def orig_dim(self, d: int) -> int:
+        """A dim of the dot's operand, as a dim of the jaxpr input."""
+        return self.perm[d] if self.perm is not None else d
+
+
+def _trace_operand(v, ctx, users) -> _Operand | None:
+    chain = []
+    producers = {id(o): e for e in ctx.eqns for o in e.outvars}
+    while not E.is_literal(v) and id(v) in producers:
+        e = producers[id(v)]
+        if e.primitive.name not in ("transpose", "convert_element_type"):
+            return None
+        if len(users.get(id(v), [])) > 1:
+            return None
+        if e.primitive.name == "transpose" and any(x.primitive.name == "transpose" for x in chain):
+            return None
+        chain.insert(0, e)
+        v = e.invars[0]
+    if E.is_literal(v) or v not in ctx.jaxpr.invars:
+        return None
+    op = _Operand(v, chain)
+    # Only convert_element_type after the transpose keeps the chain order irrelevant; refuse
+    # a transpose that is not a plain 2-D swap of the last two dims.
+    if op.perm is not None:
+        r = len(op.perm)
+        if op.perm != tuple(range(r - 2)) + (r - 1, r - 2):
+            return None
+    return op
+
+
+def _users(eqns):
+    out: dict = {}
+    for e in eqns:
+        for v in e.invars:
+            if not E.is_literal(v):
+                out.setdefault(id(v), []).append(e)
+    return out
+
+
+class MatmulShape:
+    """The matmul in kernel terms: batch (flattened), M (lhs free dims flattened), N, K, the
+    weight layout and how the entry reshapes the operands."""
+
+    def __init__(self, ctx, dot, lhs: _Operand, rhs: _Operand):
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+        lc = [lhs.orig_dim(d) for d in lc]
+        rc = [rhs.orig_dim(d) for d in rc]
+        lb = [lhs.orig_dim(d) for d in lb]
+        rb = [rhs.orig_dim(d) for d in rb]
+        xs = tuple(int(d) for d in lhs.var.aval.shape)
+        ws = tuple(int(d) for d in rhs.var.aval.shape)
+        self.lhs, self.rhs, self.dot = lhs, rhs, dot
+        self.x_shape, self.w_shape = xs, ws
+        nb = len(lb)
+        if len(lc) != 1 or len(rc) != 1:
+            raise NoTemplate("dot_general contracts over more than one dim; the matmul template "
+                             "covers one contracting dim", ["dot_general"])
+        if lb != list(range(nb)) or rb != list(range(nb)):
+            raise NoTemplate("dot_general batch dims are not the leading dims of both operands",
+                             ["dot_general"])
+        if lc[0] != len(xs) - 1:
+            raise NoTemplate("the matmul's left operand contracts over a dim that is not its last "
+                             "(x.T @ w); not covered", ["dot_general"])
+        if len(ws) != nb + 2 or len(xs) < 2:
+            raise NoTemplate(f"dot_general of {G.shape_text(xs)} and {G.shape_text(ws)} is not a "
+                             "(batched) matrix product the template covers", ["dot_general"])
+        if nb and len(xs) != nb + 2:
+            raise NoTemplate("a batched dot_general with extra free dims on the left operand is "
+                             "not covered", ["dot_general"])
+        if rc[0] == nb:
+            self.w_transposed = False
+            self.n = ws[nb + 1]
+        elif rc[0] == nb + 1:
+            self.w_transposed = True
+            self.n = ws[nb]
+        else:
+            raise NoTemplate("unexpected contracting dim of the right operand", ["dot_general"])
+        self.k = xs[-1]
+        self.batch_dims = xs[:nb]
+        self.nbatch = math.prod(self.batch_dims) if nb else 0  # 0: no batch grid axis
+        self.lead = xs[nb:-1]  # lhs free dims (flattened into M)
+        self.m = math.prod(self.lead)
+        self.out_shape = tuple(int(d) for d in dot.outvars[0].aval.shape)
+        want = tuple(self.batch_dims) + tuple(self.lead) + (self.n,)
+        if self.out_shape != want:
+            raise NoTemplate("dot_general output layout is not (batch, rows, cols)", ["dot_general"])
+        self.x_dtype = lhs.convert or lhs.var.aval.dtype
+        self.w_dtype = rhs.convert or rhs.var.aval.dtype
+        self.dot_dtype = dot.outvars[0].aval.dtype
+        self.precision = dot.params.get("precision")
+
+
+def _dot_summary(ms: MatmulShape) -> str:
+    lhs = G.shape_text(ms.x_shape)
+    w = G.shape_text(ms.w_shape) + (" (transposed)" if ms.w_transposed else "")
+    kind = "batched matmul" if ms.nbatch else "matmul"
+    return f"{kind} ({lhs} @ {w}, {G.dtype_name(ms.x_dtype)})"
+
+
+def _match(ctx):
+    """(MatmulShape, epilogue eqns) for a reference with exactly one dot_general, else None."""
+    eqns = E.live_eqns(ctx.jaxpr)
+    dots = [e for e in eqns if e.primitive.name == "dot_general"]
+    if len(dots) != 1:
+        return None
+    dot = dots[0]
+    users = _users(eqns)
+    lhs = _trace_operand(dot.invars[0], ctx, users)
+    rhs = _trace_operand(dot.invars[1], ctx, users)
+    if lhs is None or rhs is None:
+        raise NoTemplate("the matmul's operands are computed in the reference (not plain inputs, "
+                         "a transpose or a dtype conversion of them); a prologue before the matmul "
+                         "is not covered", ["dot_general"])
+    if lhs.var is rhs.var:
+        raise NoTemplate("the matmul multiplies an input by itself; not covered", ["dot_general"])
+    ms = MatmulShape(ctx, dot, lhs, rhs)
+    prologue = {id(e) for e in lhs.chain + rhs.chain}
+    epilogue = [e for e in eqns if e is not dot and id(e) not in prologue]
+    for e in epilogue:
+        for v in e.invars:
+            if v is lhs.var or v is rhs.var:
+                raise NoTemplate("the epilogue reads a matmul input again (its tile is not "
+                                 "aligned with the output tile); not covered", [e.primitive.name])
+    return ms, epilogue
+
+
+def generate(ctx):
+    """Both matmul classes: the row-reduction one when the epilogue reduces over the row."""
+    return generate_row_reduction(ctx) or generate_epilogue(ctx)
+
+
+def generate_row_reduction(ctx):
+    return _generate(ctx, want_reduction=True)
+
+
+def generate_epilogue(ctx):
+    return _generate(ctx, want_reduction=False)
+
+
+def _generate(ctx, want_reduction: bool):
+    m = _match(ctx)
+    if m is None:
+        return None
+    ms, epilogue = m
+    has_reduction = any(e.primitive.name in E.ROW_REDUCTION_PRIMITIVES for e in epilogue)
+    if has_reduction != want_reduction:
+        return None
+    if not ctx.single_output:
+        raise NoTemplate("the reference returns several outputs (a tuple); the matmul templates "
+                         "write one output", [])
+    out = ctx.jaxpr.outvars[0]
+    if E.is_literal(out) or out in ctx.jaxpr.invars:
+        return None
+    dot_out = ms.dot.outvars[0]
+    operand_vars = {}
+    for e in epilogue:
+        for v in e.invars:
+            if not E.is_literal(v) and v in ctx.jaxpr.invars and v not in operand_vars:
+                operand_vars[v] = ctx.name_of_invar(v) or f"arg{len(operand_vars)}"
+    consts = dict(zip(ctx.jaxpr.constvars, ctx.consts))
+    region = E.Region(epilogue, out_shape=ms.out_shape, known={dot_out: "y"},
+                      operands=operand_vars, ctx=ctx, row_reduce=want_reduction, consts=consts)
+    store = region.store_lines(out, "o_ref") if out is not dot_out else \
+        ["o_ref[...] = y.astype(o_ref.dtype)"]
+    return _write(ctx, ms, region, out, store, reduction=want_reduction)
+
+
+# ---------------------------------------------------------------------------
+# Operand layouts in the kernel.
+
+class _Block:
+    """An epilogue operand (or the output) as a kernel block: its 2-D (rows, cols) view with
+    each side either full ("m"/"n") or 1, and whether it follows the batch axis."""
+
+    def __init__(self, name, var, rows_full, cols_full, batch_full, dtype):
+        self.name, self.var = name, var
+        self.rows_full, self.cols_full, self.batch_full = rows_full, cols_full, batch_full
+        self.dtype = dtype
+
+
+def _classify(expanded, ms: MatmulShape, what: str) -> tuple[bool, bool, bool]:
+    nb = len(ms.batch_dims)
+    bpart = expanded[:nb]
+    rpart = expanded[nb:-1]
+    col = expanded[-1]
+
+    def side(part, full, label):
+        if all(a == f for a, f in zip(part, full)):
+            return True
+        if all(a == 1 for a in part):
+            return False
+        raise NoTemplate(f"{what} is broadcast over some but not all of the {label} dims "
+                         f"({G.shape_text(expanded)} against {G.shape_text(ms.out_shape)}); "
+                         "not covered", [])
+
+    batch_full = side(bpart, ms.batch_dims, "batch") if nb else False
+    rows_full = side(rpart, ms.lead, "row")
+    cols_full = col == ms.n
+    return batch_full, rows_full, cols_full
+
+
+def _monotonic(region, v) -> bool:
+    a = region.align.get(id(v))
+    if a is None:
+        return True
+    big = [ax for ax, s in zip(a, v.aval.shape) if s != 1]
+    return big == sorted(big)
+
+
+# ---------------------------------------------------------------------------
+# Block sizes.
+
+def _candidates(dim: int, align: int) -> list[int]:
+    """Tile sizes worth trying for a dim: powers of two below 128 that are multiples of the
+    sublane tile, multiples of 128 up to MAX_BLOCK, all dividing the dim; or the whole dim."""
+    out = []
+    for b in G.block_candidates(dim, align):
+        small_power_of_two = b < 128 and (b & (b - 1)) == 0
+        if small_power_of_two or (b <= MAX_BLOCK and (b == dim or b % 128 == 0)):
+            out.append(b)
+    if not out:
+        out = [dim]
+    return sorted(set(out))
+
+
+class _Plan:
+    def __init__(self, bm, bn, bk, vmem, cost):
+        self.bm, self.bn, self.bk, self.vmem, self.cost = bm, bn, bk, vmem, cost
+
+
+def _vmem(ms, blocks, out_block, bm, bn, bk):
+    x_blk = ((bm, bk), ms.lhs.var.aval.dtype)
+    w_blk = (((bn, bk) if ms.w_transposed else (bk, bn)), ms.rhs.var.aval.dtype)
+    ins = [x_blk, w_blk]
+    for b in blocks:
+        ins.append(((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype))
+    outs = [((bm, bn if out_block.cols_full else 1), out_block.dtype)]
+    return G.step_vmem(ins, outs, [((bm, bn), "float32")])
+
+
+def _cost(ms, bm, bn, bk):
+    xs = G.itemsize(ms.lhs.var.aval.dtype)
+    ws = G.itemsize(ms.rhs.var.aval.dtype)
+    m, n, k = ms.m, ms.n, ms.k
+    traffic = m * k * xs * (n // bn) + k * n * ws * (m // bm)
+    steps = (m // bm) * (n // bn) * (k // bk)
+    return traffic + steps * STEP_OVERHEAD_BYTES
+
+
+def _choose(ctx, ms, blocks, out_block, reduction):
+    sub = max(G.sublane_multiple(ms.lhs.var.aval.dtype), G.sublane_multiple(out_block.dtype),
+              *[G.sublane_multiple(b.dtype) for b in blocks if b.rows_full] or [8])
+    m_c = _candidates(ms.m, sub)
+    n_c = [ms.n] if reduction else _candidates(ms.n, G.LANE)
+    w_sub = G.sublane_multiple(ms.rhs.var.aval.dtype)
+    k_c = _candidates(ms.k, max(G.LANE, w_sub))
+    budget = ctx.vmem_budget
+    best = None
+    for bm in m_c:
+        for bn in n_c:
+            for bk in k_c:
+                v = _vmem(ms, blocks, out_block, bm, bn, bk)
+                if v > budget:
+                    continue
+                c = _cost(ms, bm, bn, bk)
+                key = (c, -(bm * bn), -bk)
+                if best is None or key < best[0]:
+                    best = (key, _Plan(bm, bn, bk, v, c))
+    if best is None:
+        smallest = _vmem(ms, blocks, out_block, m_c[0], n_c[0], k_c[0])
+        what = (f"a full output row (N={ms.n}, needed by the row reduction)" if reduction
+                else "the smallest valid tiles")
+        raise NoTemplate(f"{what} does not fit the VMEM budget: {G.mib(smallest)} per step with "
+                         f"{m_c[0]}x{n_c[0]} tiles, budget {G.mib(budget)} of the target's "
+                         f"{G.mib(ctx.vmem_limit)}" + ("; a two-pass kernel (tiled matmul, then a "
+                                                       "row kernel) is a later step"
+                                                       if reduction else ""), ["dot_general"])
+    plan = best[1]
+
+    def fits(bm, bn, bk):
+        return _vmem(ms, blocks, out_block, bm, bn, bk) <= budget
+
+    tun = {"BLOCK_M": [b for b in m_c if fits(b, plan.bn, plan.bk)],
+           "BLOCK_K": [b for b in k_c if fits(plan.bm, plan.bn, b)]}
+    if not reduction:
+        tun["BLOCK_N"] = [b for b in n_c if fits(plan.bm, b, plan.bk)]
+    return plan, {k: G.around(v, getattr(plan, "b" + k[-1].lower())) for k, v in tun.items()}
+
+
+# ---------------------------------------------------------------------------
+# Writing the module.
+
+
+
+def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) -> G.Generated:
+    x_name = ctx.name_of_invar(ms.lhs.var)
+    w_name = ctx.name_of_invar(ms.rhs.var)
+    batched = ms.nbatch > 0
+    # Epilogue operands as blocks.
+    blocks = []
+    for v in region.operand_vars:
+        if not _monotonic(region, v):
+            raise NoTemplate(f"epilogue operand `{region.operands[v]}` is broadcast with its dims "
+                             "reordered; not covered", ["broadcast_in_dim"])
+        bf, rf, cf = _classify(region.expanded(v), ms, f"epilogue operand `{region.operands[v]}`")
+        blocks.append(_Block(region.operands[v], v, rf, cf, bf, v.aval.dtype))
+    out_exp = region.expanded(out) if out is not ms.dot.outvars[0] else ms.out_shape
+    obf, orf, ocf = _classify(out_exp, ms, "the output")
+    if not orf or (batched and not obf) or (ms.n > 1 and not ocf and not reduction):
+        raise NoTemplate("the output is broadcast along the matmul's rows; not covered", [])
+    out_block = _Block("out", out, True, ocf, obf, out.aval.dtype)
+    plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
+
+    sub_x = G.sublane_multiple(ms.lhs.var.aval.dtype)
+    sub = max(sub_x, G.sublane_multiple(out.aval.dtype))
+    k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
+    gi = "b, i, j, kk" if batched else "i, j, kk"
+    kaxis = 3 if batched else 2
+
+    # --- kernel
+    params = ["x_ref", "w_ref"] + [f"{b.name}_ref" for b in blocks] + ["o_ref", "acc_ref"]
+    statics = list(region.statics_used)
+    sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
+    xv = "x_ref[...]" + (f".astype({G.dtype_code(ms.lhs.convert)})" if ms.lhs.convert else "")
+    wv = "w_ref[...]" + (f".astype({G.dtype_code(ms.rhs.convert)})" if ms.rhs.convert else "")
+    prec = ""
+    if ms.precision is not None:
+        prec = f", precision={_precision_code(ms.precision)}"
+    if ms.w_transposed:
+        dot = (f"jax.lax.dot_general({xv}, {wv}, (((1,), (1,)), ((), ())), "
+               f"preferred_element_type=jnp.float32{prec})")
+    else:
+        dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.float32{prec})"
+    epi = [f"y = acc_ref[...].astype({G.dtype_code(ms.dot_dtype)})"]
+    if region.uses_row_len:
+        epi.append("row_len = y.shape[-1]  # the whole row is in the tile")
+    epi += region.lines + store
+    kernel = f'''
+
+def _matmul_kernel({sig}):
+    kk = pl.program_id({kaxis})
+
+    @pl.when(kk == 0)
+    def _init():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += {dot}
+
+    @pl.when(kk == pl.num_programs({kaxis}) - 1)
+    def _epilogue():
+{G.indent(chr(10).join(epi), 8)}
+'''
+
+    # --- entry
+    ent = []
+    if batched:
+        nbd = len(ms.batch_dims)
+        ent.append(f"batch = {x_name}.shape[:{nbd}]")
+        ent.append(f"m, k = {x_name}.shape[{nbd}], {x_name}.shape[{nbd + 1}]")
+        ent.append(f"n = {w_name}.shape[{nbd if ms.w_transposed else nbd + 1}]")
+        ent.append("nb = 1")
+        ent.append("for d in batch:")
+        ent.append("    nb *= d")
+        ent.append(f"x3 = {x_name}.reshape(nb, m, k)")
+        ent.append(f"w3 = {w_name}.reshape(nb, {'n, k' if ms.w_transposed else 'k, n'})")
+        args = ["x3", "w3"]
+    else:
+        ent.append(f"lead = {x_name}.shape[:-1]")
+        ent.append(f"k = {x_name}.shape[-1]")
+        ent.append(f"n = {w_name}.shape[{0 if ms.w_transposed else 1}]")
+        ent.append(f"x2 = {x_name}.reshape(-1, k)")
+        ent.append("m = x2.shape[0]")
+        args = ["x2", w_name]
+    ent.append(f"bm = _fit_block(BLOCK_M, m, {sub})")
+    if reduction:
+        ent.append("bn = n  # the whole row: the epilogue reduces over it")
+    else:
+        ent.append("bn = _fit_block(BLOCK_N, n, 128)")
+    ent.append(f"bk = _fit_block(BLOCK_K, k, {k_align})")
+    specs = []
+    if batched:
+        specs.append("pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))")
+        if ms.w_transposed:
+            specs.append("pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))")
+        else:
+            specs.append("pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))")
+    else:
+        specs.append("pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))")
+        if ms.w_transposed:
+            specs.append("pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))")
+        else:
+            specs.append("pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))")
+    for b in blocks:
+        rows = "m" if b.rows_full else "1"
+        cols = "n" if b.cols_full else "1"
+        rb = "bm" if b.rows_full else "1"
+        cb = "bn" if b.cols_full else "1"
+        ri = "i" if b.rows_full else "0"
+        ci = "j" if b.cols_full else "0"
+        if batched:
+            lead = "nb" if b.batch_full else "1"
+            ent.append(f"{b.name}_in = {b.name}.reshape({lead}, {rows}, {cols})")
+            bi = "b" if b.batch_full else "0"
+            specs.append(f"pl.BlockSpec((None, {rb}, {cb}), lambda {gi}: ({bi}, {ri}, {ci}))")
+        else:
+            ent.append(f"{b.name}_in = {b.name}.reshape({rows}, {cols})")
+            specs.append(f"pl.BlockSpec(({rb}, {cb}), lambda {gi}: ({ri}, {ci}))")
+        args.append(f"{b.name}_in")
+    ocols = "n" if out_block.cols_full else "1"
+    obn = "bn" if out_block.cols_full else "1"
+    oj = "j" if out_block.cols_full else "0"
+    odt = G.dtype_code(out.aval.dtype)
+    if batched:
+        out_shape = f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})"
+        out_spec = f"pl.BlockSpec((None, bm, {obn}), lambda b, i, j, kk: (b, i, {oj}))"
+        grid = "(nb, m // bm, n // bn, k // bk)"
+        sem = ("parallel", "parallel", "parallel", "arbitrary")
+        final = "batch + (m, n)" if out_block.cols_full else "batch + (m,)"
+    else:
+        out_shape = f"jax.ShapeDtypeStruct((m, {ocols}), {odt})"
+        out_spec = f"pl.BlockSpec((bm, {obn}), lambda i, j, kk: (i, {oj}))"
+        grid = "(m // bm, n // bn, k // bk)"
+        sem = ("parallel", "parallel", "arbitrary")
+        final = "lead + (n,)" if out_block.cols_full else "lead"
+    kern = G.static_partial("_matmul_kernel", ctx, statics)
+    call = f'''out = pl.pallas_call(
+    {kern},
+    out_shape={out_shape},
+    grid={grid},
+    in_specs=[
+{G.indent(chr(10).join(s + "," for s in specs), 8)}
+    ],
+    out_specs={out_spec},
+    scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+    compiler_params={G.compiler_params_code(sem, ctx, plan.vmem)},
+)({", ".join(args)})
+return out.reshape({final})'''
+    check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, '
+             '(f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
+    entry_body = "\n".join(ent) + "\n" + check + "\n" + call
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(entry_body, 4)}
+'''
+    constants = [("BLOCK_M", plan.bm, "rows of the output tile")]
+    if not reduction:
+        constants.append(("BLOCK_N", plan.bn, "columns of the output tile"))
+    constants.append(("BLOCK_K", plan.bk, "depth of one accumulation step"))
+    kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
+    epi_desc = _epilogue_summary(region, blocks)
+    description = _dot_summary(ms) + (f" + {epi_desc}" if epi_desc else "") + \
+        (" fused into the output stage" if epi_desc else "")
+    source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
+                                           constants=constants, code=G.FIT_BLOCK_HELPER + kernel + entry)
+    notes = [(f"tiles {plan.bm}x{plan.bn}x{plan.bk}: {G.mib(plan.vmem)} of VMEM per step "
+              f"(budget {G.mib(ctx.vmem_budget)})")]
+    if reduction:
+        notes.append(f"N={ms.n} {G.dtype_name(out.aval.dtype)} row fits a {plan.bm}-row output "
+                     "tile: the row reduction runs in the epilogue")
+    if ctx.static_args:
+        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
+        if folded:
+            notes.append("static arguments folded in at their task values: " +
+                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
+    return G.Generated(kernel_class=kclass, description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
+
+
+def _precision_code(p) -> str:
+    if isinstance(p, (tuple, list)):
+        p = p[0]
+    name = getattr(p, "name", str(p)).split(".")[-1]
+    return f"jax.lax.Precision.{name}"
+
+
+def _epilogue_summary(region: E.Region, blocks) -> str:
+    parts = []
+    for b in blocks:
+        kind = ("residual" if b.rows_full and b.cols_full else
+                "row" if b.cols_full else "column" if b.rows_full else "scalar")
+        parts.append(f"{kind} `{b.name}`")
+    ops = [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES and p not in
+           ("convert_element_type", "copy", "stop_gradient", "add", "sub", "mul", "div")]
+    if ops:
+        parts.append(", ".join(ops))
+    elif region.primitives:
+        parts.append("elementwise")
+    return " + ".join(parts)

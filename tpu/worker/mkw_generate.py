@@ -1,0 +1,442 @@
+"""The `generate` op: a Pallas TPU kernel module written from a task's reference, without an LLM.
+
+task -> input shapes (no data) -> jax.make_jaxpr of the reference (Python-number inputs bound as
+static arguments) -> nested jit / custom_jvp / custom_vjp calls inlined -> GenContext -> the
+templates in order (attention, matmul_row_reduction, matmul_epilogue, rowwise, elementwise) ->
+the module is executed and lowered for TPU at the task's full shapes -> reply.
+
+A reference no template covers gets kind `no_template` naming the primitives at fault (with
+their lines in the reference file); a generated module that does not lower is a generator bug,
+reported as an `internal` error with the module text, never returned as a kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import os
+import time
+
+import jax
+import mkw_common as C
+import mkw_gen_common as G
+import mkw_gen_expr as E
+import mkw_ops
+import mkw_run
+import mkw_tasks
+from mkw_gen_common import GenContext, NoTemplate
+
+NO_TEMPLATE = "no_template"
+
+# (kernel class, module, function): tried in this order; a module that is not there (another
+# helper's template not written yet) is skipped.
+TEMPLATES = (
+    ("attention", "mkw_gen_attention", "generate"),
+    ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
+    ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
+    ("rowwise", "mkw_gen_rowwise", "generate"),
+    ("elementwise", "mkw_gen_elementwise", "generate"),
+)
+# Primitives some template handles (a reference made only of these that still matched no
+# template has a structure no template covers, e.g. two matmuls).
+_STRUCTURAL = ("dot_general", "transpose", "reduce_sum", "reduce_max", "reduce_min")
+
+LLM_HINT = "configure an LLM (--llm ...) to write this kernel"
+
+
+def op_generate(req, cancel, progress) -> dict:
+    if "task" not in req:
+        raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
+    target = _target(req.get("target"))
+    filename = req.get("filename") or "<generated>"
+    if not isinstance(filename, str):
+        raise C.WorkerError(C.BAD_REQUEST, "`filename` must be a string")
+    task = mkw_tasks.resolve(req["task"], None, req.get("filename"))
+    try:
+        entry = req.get("entry") or task.default_entry
+        if not isinstance(entry, str) or not entry.isidentifier():
+            raise C.WorkerError(C.BAD_REQUEST, f"`entry` must be a Python identifier, got {entry!r}")
+        progress(stage="trace")
+        ctx = build_context(task, entry, target)
+        cancel.check()
+        progress(stage="match")
+        gen, tried = run_templates(ctx)
+        cancel.check()
+        progress(stage="lower")
+        lowering = lower_generated(gen, ctx, task, filename)
+        return {
+            "class": gen.kernel_class,
+            "description": gen.description,
+            "source": gen.source,
+            "entry": gen.entry,
+            "imports": gen.imports,
+            "body": gen.body,
+            "tunables": gen.tunables,
+            "primitives": _all_primitives(ctx),
+            "lowering": lowering,
+            "notes": gen.notes,
+            "templates_tried": tried,
+            "target": target,
+            "task": task.describe(),
+        }
+    finally:
+        task.close()
+
+
+def _target(t) -> dict:
+    out = dict(G.DEFAULT_TARGET)
+    if t is None:
+        return out
+    if isinstance(t, str):
+        out["name"] = t
+        return out
+    if not isinstance(t, dict):
+        raise C.WorkerError(C.BAD_REQUEST, "`target` must be an object {name, vmem_limit_bytes}")
+    if t.get("name") is not None:
+        if not isinstance(t["name"], str):
+            raise C.WorkerError(C.BAD_REQUEST, "target.name must be a string")
+        out["name"] = t["name"]
+    v = t.get("vmem_limit_bytes")
+    if v is not None:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1 << 20:
+            raise C.WorkerError(C.BAD_REQUEST, "target.vmem_limit_bytes must be an integer >= 1 MiB")
+        out["vmem_limit_bytes"] = v
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The reference, traced.
+
+def _is_static(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not hasattr(x, "shape")
+
+
+def abstract_call_args(task):
+    """(positional args, kwargs) of the reference: ShapeDtypeStructs for arrays (no data is
+    made: the inputs function runs under jax.eval_shape) and the Python values of number
+    inputs, which stay static. MaxKernel's `(dynamic_args, static_args)` pair is unpacked."""
+    statics: list = []
+
+    def shapes_only():
+        value = mkw_run.call_inputs_fn(task, 0)
+        args, kw = _unpack_pair(task, value)
+        return _split(args, kw, statics)
+
+    try:
+        arg_slots, kw_slots = jax.eval_shape(shapes_only)
+    except C.WorkerError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise C.from_exception(C.TASK, e, task.ref_module.filename,
+                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
+                               source=task.ref_module.source, file=task.ref_module.filename) from None
+    static_vals = statics[-1]
+    args = [static_vals.get(i, a) for i, a in enumerate(arg_slots)]
+    kwargs = {k: static_vals.get(k, a) for k, a in kw_slots.items()}
+    return args, kwargs
+
+
+def _unpack_pair(task, value):
+    """MaxKernel's get_inputs returns `(dynamic_args, static_args)`; other forms return the
+    arguments themselves."""
+    if task.form == "maxkernel" and isinstance(value, (tuple, list)) and len(value) == 2 \
+            and isinstance(value[0], (tuple, list)) and isinstance(value[1], (tuple, list, dict)) \
+            and not any(hasattr(x, "shape") for x in jax.tree_util.tree_leaves(value[1])):
+        dyn, st = value
+        if isinstance(st, dict):
+            return tuple(dyn), dict(st)
+        return tuple(dyn) + tuple(st), {}
+    return mkw_run.split_inputs(value)
+
+
+def _split(args, kw, statics):
+    """Arrays stay (eval_shape makes them shapes); number inputs are kept aside as statics and
+    replaced by None in the traced result."""
+    st = {}
+    out_args = []
+    for i, a in enumerate(args):
+        if _is_static(a):
+            st[i] = a
+            out_args.append(None)
+        else:
+            out_args.append(a)
+    out_kw = {}
+    for k, a in kw.items():
+        if _is_static(a):
+            st[k] = a
+            out_kw[k] = None
+        else:
+            out_kw[k] = a
+    statics.append(st)
+    return tuple(out_args), out_kw
+
+
+def reference_param_names(fn, n_args: int, kw_names) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and len(names) < n_args:
+            names.append(p.name)
+    used = set(names) | set(kw_names)
+    i = 0
+    while len(names) < n_args:
+        cand = f"arg{i}"
+        i += 1
+        if cand not in used:
+            names.append(cand)
+    return names + list(kw_names)
+
+
+def build_context(task, entry: str, target: dict) -> GenContext:
+    args, kwargs = abstract_call_args(task)
+    names = reference_param_names(task.reference_fn, len(args), list(kwargs))
+    for bad in ("x_ref", "w_ref", "o_ref", "acc_ref", "y", "row_len", "m", "n", "k", "lead",
+                "shape", "rows", "cols", "out", "batch", "nb", "bm", "bn", "bk", "br", "bc"):
+        if bad in names:
+            names = [f"{n}_" if n == bad else n for n in names]
+    values = list(args) + [kwargs[k] for k in kwargs]
+    static_args = {n: v for n, v in zip(names, values) if _is_static(v)}
+    dyn_idx = [i for i, v in enumerate(values) if not _is_static(v)]
+    n_pos = len(args)
+    kw_keys = list(kwargs)
+
+    def call(*dyn):
+        full = list(values)
+        for i, d in zip(dyn_idx, dyn):
+            full[i] = d
+        return task.reference_fn(*full[:n_pos], **dict(zip(kw_keys, full[n_pos:])))
+
+    dyn_avals = [values[i] for i in dyn_idx]
+    for i in dyn_idx:
+        if not hasattr(values[i], "shape"):
+            raise C.WorkerError(C.TASK, f"input `{names[i]}` is neither an array nor a Python "
+                                        f"number ({type(values[i]).__name__}); not covered")
+    try:
+        raw, out_shapes = jax.make_jaxpr(call, return_shape=True)(*dyn_avals)
+    except Exception as e:  # noqa: BLE001
+        raise C.from_exception(C.TRACE, e, task.ref_module.filename,
+                               prefix=f"tracing the reference `{task.reference_name}` failed",
+                               source=task.ref_module.source, file=task.ref_module.filename) from None
+    flat = inline_calls(raw)
+    out_tree = jax.tree_util.tree_structure(out_shapes)
+    return GenContext(
+        closed_jaxpr=flat, raw_jaxpr=raw,
+        in_avals=[v.aval for v in flat.jaxpr.invars],
+        arg_names=[names[i] for i in dyn_idx],
+        static_args=static_args, params=names,
+        signature=", ".join(names), entry=entry, target=target,
+        out_avals=[v.aval for v in flat.jaxpr.outvars], out_tree=out_tree,
+        reference_name=task.reference_name, reference_file=task.ref_module.filename,
+        reference_source=task.ref_module.source)
+
+
+_CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+          "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+
+
+def inline_calls(closed):
+    """The same computation as one flat jaxpr: nested jit, custom_jvp/vjp and remat calls are
+    replaced by their bodies (templates match equations, not call boundaries)."""
+    from jax._src import source_info_util
+
+    def run_jaxpr(jaxpr, consts, *args):
+        env = {}
+
+        def read(v):
+            return v.val if E.is_literal(v) else env[id(v)]
+
+        for v, c in zip(jaxpr.constvars, consts):
+            env[id(v)] = c
+        for v, a in zip(jaxpr.invars, args):
+            env[id(v)] = a
+        for eqn in jaxpr.eqns:
+            invals = [read(v) for v in eqn.invars]
+            name = eqn.primitive.name
+            with source_info_util.user_context(eqn.source_info.traceback,
+                                               name_stack=eqn.source_info.name_stack):
+                sub = eqn.params.get(_CALLS[name]) if name in _CALLS else None
+                if sub is not None:
+                    if hasattr(sub, "jaxpr"):
+                        outs = run_jaxpr(sub.jaxpr, sub.consts, *invals)
+                    else:
+                        outs = run_jaxpr(sub, (), *invals)
+                else:
+                    outs = eqn.primitive.bind(*invals, **eqn.params)
+                    if not eqn.primitive.multiple_results:
+                        outs = [outs]
+            for v, o in zip(eqn.outvars, outs):
+                env[id(v)] = o
+        return [read(v) for v in jaxpr.outvars]
+
+    avals = [v.aval for v in closed.jaxpr.invars]
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
+             for a in avals]
+    try:
+        return jax.make_jaxpr(functools.partial(run_jaxpr, closed.jaxpr, closed.consts))(*specs)
+    except Exception:  # noqa: BLE001 - an exotic call primitive: match on the unflattened trace
+        return closed
+
+
+# ---------------------------------------------------------------------------
+# Templates.
+
+def run_templates(ctx: GenContext):
+    """The first template that writes a kernel; NoTemplate from one that recognised its class
+    but not a part stops the search (a later, more general template must not half-cover it)."""
+    tried = []
+    refusals = []
+    for kclass, modname, fname in TEMPLATES:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name == modname:
+                continue
+            raise
+        fn = getattr(mod, fname, None)
+        if fn is None:
+            continue
+        tried.append(kclass)
+        try:
+            gen = fn(ctx)
+        except NoTemplate as e:
+            refusals.append((kclass, e))
+            break
+        if gen is not None:
+            return gen, tried
+    raise _no_template(ctx, refusals)
+
+
+def _all_primitives(ctx) -> list[str]:
+    return list(ctx.primitive_names())
+
+
+def _known_primitives() -> set:
+    known = set(E.COVERED_PRIMITIVES) | set(_STRUCTURAL)
+    for _, modname, _ in TEMPLATES:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError:
+            continue
+        known |= set(getattr(mod, "COVERED_PRIMITIVES", ()))
+    return known
+
+
+def _no_template(ctx: GenContext, refusals) -> C.WorkerError:
+    prims = [p for p in ctx.primitive_names() if p not in _known_primitives()]
+    reason = ""
+    if refusals:
+        kclass, e = refusals[0]
+        prims = [p for p in e.primitives if p] or prims
+        reason = f"the {kclass} template recognised it but {e.message}"
+    locations = _locations(ctx, prims)
+    if prims:
+        where = []
+        for p in prims:
+            lines = [loc["line"] for loc in locations if loc["primitive"] == p]
+            fname = os.path.basename(ctx.reference_file or "reference")
+            where.append(f"{p} ({fname} line {lines[0]})" if lines else p)
+        what = f"it uses {', '.join(where)}"
+        msg = f"no kernel template covers this reference: {what}"
+        if reason:
+            msg += f"; {reason}"
+    else:
+        counts = {}
+        for e in ctx.eqns:
+            counts[e.primitive.name] = counts.get(e.primitive.name, 0) + 1
+        shape = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
+        msg = ("no kernel template covers this reference: " + (reason or
+               f"its structure ({shape}) is not one a template writes"))
+    msg += f"; {LLM_HINT}"
+    return C.WorkerError(NO_TEMPLATE, msg, primitives=prims,
+                         locations=[{"line": loc["line"], "column": loc["column"],
+                                     "message": loc["message"]} for loc in locations],
+                         file=ctx.reference_file)
+
+
+def _locations(ctx: GenContext, prims) -> list[dict]:
+    """Where in the reference file each named primitive comes from (source info of the
+    equations in the un-inlined trace, nested calls included)."""
+    from jax._src import source_info_util
+    out = []
+    seen = set()
+    for eqn in _walk(ctx.raw_jaxpr.jaxpr if ctx.raw_jaxpr is not None else ctx.jaxpr):
+        name = eqn.primitive.name
+        if name not in prims:
+            continue
+        frame = source_info_util.user_frame(eqn.source_info.traceback)
+        if frame is None:
+            continue
+        if ctx.reference_file and os.path.abspath(frame.file_name) != os.path.abspath(ctx.reference_file):
+            continue
+        key = (name, frame.start_line)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"line": frame.start_line, "column": (frame.start_column or 0) + 1,
+                    "primitive": name,
+                    "message": f"{name}: no kernel template covers it"})
+    return out
+
+
+def _walk(jaxpr):
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for p in eqn.params.values():
+            for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    yield from _walk(inner)
+                elif hasattr(sub, "eqns"):
+                    yield from _walk(sub)
+
+
+# ---------------------------------------------------------------------------
+# Lowering the module before it is returned.
+
+def lower_generated(gen: G.Generated, ctx: GenContext, task, filename: str) -> dict:
+    t0 = time.perf_counter()
+    mod = None
+    try:
+        mod = C.UserModule(gen.source, filename, role="generated").run()
+        fn = mod.get(gen.entry)
+        if not callable(fn):
+            raise TypeError(f"the generated module defines no function `{gen.entry}`")
+        args, kwargs = abstract_call_args(task)
+        bound, dyn_args, dyn_kwargs = _bind_static(fn, args, kwargs)
+        traced, _ = mkw_ops.trace_candidate(bound, dyn_args, dyn_kwargs, filename, gen.source)
+        mkw_ops.lower_tpu(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
+                          gen.source)
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        detail = e.message if isinstance(e, C.WorkerError) else f"{type(e).__name__}: {e}"
+        raise C.WorkerError(C.INTERNAL, f"the generated {gen.kernel_class} kernel does not lower "
+                                        f"for TPU (a generator bug): {detail}",
+                            generated_source=gen.source, stage="lowering",
+                            locations=getattr(e, "extra", {}).get("locations", [])) from None
+    finally:
+        if mod is not None:
+            mod.close()
+    return {"ok": True, "seconds": round(time.perf_counter() - t0, 3), "platforms": ["tpu"]}
+
+
+def _bind_static(fn, args, kwargs):
+    static_pos = {i: a for i, a in enumerate(args) if _is_static(a)}
+    static_kw = {k: a for k, a in kwargs.items() if _is_static(a)}
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    dyn_kwargs = {k: a for k, a in kwargs.items() if k not in static_kw}
+    if not static_pos and not static_kw:
+        return fn, dyn_args, dyn_kwargs
+    n = len(args)
+
+    def bound(*dyn, **dkw):
+        it = iter(dyn)
+        full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
+        return fn(*full, **dkw, **static_kw)
+
+    return bound, dyn_args, dyn_kwargs
