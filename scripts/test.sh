@@ -2,6 +2,8 @@
 # Builds MaxKernel and runs every test suite. Each suite prints its own closing line; the script
 # ends with an overall "N passed, N failed" line and exits non-zero if any suite failed.
 #   MAXKERNEL_SKIP_SANITIZERS=1  skips the ASan/UBSan and TSan builds (quicker local runs)
+# With CI=true (or MAXKERNEL_STRICT_SKIPS=1) a test that skips without declaring why fails
+# (tests/skip_policy.py, the editor runners); the declared skips are listed at the end.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -9,6 +11,8 @@ py="$root/.venv/bin/python"
 passed=0
 failed=0
 failed_names=()
+MAXKERNEL_SKIP_LOG="$(mktemp)"
+export MAXKERNEL_SKIP_LOG
 
 suite() {  # suite NAME COMMAND...
   local name="$1"
@@ -76,6 +80,13 @@ if [[ "${MAXKERNEL_SKIP_FUZZ:-0}" != "1" ]]; then
 fi
 
 echo
+if [[ -s "$MAXKERNEL_SKIP_LOG" ]]; then
+  echo "skips ($(wc -l <"$MAXKERNEL_SKIP_LOG")):"
+  sed 's/^/  /' "$MAXKERNEL_SKIP_LOG"
+else
+  echo "skips: none"
+fi
+rm -f "$MAXKERNEL_SKIP_LOG"
 if ((failed > 0)); then echo "failed suites: ${failed_names[*]}"; fi
 echo "suites: $passed passed, $failed failed"
 ((failed == 0))

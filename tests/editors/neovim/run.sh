@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every tests/editors/neovim/test_*.lua headless against the real maxkernel-lsp, on each
 # Neovim found (Debian 12's 0.7.2 as `nvim`, 0.10.4 unpacked by scripts/setup_neovim.sh).
-# Prints PASS/FAIL/PENDING per test and version, then "N passed, N failed"; exits 1 on a failure.
+# Prints PASS/FAIL/SKIP per test and version, then "N passed, N failed"; exits 1 on a failure.
+# A test may skip only through H.declared_skip(why) (exit 3 with "DECLARED SKIP: why" in its log);
+# any other exit, 3 included, is a failure. Declared skips are appended to $MAXKERNEL_SKIP_LOG.
 #   MAXKERNEL_LSP       the server (default: build/bin/maxkernel-lsp)
 #   NVIM_TEST_FILTER    run only tests whose file name contains this
 #   NVIM_TEST_VERSIONS  "0.7" / "0.10" to run one version
@@ -30,7 +32,7 @@ fi
 
 passed=0
 failed=0
-pending=0
+declared=0
 for v in "${versions[@]}"; do
   label="${v%%:*}"
   nvim_bin="${v#*:}"
@@ -57,9 +59,11 @@ for v in "${versions[@]}"; do
       echo "PASS    nvim $label  $name (${secs}s)"
       if [[ -n "${NVIM_TEST_VERBOSE:-}" ]]; then sed 's/^/    | /' "$tmp/log"; fi
       passed=$((passed + 1))
-    elif ((rc == 3)); then
-      echo "PENDING nvim $label  $name (${secs}s): $(grep -o 'PENDING: .*' "$tmp/log" | head -1)"
-      pending=$((pending + 1))
+    elif ((rc == 3)) && grep -q 'DECLARED SKIP: ' "$tmp/log"; then
+      why="$(grep -o 'DECLARED SKIP: .*' "$tmp/log" | head -1)"
+      echo "SKIP    nvim $label  $name (${secs}s): $why"
+      if [[ -n "${MAXKERNEL_SKIP_LOG:-}" ]]; then echo "neovim: nvim $label $name: $why" >>"$MAXKERNEL_SKIP_LOG"; fi
+      declared=$((declared + 1))
     else
       echo "FAIL    nvim $label  $name (${secs}s, exit $rc)"
       sed 's/^/    | /' "$tmp/log" | tail -40
@@ -68,5 +72,5 @@ for v in "${versions[@]}"; do
     rm -rf "$tmp"
   done
 done
-echo "neovim: $passed passed, $failed failed${pending:+, $pending pending}"
+echo "neovim: $passed passed, $failed failed, $declared declared skips"
 ((failed == 0))

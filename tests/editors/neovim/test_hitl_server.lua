@@ -1,6 +1,7 @@
 -- The server's real HITL flow: :MaxKernelOptimize starts a step-by-step session, the server asks
 -- through window/showMessageRequest after a phase, the answer goes back through vim.ui.select,
--- and the session shows up in maxkernel/sessions (the server's rule-based plan; no LLM needed).
+-- the session shows up in maxkernel/sessions, and approving the plan moves it on to the next
+-- phase, which ends with a second question (the server's rule-based plan; no LLM needed).
 local H = dofile(vim.env.MAXKERNEL_TEST_DIR .. "/helpers.lua")
 
 local asked = {}
@@ -36,26 +37,40 @@ H.run("hitl (server flow)", function()
   reply = H.wait(15000, function()
     return reply
   end, "the reply to maxkernel.optimizeStepByStep")
-  if reply.result and reply.result.status == "unavailable" then
-    H.pending("the server has no HITL session yet (optimizeStepByStep: " .. reply.result.message .. ")")
-  end
   H.check(not reply.err, "optimizeStepByStep failed: %s", vim.inspect(reply.err))
+  H.eq("started", reply.result.status, "optimizeStepByStep's status")
+  local session = reply.result.session
+  H.check(type(session) == "string" and session ~= "", "no session id in %s", vim.inspect(reply.result))
   -- The first phase ends with a question to the user.
   H.wait(120000, function()
     return #asked > 0
   end, "the server's first showMessageRequest")
   H.check(asked[1].opts.kind == "maxkernel.hitl", "the question did not come through the HITL handler")
   -- The session can be listed for resuming.
-  local sessions
-  require("maxkernel.compat").request(require("maxkernel").client(bufnr), "maxkernel/sessions", vim.empty_dict(), function(err, result)
-    sessions = { err = err, result = result }
-  end, bufnr)
-  sessions = H.wait(15000, function()
-    return sessions
-  end, "maxkernel/sessions")
-  H.check(not sessions.err, "maxkernel/sessions failed: %s", vim.inspect(sessions.err))
-  local list = sessions.result.sessions or sessions.result
-  H.check(#list >= 1, "no session listed: %s", vim.inspect(sessions.result))
+  local function listed()
+    local sessions
+    require("maxkernel.compat").request(require("maxkernel").client(bufnr), "maxkernel/sessions", vim.empty_dict(), function(err, result)
+      sessions = { err = err, result = result }
+    end, bufnr)
+    sessions = H.wait(15000, function()
+      return sessions
+    end, "maxkernel/sessions")
+    H.check(not sessions.err, "maxkernel/sessions failed: %s", vim.inspect(sessions.err))
+    local entry = H.find(sessions.result.sessions or {}, function(s)
+      return s.id == session
+    end)
+    H.check(entry, "session %s not listed: %s", session, vim.inspect(sessions.result))
+    return entry
+  end
+  local first_phase = listed().phase
+  -- The first question was answered "Approve": the session moves on to its next phase, which
+  -- ends with the next question (a session stuck in its plan would never ask again).
+  H.wait(180000, function()
+    return #asked >= 2
+  end, "the question after the approved plan")
+  H.check(asked[2].opts.prompt ~= asked[1].opts.prompt, "the same question was asked twice: %s", tostring(asked[2].opts.prompt))
+  local moved = listed()
+  H.check(moved.phase ~= first_phase, "the session stayed in phase %s after Approve", tostring(first_phase))
   H.check(not H.find(notes, function(n)
     return n.level == vim.log.levels.ERROR
   end), "an error was shown during the session")
