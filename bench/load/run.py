@@ -34,7 +34,8 @@ sys.path.insert(0, str(HERE))
 import lsp_io  # noqa: E402
 import workload  # noqa: E402
 from lsp_io import ProtocolError, clock  # noqa: E402
-from report import summarize, print_summary  # noqa: E402
+import report as report_mod  # noqa: E402
+from report import print_summary, summarize  # noqa: E402
 
 INTERACTIVE = ("textDocument/codeLens", "textDocument/hover", "textDocument/inlayHint")
 STATUS = "maxkernel/status"  # the server's own memory account, sampled with the RSS
@@ -327,6 +328,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--goal-ms", type=float, default=50.0, help="p99 goal for interactive requests")
+    ap.add_argument("--rss-growth-tolerance", type=float, default=report_mod.RSS_GROWTH_TOLERANCE,
+                    help="RSS growth goal once warm (a ratio: 0.05 is 5%%)")
     ap.add_argument("--log-level", default="warn", help="the server's --log-level")
     ap.add_argument("--keep-dir", help="copy the work dir (store, documents) and the server's stderr here")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "load.json"))
@@ -410,7 +413,11 @@ def main():
     out.write_text(json.dumps(report, indent=1) + "\n")
     print_summary(report)
     print(f"wrote {out}")
-    return 0 if report["checks"]["all_passed"] else 1
+    # A failed check or a missed goal fails the bench (docs/reliability.md, the load row).
+    missed = report_mod.failures(report)
+    for reason in missed:
+        print(f"load: FAILED: {reason}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

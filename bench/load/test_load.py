@@ -10,6 +10,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import report  # noqa: E402
 import run  # noqa: E402
 import workload  # noqa: E402
 
@@ -39,23 +40,50 @@ def test_task_documents_carry_a_task_and_differ():
     assert all("def make_inputs" in d.text_at_open and "def reference" in d.text_at_open for d in tasks)
 
 
+def test_a_missed_goal_or_rss_growth_fails_like_a_failed_check():
+    growing = report.rss_growth([(t, 100_000 + 1_000 * t, 20, 1, 0, 0.5) for t in range(0, 40, 2)], 10, 40)
+    flat = report.rss_growth([(t, 100_000, 20, 1, 0, 0.5) for t in range(0, 40, 2)], 10, 40)
+    assert growing["growth_ratio"] > 0.05 and flat["growth_ratio"] == 0
+    fast = {"codeLens": 3.0, "hover": 4.0, "inlayHint": 2.0}
+    met = report.goals_for(50, 0.05, fast, fast, flat)
+    assert all(met.values()), met
+    assert report.failures({"checks": {"all_passed": True, "a": True}, "goals": met}) == []
+    leaking = report.goals_for(50, 0.05, fast, fast, growing)
+    assert report.failures({"checks": {"a": True}, "goals": leaking}) == [
+        "goal no_rss_growth_once_warm_(<5%) not met"]
+    slow_minute = dict(fast, hover=80.0)
+    slow = report.goals_for(50, 0.05, fast, slow_minute, flat)
+    assert report.failures({"checks": {}, "goals": slow}) == [
+        "goal interactive_p99_lt_50ms_every_minute not met"]
+    # Nothing measured is not a goal met.
+    assert not any(report.goals_for(50, 0.05, {}, {}, None).values())
+    assert report.failures({"checks": {"all_passed": False, "every_change_published": False},
+                            "goals": met}) == ["check every_change_published failed"]
+
+
 @pytest.mark.skipif(not Path(run.default_binary()).exists() and "MAXKERNEL_LSP" not in os.environ,
                     reason="no maxkernel-lsp built")
 def test_a_short_run_answers_every_request_once_and_pairs_progress(tmp_path):
     out = tmp_path / "load.json"
+    # A latency goal no server can meet: every check passes, and the bench still exits 1.
     proc = subprocess.run([sys.executable, str(HERE / "run.py"), "--seconds", "15", "--warmup", "5", "--docs", "8",
-                           "--task-docs", "2", "--jobs", "1", "--drain-seconds", "0", "--out", str(out)],
+                           "--task-docs", "2", "--jobs", "1", "--drain-seconds", "0", "--goal-ms", "0.001",
+                           "--rss-growth-tolerance", "1.0", "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
-    assert all(report["checks"].values()), report["checks"]
-    assert report["exit_code"] == 0
-    assert report["workload"]["keystrokes"] >= 100
-    assert report["latency_ms"]["didChange->publishDiagnostics"]["all"]["n"] == report["workload"]["keystrokes"]
-    assert report["progress"]["tokens"] >= 1 and not report["progress"]["unpaired"]
-    assert len(report["memory"]["samples"]) >= 5
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "load: FAILED: goal interactive_p99_lt_0.001ms not met" in proc.stdout, proc.stdout
+    result = json.loads(out.read_text())
+    assert all(result["checks"].values()), result["checks"]
+    assert result["goals"] == {"interactive_p99_lt_0.001ms": False,
+                               "interactive_p99_lt_0.001ms_every_minute": False,
+                               "no_rss_growth_once_warm_(<100%)": True}, result["goals"]
+    assert result["exit_code"] == 0
+    assert result["workload"]["keystrokes"] >= 100
+    assert result["latency_ms"]["didChange->publishDiagnostics"]["all"]["n"] == result["workload"]["keystrokes"]
+    assert result["progress"]["tokens"] >= 1 and not result["progress"]["unpaired"]
+    assert len(result["memory"]["samples"]) >= 5
     # The server's own account is sampled alongside: [t, rss, heap in use, heap held, sqlite].
-    own = report["memory"]["server_account"]["samples"]
+    own = result["memory"]["server_account"]["samples"]
     assert len(own) >= 5
     assert all(rss > 0 and 0 < heap <= held for _, rss, heap, held, _ in own)
     assert all(sqlite >= 0 for *_, sqlite in own) and own[-1][4] > 0  # a job opened the store
