@@ -11,12 +11,16 @@ import os
 import time
 
 import jax
+import mkw_clock
 import mkw_common as C
 import mkw_facts
+import mkw_gate
 import mkw_golden
 import mkw_profile
 import mkw_run
+import mkw_shrink
 import mkw_tasks
+import mkw_work
 import numpy as np
 
 WORKDIR = {"path": None}  # set by the protocol layer (the private temp dir)
@@ -27,9 +31,14 @@ _profile_counter = itertools.count()
 # Shared preparation.
 
 class Prepared:
-    def __init__(self, req: dict, params: dict | None = None, task: mkw_tasks.Task | None = None):
+    def __init__(self, req: dict, params: dict | None = None, task: mkw_tasks.Task | None = None,
+                 watch: mkw_clock.Watch | None = None):
         self.modules = []
         self.own_task = task is None
+        # Started before any candidate code (an in-file task file is candidate code too) runs.
+        self.watch = watch or mkw_clock.Watch(req.get("filename") or "<buffer>")
+        if task is None:
+            gate_task(req)
         src = req.get("source")
         if src is not None and not isinstance(src, str):
             raise C.WorkerError(C.BAD_REQUEST, "`source` must be a string")
@@ -46,8 +55,10 @@ class Prepared:
         self.source, self.filename = src, fname
         self.params = params
         try:
+            gate_candidate(src, fname, self.task)
             self.cand = mkw_tasks.load_candidate(src, fname, self.task, params=params)
             self.modules.append(self.cand)
+            self.watch.check("executing the module")
             self.entry_name, self.entry = mkw_tasks.candidate_entry(self.cand, self.task, req.get("kernel"))
         except BaseException:
             self.close()
@@ -59,6 +70,86 @@ class Prepared:
         self.modules = []
         if self.own_task and getattr(self, "task", None) is not None:
             self.task.close()
+
+
+# ---------------------------------------------------------------------------
+# The source gate (mkw_gate): refused before a line of the candidate runs.
+
+def gate_task(req: dict) -> None:
+    """An in-file task is the candidate's own file (the editor's saved buffer, or the buffer
+    itself): its text runs as the task module, so it is gated like a candidate."""
+    t = req.get("task")
+    if not isinstance(t, dict) or t.get("form") != "infile":
+        return
+    if isinstance(t.get("source"), str):
+        text, fname = t["source"], t.get("filename") or req.get("filename") or "<task>"
+    elif isinstance(t.get("path"), str):
+        fname = os.path.abspath(t["path"])
+        try:
+            with open(fname, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            return  # resolving the task reports it
+    elif isinstance(req.get("source"), str):
+        text, fname = req["source"], req.get("filename") or "<buffer>"
+    else:
+        return
+    mkw_gate.refuse(text, fname, what="in-file task")
+
+
+def gate_candidate(source: str, filename: str, task) -> None:
+    ref_file = getattr(getattr(task, "ref_module", None), "filename", None)
+    names = mkw_gate.task_module_names(ref_file) if task is not None and task.form != "infile" else ()
+    mkw_gate.refuse(source, filename, task_modules=names)
+
+
+def _request_candidate(req, task):
+    src = req.get("source")
+    if isinstance(src, str):
+        return src, req.get("filename") or "<buffer>"
+    return task.candidate_source, task.candidate_filename
+
+
+# ---------------------------------------------------------------------------
+# The whole program's work (mkw_work).
+
+def reference_work(task, args, kwargs):
+    """The reference's work, counted once per task object."""
+    cached = getattr(task, "_mk_reference_work", None)
+    if cached is not None:
+        return cached
+    try:
+        ref, a, k, _ = mkw_run.bind_static(task.reference_fn, args, kwargs)
+        closed = jax.jit(ref).trace(*a, **k).jaxpr
+        work = mkw_work.reference_work(closed, None, closed.out_avals)
+    except Exception as e:  # noqa: BLE001 - reported, never fatal
+        work = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    task._mk_reference_work = work
+    return work
+
+
+def work_report(closed, facts, task, args, kwargs, filename) -> dict:
+    """The `work` object: the candidate's whole program against the reference."""
+    try:
+        cand = mkw_work.program_work(closed, facts, filename)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"counting the candidate's work failed: {type(e).__name__}: {str(e)[:300]}",
+                "verdict": None}
+    ref = reference_work(task, args, kwargs)
+    rep_ = mkw_work.report(cand, None if "error" in ref else ref)
+    if "error" in ref:
+        rep_["reference_error"] = ref["error"]
+    return rep_
+
+
+def _hardware(req):
+    hw = req.get("hardware")
+    if hw is None and isinstance(req.get("target"), dict):
+        hw = req["target"]
+    if hw is not None and not isinstance(hw, dict):
+        raise C.WorkerError(C.BAD_REQUEST, "`hardware` must be an object {name, peak_flops_per_s, "
+                                           "hbm_bandwidth_bytes_per_s}")
+    return hw
 
 
 def jitted(fn):
@@ -177,6 +268,9 @@ def op_lower(req, cancel, progress) -> dict:
     target = req.get("target", "tpu")
     if target not in ("tpu", "native"):
         raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu' or 'native'")
+    if mkw_shrink.parse_request(req.get("shrink")) is not None:
+        raise C.WorkerError(C.BAD_REQUEST, "`shrink` is for evaluate, autotune and profile: lower "
+                                           "always uses the task's full shapes (it needs no data)")
     prep = Prepared(req)
     try:
         full_args, full_kwargs = mkw_run.abstract_inputs(prep.task)
@@ -227,6 +321,10 @@ def op_lower(req, cancel, progress) -> dict:
         base["lowered"] = True
         base["lowered_for"] = lowered_for
         base["cost"] = cost_summary(facts, prep.task, full_args, full_kwargs)
+        base["work"] = work_report(closed, facts, prep.task, full_args, full_kwargs, prep.filename)
+        if base["work"].get("verdict"):
+            base["warnings"].append(base["work"]["verdict"]["message"])
+        prep.watch.check("tracing")
         if not facts:
             base["warnings"].append("no pallas_call found in the traced entry point")
         return base
@@ -396,13 +494,87 @@ def check_candidate(entry, golden: Golden, mode: mkw_run.RunMode, plat, task_tol
             "correct": failure is None}
 
 
-def time_pair(cand_compiled, golden: Golden, mode, cfg, cancel, with_reference=True):
+def time_pair(cand_compiled, golden: Golden, mode, cfg, cancel, with_reference=True, plat=None):
+    """Times the candidate (and the reference) with mkw_clock's bound loop. The last output of
+    every input set is kept and checked against the golden outputs afterwards, so a candidate
+    that is right while checked and returns stale or skipped results while timed is caught
+    (`timed_outputs`). On a TPU/GPU the device time of the same calls comes from a profiler
+    trace (`device` in each side's stats)."""
     sets = [(s.args, s.kwargs) for s in golden.sets]
+    timed_outs: list = []
     with mode.context():
-        cand = mkw_run.time_fn(cand_compiled, sets, cfg, cancel)
-        ref = mkw_run.time_fn(golden.ref_compiled, sets, cfg, cancel) if with_reference else None
-    out = {"candidate": cand, "reference": ref, "config": cfg, "time_kind": mode.time_kind}
+        cand = mkw_clock.time_fn(cand_compiled, sets, cfg, cancel, outputs=timed_outs)
+        ref = mkw_clock.time_fn(golden.ref_compiled, sets, cfg, cancel) if with_reference else None
+    out = {"candidate": cand, "reference": ref, "config": cfg, "time_kind": mode.time_kind,
+           "instance": mkw_shrink.label(golden.task)}
+    out["timed_outputs"] = _check_timed_outputs(timed_outs, golden, plat or mkw_run.platform())
+    if mode.time_kind == "device":
+        runs = max(1, min(int(cfg.get("min_runs", 20)), 20))
+        with mode.context():
+            cand["device"] = _device_time(cand_compiled, sets, runs, "candidate")
+            if ref is not None:
+                ref["device"] = _device_time(golden.ref_compiled, sets, runs, "reference")
     return out
+
+
+def _check_timed_outputs(outputs, golden: Golden, plat) -> dict:
+    accept_dtype = bool(getattr(golden.task, "accept_dtype_difference", False))
+    tol = golden.task.tolerances if golden.task is not None else None
+    for s, out, gold in zip(golden.sets, outputs, golden.outputs):
+        cmp = mkw_run.compare(out, gold, tol, plat, accept_dtype)
+        if not cmp["ok"]:
+            return {"ok": False, "checked": len(outputs), "failure": {
+                "kind": "timed_outputs_differ", "seed": s.seed,
+                "message": (f"seed {s.seed}: the outputs of the timed runs differ from the checked ones "
+                            f"({cmp['message']}): the candidate keeps state or caches results across calls")}}
+    return {"ok": True, "checked": len(outputs)}
+
+
+def _device_time(compiled, sets, runs, label):
+    """Device time of `runs` calls from a jax.profiler trace (mkw_clock.device_run_times)."""
+    import shutil
+    out_dir = os.path.join(WORKDIR["path"] or os.getcwd(), f"timed_{next(_profile_counter)}_{label}")
+    try:
+        module, _ = mkw_profile.entry_ops(compiled.as_text() or "")
+        mkw_clock.profile_runs(compiled, sets, runs, out_dir)
+        trace_file, _ = mkw_profile.find_trace_file(out_dir)
+        if trace_file is None:
+            return {"error": "jax.profiler wrote no trace"}
+        found = mkw_clock.device_run_times(mkw_clock.load_trace_events(trace_file), module, runs)
+        return found if found is not None else {"error": "the trace has no device op events"}
+    except Exception as e:  # noqa: BLE001 - the wall-clock timing stands on its own
+        return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _speedup(timing):
+    """(speedup, clock): from the profiler's device medians when both sides have one."""
+    c, r = timing["candidate"], timing["reference"] or {}
+    cd, rd = (c.get("device") or {}).get("median_s"), (r.get("device") or {}).get("median_s")
+    if cd and rd:
+        return rd / cd, "profiler"
+    cm, rm = c.get("median_s"), r.get("median_s")
+    return ((rm / cm) if cm and rm else None), "wall"
+
+
+def _timing_verdict(res, timing, work, hardware):
+    """Timed outputs that differ, or a time below the hardware's roofline, make the result not
+    correct (never a speedup)."""
+    bad = timing.get("timed_outputs") or {}
+    if bad.get("ok") is False:
+        return bad["failure"]
+    ref = (work or {}).get("reference")
+    if hardware and ref:
+        roof = mkw_work.roofline(ref, hardware)
+        if roof:
+            c = timing["candidate"]
+            measured = (c.get("device") or {}).get("median_s") or c.get("median_s")
+            fail = mkw_work.below_roofline(measured, roof)
+            roof.update(measured_s=measured, below=fail is not None)
+            res["roofline"] = roof
+            return fail
+    return None
 
 
 def _pallas_gate(facts):
@@ -417,20 +589,27 @@ def _pallas_gate(facts):
 
 def op_evaluate(req, cancel, progress) -> dict:
     plat = mkw_run.platform()
+    hardware = _hardware(req)
+    watch = mkw_clock.Watch(req.get("filename") or "<buffer>")
+    gate_task(req)
     task = mkw_tasks.resolve(req.get("task"), req.get("source"), req.get("filename") or "<buffer>") \
         if "task" in req else None
     if task is None:
         raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
     try:
+        mkw_shrink.configure(task, req.get("shrink"))
+        src, fname = _request_candidate(req, task)
+        if isinstance(src, str):
+            gate_candidate(src, fname or "<buffer>", task)  # before the reference's work is spent
         seeds = _seeds_from(req, 3)
         # The frozen reference runs first, before any candidate code exists (or comes from an
         # earlier evaluate of the same task and seeds, see mkw_golden).
         pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
         golden, reused = _frozen_reference(task, seeds, plat, pre_mode, cancel)
         progress(stage="reference_done", seeds=seeds, reused=reused)
-        prep = Prepared(req, task=task)
+        prep = Prepared(req, task=task, watch=watch)
         try:
-            res = _evaluate_prepared(req, prep, golden, plat, cancel, progress)
+            res = _evaluate_prepared(req, prep, golden, plat, cancel, progress, hardware)
             res["reference_reused"] = reused
             return res
         finally:
@@ -453,7 +632,7 @@ def _frozen_reference(task, seeds, plat, mode, cancel):
     return golden, False
 
 
-def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
+def _evaluate_prepared(req, prep, golden, plat, cancel, progress, hardware=None):
     task = prep.task
     s0 = golden.sets[0]
     _, closed = trace_candidate(s0.bind(prep.entry), s0.args, s0.kwargs, prep.filename, prep.source)
@@ -461,6 +640,8 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
     res = {
         "entry": prep.entry_name,
         "task": task.describe(),
+        # The shapes every result below was measured at (mkw_shrink): full, or shrunk.
+        "instance": mkw_shrink.describe(task),
         "seeds": [s.seed for s in golden.sets],
         "pallas_kernels": [f["kernel"] for f in facts],
         "pallas_calls": facts,
@@ -473,8 +654,13 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
     mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
     res["run_mode"] = mode.to_json()
     res["time_kind"] = mode.time_kind
+    prep.watch.check("tracing")
     if gate:
         res.update(correct=False, failure=gate, checks=[])
+        return res
+    res["work"] = work_report(closed, facts, task, s0.args, s0.kwargs, prep.filename)
+    if res["work"].get("verdict"):
+        res.update(correct=False, failure=res["work"]["verdict"], checks=[])
         return res
     cancel.check()
     try:
@@ -501,6 +687,7 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
                      "message": f"while running pallas_call {f['kernel']}: {e.message.splitlines()[0][:300]}"}
                     for f in facts if f.get("location")]
             raise
+    prep.watch.check("the checks")
     res["compile_s"] = {"candidate": chk["compile_s"], "reference": golden.compile_s}
     res["checks"] = chk["checks"]
     res["correct"] = chk["correct"]
@@ -509,11 +696,13 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress):
     want_timing = req.get("timing", True) is not False
     if chk["correct"] and want_timing:
         cfg = mkw_run.timing_config(req.get("timing") if isinstance(req.get("timing"), dict) else None, mode)
-        res["timing"] = time_pair(chk["compiled"], golden, mode, cfg, cancel)
-        if mode.time_kind == "device":
-            c = res["timing"]["candidate"]["median_s"]
-            r = res["timing"]["reference"]["median_s"]
-            res["speedup"] = (r / c) if c > 0 else None
+        res["timing"] = time_pair(chk["compiled"], golden, mode, cfg, cancel, plat=plat)
+        prep.watch.check("timing")
+        failure = _timing_verdict(res, res["timing"], res.get("work"), hardware)
+        if failure:
+            res.update(correct=False, failure=failure)
+        elif mode.time_kind == "device":
+            res["speedup"], res["timing"]["speedup_clock"] = _speedup(res["timing"])
     return res
 
 
@@ -524,6 +713,7 @@ def op_profile(req, cancel, progress) -> dict:
     plat = mkw_run.platform()
     prep = Prepared(req)
     try:
+        mkw_shrink.configure(prep.task, req.get("shrink"))
         runs = max(1, int(req.get("runs", 3)))
         seed = req.get("seed")
         seed = int(seed) if seed is not None else mkw_run.fresh_seeds(1)[0]
@@ -573,9 +763,11 @@ def op_profile(req, cancel, progress) -> dict:
         trace_file, xplane = mkw_profile.find_trace_file(out_dir)
         if trace_file is None:
             raise C.WorkerError(C.INTERNAL, f"jax.profiler wrote no trace JSON under {out_dir}")
+        prep.watch.check("profiling")
         summary = mkw_profile.summarize(trace_file, module, ops, kernels, runs, plat)
         return {
             "entry": prep.entry_name,
+            "instance": mkw_shrink.describe(prep.task),
             "seed": seed,
             "runs": runs,
             "run_mode": mode.to_json(),
@@ -615,9 +807,15 @@ def op_autotune(req, cancel, progress) -> dict:
         raise C.WorkerError(C.BAD_REQUEST, f"{len(configs)} configurations exceed max_configs={max_configs}")
     if "task" not in req:
         raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
+    watch = mkw_clock.Watch(req.get("filename") or "<buffer>")
+    gate_task(req)
     task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
     results: list[dict] = []
     try:
+        mkw_shrink.configure(task, req.get("shrink"))
+        src, fname = _request_candidate(req, task)
+        if isinstance(src, str):
+            gate_candidate(src, fname or "<buffer>", task)  # every configuration has this text
         seeds = _seeds_from(req, 2)
         pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
         golden, _ = _frozen_reference(task, seeds, plat, pre_mode, cancel)
@@ -625,7 +823,7 @@ def op_autotune(req, cancel, progress) -> dict:
         progress(stage="started", total=len(configs), seeds=seeds)
         for i, cfg in enumerate(configs):
             cancel.check()
-            r = _autotune_one(req, task, cfg, golden, plat, target, cancel)
+            r = _autotune_one(req, task, cfg, golden, plat, target, cancel, watch)
             results.append(r)
             progress(done=i + 1, total=len(configs), config=cfg, status=r["status"],
                      median_s=(r.get("timing") or {}).get("median_s"))
@@ -645,6 +843,7 @@ def op_autotune(req, cancel, progress) -> dict:
             speedup = ref_timing["median_s"] / best["timing"]["median_s"]
         return {
             "task": task.describe(),
+            "instance": mkw_shrink.describe(task),
             "seeds": seeds,
             "total": len(configs),
             "results": ordered,
@@ -668,11 +867,12 @@ def _sort_results(results):
                                           (r.get("timing") or {}).get("median_s") or float("inf")))
 
 
-def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
-    r = {"config": cfg, "status": "failed", "correct": False, "timing": None}
+def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None) -> dict:
+    r = {"config": cfg, "status": "failed", "correct": False, "timing": None,
+         "instance": mkw_shrink.label(task)}
     prep = None
     try:
-        prep = Prepared(req, params=cfg, task=task)
+        prep = Prepared(req, params=cfg, task=task, watch=watch)
         s0 = golden.sets[0]
         entry = s0.bind(prep.entry)
         traced, closed = trace_candidate(entry, s0.args, s0.kwargs, prep.filename, prep.source)
@@ -682,6 +882,10 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
         gate = _pallas_gate(facts)
         if gate:
             r.update(status="incorrect", failure=gate)
+            return r
+        work = work_report(closed, facts, task, s0.args, s0.kwargs, prep.filename)
+        if work.get("verdict"):
+            r.update(status="incorrect", failure=work["verdict"])
             return r
         if target == "tpu" and plat != "tpu":
             try:
@@ -701,7 +905,12 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
             return r
         r["correct"] = True
         cfg_t = mkw_run.timing_config(req.get("timing"), mode)
-        t = time_pair(chk["compiled"], golden, mode, cfg_t, cancel, with_reference=False)
+        t = time_pair(chk["compiled"], golden, mode, cfg_t, cancel, with_reference=False, plat=plat)
+        prep.watch.check("timing")
+        failure = _timing_verdict(r, t, work, _hardware(req) if isinstance(req.get("hardware"), dict) else None)
+        if failure:
+            r.update(status="incorrect", correct=False, failure=failure, timing=None)
+            return r
         r["timing"] = t["candidate"]
         r["time_kind"] = t["time_kind"]
         r["status"] = "ok"
@@ -709,6 +918,8 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel) -> dict:
     except C.Cancelled:
         raise
     except C.WorkerError as e:
+        if e.kind == mkw_gate.REFUSED:
+            raise  # the candidate reached for the worker: no configuration of it is scored
         status = "skipped" if e.kind in (C.LOWERING, C.COMPILE) else "failed"
         r.update(status=status, stage=e.kind, reason=e.message, locations=e.extra.get("locations", []))
         return r

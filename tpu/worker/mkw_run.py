@@ -7,8 +7,6 @@ import contextlib
 import inspect
 import math
 import os
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
@@ -321,6 +319,12 @@ def abstract_inputs(task: mkw_tasks.Task):
     """(args, kwargs) of the task's inputs without data: arrays as ShapeDtypeStructs
     (jax.eval_shape), static values (Python numbers...) as they are, so
     bind_static(fn, args, kwargs) splits them as in a real call."""
+    return split_inputs(abstract_value(task), task)
+
+
+def abstract_value(task: mkw_tasks.Task):
+    """What the inputs function returns, without data: the same structure, arrays as
+    ShapeDtypeStructs, static values as they are."""
     kept = {}
 
     def arrays_only():
@@ -333,8 +337,7 @@ def abstract_inputs(task: mkw_tasks.Task):
         shapes = iter(jax.eval_shape(arrays_only))
         n = kept["tree"].num_leaves
         leaves = [kept["static"][i] if i in kept["static"] else next(shapes) for i in range(n)]
-        value = jax.tree_util.tree_unflatten(kept["tree"], leaves)
-        return split_inputs(value, task)
+        return jax.tree_util.tree_unflatten(kept["tree"], leaves)
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -393,7 +396,10 @@ def _degenerate_warnings(leaves, seed) -> list[str]:
 def make_input_set(task: mkw_tasks.Task, seed: int) -> InputSet:
     warnings: list[str] = []
     try:
-        if task.inputs_takes_key:
+        if task.shrink is not None:
+            # A smaller instance of the task (mkw_shrink): fresh data at the shrunk shapes.
+            value = task.shrink.draw(seed, warnings)
+        elif task.inputs_takes_key:
             value = task.inputs_fn(jax.random.key(seed))
         else:
             # The inputs function has no key parameter (JAXBench's
@@ -622,40 +628,8 @@ def percentile(sorted_vals, q: float) -> float:
 
 def time_fn(fn, arg_sets: list[tuple[tuple, dict]], cfg: dict, cancel: C.CancelToken) -> dict:
     """Median and spread of fn over rotating input sets; every run is
-    bracketed by block_until_ready, compile is excluded (fn is compiled)."""
-    n_sets = len(arg_sets)
-    for i in range(cfg["warmup"]):
-        a, k = arg_sets[i % n_sets]
-        jax.block_until_ready(fn(*a, **k))
-        cancel.check()
-    times = []
-    start = time.perf_counter()
-    i = 0
-    while True:
-        elapsed = time.perf_counter() - start
-        if len(times) >= cfg["max_runs"] or (elapsed >= cfg["max_seconds"] and times):
-            break
-        if len(times) >= cfg["min_runs"] and elapsed >= cfg["min_seconds"]:
-            break
-        a, k = arg_sets[i % n_sets]
-        t0 = time.perf_counter()
-        out = fn(*a, **k)
-        jax.block_until_ready(out)
-        times.append(time.perf_counter() - t0)
-        del out
-        i += 1
-        cancel.check()
-    s = sorted(times)
-    med = statistics.median(s)
-    p10, p25, p75, p90 = (percentile(s, q) for q in (0.10, 0.25, 0.75, 0.90))
-    return {
-        "runs": len(s),
-        "input_sets": n_sets,
-        "median_s": med,
-        "p10_s": p10,
-        "p90_s": p90,
-        "iqr_s": p75 - p25,
-        "min_s": s[0],
-        "mean_s": statistics.fmean(s),
-        "total_s": sum(s),
-    }
+    bracketed by blocking on its outputs, compile is excluded (fn is compiled).
+    The loop is mkw_clock's: its clock and blocking were bound when the worker
+    started, out of a candidate's reach."""
+    import mkw_clock
+    return mkw_clock.time_fn(fn, arg_sets, cfg, cancel)
