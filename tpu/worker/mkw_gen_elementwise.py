@@ -191,7 +191,7 @@ def {ctx.entry}({ctx.signature}):
         constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES): lane-dense"))
     else:
         constants.append(("BLOCK_COLS", bc, "columns of one tile"))
-    ops = [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES]
+    ops = region.summary() or [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES][:4]
     description = (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
                    f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
                    f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles")

@@ -427,6 +427,42 @@ class Region:
 
     uses_row_len = False
 
+    def summary(self) -> list[str]:
+        """Readable names of what the stage does (for descriptions): "gelu", "softmax"..."""
+        prims = self.primitives
+        has = set(prims)
+        out = []
+        red = has & set(_ROW_REDUCTIONS)
+        if {"reduce_max", "exp", "reduce_sum"} <= has:
+            out.append("log-softmax/logsumexp" if "log" in has else "softmax")
+        elif "reduce_sum" in has and has & {"sqrt", "rsqrt"}:
+            out.append("row norm")
+        elif red:
+            out.append("row " + "/".join(sorted(r.split("_")[1] for r in red)))
+        if {"integer_pow", "tanh"} <= has or has & {"erf", "erfc"}:
+            out.append("gelu")
+        elif "tanh" in has:
+            out.append("tanh")
+        if "logistic" in has:
+            out.append("sigmoid")
+        if "clamp" in has or ({"max", "min"} <= has and "gelu" not in out):
+            out.append("clamp")
+        elif "max" in has and not red and self._max_with_zero():
+            out.append("relu")
+        if "select_n" in has and not red:
+            out.append("select")
+        for name in ("exp", "log", "sqrt", "rsqrt", "abs"):
+            if name in has and not out:
+                out.append(name)
+        return out
+
+    def _max_with_zero(self) -> bool:
+        for e in self.eqns:
+            if e.primitive.name == "max" and any(
+                    is_literal(v) and float(np.asarray(v.val).item()) == 0.0 for v in e.invars):
+                return True
+        return False
+
     def store_lines(self, v, ref: str) -> list[str]:
         """`ref[...] = value` with the value widened to the block (a broadcast output)."""
         c = self.code(v)

@@ -476,8 +476,8 @@ def _matmul_kernel({sig}):
     compiler_params={G.compiler_params_code(sem, ctx, plan.vmem)},
 )({", ".join(args)})
 return out.reshape({final})'''
-    check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, '
-             '(f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
+    check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
+             '    f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
     entry_body = "\n".join(ent) + "\n" + check + "\n" + call
     entry = f'''
 
@@ -519,12 +519,11 @@ def _epilogue_summary(region: E.Region, blocks) -> str:
     parts = []
     for b in blocks:
         kind = ("residual" if b.rows_full and b.cols_full else
-                "row" if b.cols_full else "column" if b.rows_full else "scalar")
+                "bias row" if b.cols_full else "column" if b.rows_full else "scalar")
         parts.append(f"{kind} `{b.name}`")
-    ops = [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES and p not in
-           ("convert_element_type", "copy", "stop_gradient", "add", "sub", "mul", "div")]
-    if ops:
-        parts.append(", ".join(ops))
-    elif region.primitives:
-        parts.append("elementwise")
+    names = region.summary()
+    if names:
+        parts.extend(names)
+    elif region.primitives and not parts:
+        parts.append("elementwise epilogue")
     return " + ".join(parts)

@@ -286,8 +286,8 @@ def inline_calls(closed):
 # Templates.
 
 def run_templates(ctx: GenContext):
-    """The first template that writes a kernel; NoTemplate from one that recognised its class
-    but not a part stops the search (a later, more general template must not half-cover it)."""
+    """The first template that writes a kernel, and the classes tried. When none does, the
+    first refusal (NoTemplate: class recognised, a part not covered) explains why."""
     tried = []
     refusals = []
     for kclass, modname, fname in TEMPLATES:
@@ -304,8 +304,10 @@ def run_templates(ctx: GenContext):
         try:
             gen = fn(ctx)
         except NoTemplate as e:
+            # The class is recognised but a part is not covered: keep the reason, and let a
+            # later template that covers the whole reference (if one does) write it.
             refusals.append((kclass, e))
-            break
+            continue
         if gen is not None:
             return gen, tried
     raise _no_template(ctx, refusals)
@@ -327,30 +329,31 @@ def _known_primitives() -> set:
 
 
 def _no_template(ctx: GenContext, refusals) -> C.WorkerError:
+    fname = os.path.basename(ctx.reference_file or "reference")
     prims = [p for p in ctx.primitive_names() if p not in _known_primitives()]
-    reason = ""
     if refusals:
         kclass, e = refusals[0]
         prims = [p for p in e.primitives if p] or prims
-        reason = f"the {kclass} template recognised it but {e.message}"
-    locations = _locations(ctx, prims)
-    if prims:
+        locations = _locations(ctx, prims)
+        lines = sorted({loc["line"] for loc in locations})
+        at = f" ({fname} line {', '.join(map(str, lines))})" if lines else ""
+        msg = (f"no kernel template covers this reference: it looks like {kclass}, but "
+               f"{e.message}{at}")
+    elif prims:
+        locations = _locations(ctx, prims)
         where = []
         for p in prims:
             lines = [loc["line"] for loc in locations if loc["primitive"] == p]
-            fname = os.path.basename(ctx.reference_file or "reference")
             where.append(f"{p} ({fname} line {lines[0]})" if lines else p)
-        what = f"it uses {', '.join(where)}"
-        msg = f"no kernel template covers this reference: {what}"
-        if reason:
-            msg += f"; {reason}"
+        msg = f"no kernel template covers this reference: it uses {', '.join(where)}"
     else:
+        locations = []
         counts = {}
         for e in ctx.eqns:
             counts[e.primitive.name] = counts.get(e.primitive.name, 0) + 1
         shape = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
-        msg = ("no kernel template covers this reference: " + (reason or
-               f"its structure ({shape}) is not one a template writes"))
+        msg = (f"no kernel template covers this reference: its structure ({shape}) is not one "
+               "a template writes")
     msg += f"; {LLM_HINT}"
     return C.WorkerError(NO_TEMPLATE, msg, primitives=prims,
                          locations=[{"line": loc["line"], "column": loc["column"],
@@ -361,17 +364,12 @@ def _no_template(ctx: GenContext, refusals) -> C.WorkerError:
 def _locations(ctx: GenContext, prims) -> list[dict]:
     """Where in the reference file each named primitive comes from (source info of the
     equations in the un-inlined trace, nested calls included)."""
-    from jax._src import source_info_util
     out = []
     seen = set()
-    for eqn in _walk(ctx.raw_jaxpr.jaxpr if ctx.raw_jaxpr is not None else ctx.jaxpr):
+    ref = os.path.abspath(ctx.reference_file) if ctx.reference_file else None
+    for eqn, frame in _walk(ctx.raw_jaxpr.jaxpr if ctx.raw_jaxpr is not None else ctx.jaxpr, ref):
         name = eqn.primitive.name
-        if name not in prims:
-            continue
-        frame = source_info_util.user_frame(eqn.source_info.traceback)
-        if frame is None:
-            continue
-        if ctx.reference_file and os.path.abspath(frame.file_name) != os.path.abspath(ctx.reference_file):
+        if name not in prims or frame is None:
             continue
         key = (name, frame.start_line)
         if key in seen:
@@ -383,16 +381,22 @@ def _locations(ctx: GenContext, prims) -> list[dict]:
     return out
 
 
-def _walk(jaxpr):
+def _walk(jaxpr, ref_file, outer=None):
+    """(equation, frame in the reference file) for every equation, nested ones included; an
+    equation inside a library call (jnp.sort's jit) takes the frame of the call."""
+    from jax._src import source_info_util
     for eqn in jaxpr.eqns:
-        yield eqn
+        frame = source_info_util.user_frame(eqn.source_info.traceback)
+        if frame is None or (ref_file and os.path.abspath(frame.file_name) != ref_file):
+            frame = outer
+        yield eqn, frame
         for p in eqn.params.values():
             for sub in (p if isinstance(p, (tuple, list)) else (p,)):
                 inner = getattr(sub, "jaxpr", None)
                 if inner is not None and hasattr(inner, "eqns"):
-                    yield from _walk(inner)
+                    yield from _walk(inner, ref_file, frame)
                 elif hasattr(sub, "eqns"):
-                    yield from _walk(sub)
+                    yield from _walk(sub, ref_file, frame)
 
 
 # ---------------------------------------------------------------------------
