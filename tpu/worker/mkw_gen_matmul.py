@@ -359,11 +359,12 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     kaxis = 3 if batched else 2
 
     # --- kernel
-    params = ["x_ref", "w_ref"] + [f"{b.name}_ref" for b in blocks] + ["o_ref", "acc_ref"]
+    params = [f"{x_name}_ref", f"{w_name}_ref"] + [f"{b.name}_ref" for b in blocks] + \
+        ["o_ref", "acc_ref"]
     statics = list(region.statics_used)
     sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
-    xv = "x_ref[...]" + (f".astype({G.dtype_code(ms.lhs.convert)})" if ms.lhs.convert else "")
-    wv = "w_ref[...]" + (f".astype({G.dtype_code(ms.rhs.convert)})" if ms.rhs.convert else "")
+    xv = f"{x_name}_ref[...]" + (f".astype({G.dtype_code(ms.lhs.convert)})" if ms.lhs.convert else "")
+    wv = f"{w_name}_ref[...]" + (f".astype({G.dtype_code(ms.rhs.convert)})" if ms.rhs.convert else "")
     prec = ""
     if ms.precision is not None:
         prec = f", precision={_precision_code(ms.precision)}"
@@ -402,16 +403,16 @@ def _matmul_kernel({sig}):
         ent.append("nb = 1")
         ent.append("for d in batch:")
         ent.append("    nb *= d")
-        ent.append(f"x3 = {x_name}.reshape(nb, m, k)")
-        ent.append(f"w3 = {w_name}.reshape(nb, {'n, k' if ms.w_transposed else 'k, n'})")
-        args = ["x3", "w3"]
+        ent.append(f"{x_name}_3d = {x_name}.reshape(nb, m, k)")
+        ent.append(f"{w_name}_3d = {w_name}.reshape(nb, {'n, k' if ms.w_transposed else 'k, n'})")
+        args = [f"{x_name}_3d", f"{w_name}_3d"]
     else:
         ent.append(f"lead = {x_name}.shape[:-1]")
         ent.append(f"k = {x_name}.shape[-1]")
         ent.append(f"n = {w_name}.shape[{0 if ms.w_transposed else 1}]")
-        ent.append(f"x2 = {x_name}.reshape(-1, k)")
-        ent.append("m = x2.shape[0]")
-        args = ["x2", w_name]
+        ent.append(f"{x_name}_2d = {x_name}.reshape(-1, k)")
+        ent.append(f"m = {x_name}_2d.shape[0]")
+        args = [f"{x_name}_2d", w_name]
     ent.append(f"bm = _fit_block(BLOCK_M, m, {sub})")
     if reduction:
         ent.append("bn = n  # the whole row: the epilogue reduces over it")

@@ -108,70 +108,6 @@ def _target(t) -> dict:
 # ---------------------------------------------------------------------------
 # The reference, traced.
 
-def _is_static(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not hasattr(x, "shape")
-
-
-def abstract_call_args(task):
-    """(positional args, kwargs) of the reference: ShapeDtypeStructs for arrays (no data is
-    made: the inputs function runs under jax.eval_shape) and the Python values of number
-    inputs, which stay static. MaxKernel's `(dynamic_args, static_args)` pair is unpacked."""
-    statics: list = []
-
-    def shapes_only():
-        value = mkw_run.call_inputs_fn(task, 0)
-        args, kw = _unpack_pair(task, value)
-        return _split(args, kw, statics)
-
-    try:
-        arg_slots, kw_slots = jax.eval_shape(shapes_only)
-    except C.WorkerError:
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise C.from_exception(C.TASK, e, task.ref_module.filename,
-                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
-                               source=task.ref_module.source, file=task.ref_module.filename) from None
-    static_vals = statics[-1]
-    args = [static_vals.get(i, a) for i, a in enumerate(arg_slots)]
-    kwargs = {k: static_vals.get(k, a) for k, a in kw_slots.items()}
-    return args, kwargs
-
-
-def _unpack_pair(task, value):
-    """MaxKernel's get_inputs returns `(dynamic_args, static_args)`; other forms return the
-    arguments themselves."""
-    if task.form == "maxkernel" and isinstance(value, (tuple, list)) and len(value) == 2 \
-            and isinstance(value[0], (tuple, list)) and isinstance(value[1], (tuple, list, dict)) \
-            and not any(hasattr(x, "shape") for x in jax.tree_util.tree_leaves(value[1])):
-        dyn, st = value
-        if isinstance(st, dict):
-            return tuple(dyn), dict(st)
-        return tuple(dyn) + tuple(st), {}
-    return mkw_run.split_inputs(value)
-
-
-def _split(args, kw, statics):
-    """Arrays stay (eval_shape makes them shapes); number inputs are kept aside as statics and
-    replaced by None in the traced result."""
-    st = {}
-    out_args = []
-    for i, a in enumerate(args):
-        if _is_static(a):
-            st[i] = a
-            out_args.append(None)
-        else:
-            out_args.append(a)
-    out_kw = {}
-    for k, a in kw.items():
-        if _is_static(a):
-            st[k] = a
-            out_kw[k] = None
-        else:
-            out_kw[k] = a
-    statics.append(st)
-    return tuple(out_args), out_kw
-
-
 def reference_param_names(fn, n_args: int, kw_names) -> list[str]:
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -191,45 +127,50 @@ def reference_param_names(fn, n_args: int, kw_names) -> list[str]:
     return names + list(kw_names)
 
 
+# Names the generated code uses for its own locals; a reference parameter with one of them (or
+# with a suffix the code appends: `_ref`, `_in`, `_2d`, `_3d`) is renamed with a trailing `_`.
+_RESERVED = frozenset((
+    "o", "acc", "y", "row_len", "kk", "m", "n", "k", "lead", "shape", "rows", "cols", "out",
+    "batch", "nb", "bm", "bn", "bk", "br", "bc", "total", "d", "jax", "jnp", "pl",
+    "pltpu", "functools", "math", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_ROWS", "BLOCK_COLS",
+    "LANES"))
+
+
+def _safe_name(name: str) -> str:
+    if name in _RESERVED or name.startswith("_") or name.endswith(("_ref", "_in", "_2d", "_3d")) \
+            or (name[:1] in ("v", "t") and name[1:].isdigit()):
+        return name + "_" if not name.startswith("_") else "p" + name
+    return name
+
+
 def build_context(task, entry: str, target: dict) -> GenContext:
-    args, kwargs = abstract_call_args(task)
+    # Shapes only (the inputs function runs under jax.eval_shape); Python numbers and other
+    # non-array inputs stay as values and are bound as static arguments, as in every op.
+    args, kwargs = mkw_run.abstract_inputs(task)
+    bound, dyn_args, dyn_kwargs, statics = mkw_run.bind_static(task.reference_fn, args, kwargs)
     names = reference_param_names(task.reference_fn, len(args), list(kwargs))
-    for bad in ("x_ref", "w_ref", "o_ref", "acc_ref", "y", "row_len", "m", "n", "k", "lead",
-                "shape", "rows", "cols", "out", "batch", "nb", "bm", "bn", "bk", "br", "bc"):
-        if bad in names:
-            names = [f"{n}_" if n == bad else n for n in names]
-    values = list(args) + [kwargs[k] for k in kwargs]
-    static_args = {n: v for n, v in zip(names, values) if _is_static(v)}
-    dyn_idx = [i for i, v in enumerate(values) if not _is_static(v)]
-    n_pos = len(args)
-    kw_keys = list(kwargs)
-
-    def call(*dyn):
-        full = list(values)
-        for i, d in zip(dyn_idx, dyn):
-            full[i] = d
-        return task.reference_fn(*full[:n_pos], **dict(zip(kw_keys, full[n_pos:])))
-
-    dyn_avals = [values[i] for i in dyn_idx]
-    for i in dyn_idx:
-        if not hasattr(values[i], "shape"):
-            raise C.WorkerError(C.TASK, f"input `{names[i]}` is neither an array nor a Python "
-                                        f"number ({type(values[i]).__name__}); not covered")
+    names = [_safe_name(n) for n in names]
+    slots = list(range(len(args))) + list(kwargs)
+    static_args = {names[i]: statics[key] for i, key in enumerate(slots) if key in statics}
+    arg_names = [names[i] for i, key in enumerate(slots) if key not in statics]
+    for n, key in zip(names, slots):
+        value = args[key] if isinstance(key, int) else kwargs[key]
+        if key not in statics and not hasattr(value, "shape"):
+            raise C.WorkerError(C.TASK, f"input `{n}` is neither an array nor a static value")
     try:
-        raw, out_shapes = jax.make_jaxpr(call, return_shape=True)(*dyn_avals)
+        raw, out_shapes = jax.make_jaxpr(bound, return_shape=True)(*dyn_args, **dyn_kwargs)
     except Exception as e:  # noqa: BLE001
         raise C.from_exception(C.TRACE, e, task.ref_module.filename,
                                prefix=f"tracing the reference `{task.reference_name}` failed",
                                source=task.ref_module.source, file=task.ref_module.filename) from None
     flat = inline_calls(raw)
-    out_tree = jax.tree_util.tree_structure(out_shapes)
     return GenContext(
         closed_jaxpr=flat, raw_jaxpr=raw,
         in_avals=[v.aval for v in flat.jaxpr.invars],
-        arg_names=[names[i] for i in dyn_idx],
-        static_args=static_args, params=names,
+        arg_names=arg_names, static_args=static_args, params=names,
         signature=", ".join(names), entry=entry, target=target,
-        out_avals=[v.aval for v in flat.jaxpr.outvars], out_tree=out_tree,
+        out_avals=[v.aval for v in flat.jaxpr.outvars],
+        out_tree=jax.tree_util.tree_structure(out_shapes),
         reference_name=task.reference_name, reference_file=task.ref_module.filename,
         reference_source=task.ref_module.source)
 
@@ -410,8 +351,8 @@ def lower_generated(gen: G.Generated, ctx: GenContext, task, filename: str) -> d
         fn = mod.get(gen.entry)
         if not callable(fn):
             raise TypeError(f"the generated module defines no function `{gen.entry}`")
-        args, kwargs = abstract_call_args(task)
-        bound, dyn_args, dyn_kwargs = _bind_static(fn, args, kwargs)
+        args, kwargs = mkw_run.abstract_inputs(task)
+        bound, dyn_args, dyn_kwargs, _ = mkw_run.bind_static(fn, args, kwargs)
         traced, _ = mkw_ops.trace_candidate(bound, dyn_args, dyn_kwargs, filename, gen.source)
         mkw_ops.lower_tpu(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
                           gen.source)
@@ -427,20 +368,3 @@ def lower_generated(gen: G.Generated, ctx: GenContext, task, filename: str) -> d
         if mod is not None:
             mod.close()
     return {"ok": True, "seconds": round(time.perf_counter() - t0, 3), "platforms": ["tpu"]}
-
-
-def _bind_static(fn, args, kwargs):
-    static_pos = {i: a for i, a in enumerate(args) if _is_static(a)}
-    static_kw = {k: a for k, a in kwargs.items() if _is_static(a)}
-    dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
-    dyn_kwargs = {k: a for k, a in kwargs.items() if k not in static_kw}
-    if not static_pos and not static_kw:
-        return fn, dyn_args, dyn_kwargs
-    n = len(args)
-
-    def bound(*dyn, **dkw):
-        it = iter(dyn)
-        full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
-        return fn(*full, **dkw, **static_kw)
-
-    return bound, dyn_args, dyn_kwargs
