@@ -246,9 +246,9 @@ def _learn_stats(task) -> list[dict]:
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise C.from_exception(C.TASK, e, task.ref_module.filename,
+        raise C.from_exception(C.TASK, e, task.inputs_module.filename,
                                prefix=f"the task's inputs function `{task.inputs_name}` failed",
-                               source=task.ref_module.source, file=task.ref_module.filename) from None
+                               source=task.inputs_module.source, file=task.inputs_module.filename) from None
     stats = []
     for kind, st in zip(kinds, raw):
         st = {k: np.asarray(v).item() for k, v in st.items()}

@@ -66,6 +66,7 @@ class Task:
         self.inputs_convention = inputs_convention
         self.load_warnings: list[str] = []
         self.extra_modules: list[C.UserModule] = []  # closed with the task
+        self.inputs_module = ref_module  # where the inputs function lives (errors point there)
         # A suite convention (apply_convention): None compares with the worker's own rules.
         self.convention = None
         self.accept_dtype_difference = False
@@ -332,6 +333,7 @@ def _maxkernel(task: dict) -> Task:
                         inputs_convention="dynamic_static")
         if gen_mod is not None:
             resolved.extra_modules.append(gen_mod)
+            resolved.inputs_module = gen_mod
         # Inputs may come from the YAML: a changed YAML must not reuse a cached reference.
         resolved.cache_salt = _read(ypath, "kernel_task.yaml")
         return resolved
