@@ -1,0 +1,257 @@
+"""generate: matmul-class references (matmul + epilogue, matmul + row reduction).
+
+For each reference: at FULL size the generated module lowers for TPU (the op lowers it before it
+answers; the test lowers the returned text again with the lower op); generated for a SMALL
+instance, the module passes evaluate in interpret mode (the correctness check).
+"""
+
+import ast
+import pathlib
+
+import pytest
+from worker_harness import read_task, task_path
+
+NO_TIMING = False
+SEEDS = [11, 12]
+
+
+def _generate(worker, task, **kw):
+    r = worker.request("generate", task=task, timeout=300, **kw)
+    assert r["ok"] is True, r.get("error", r)
+    return r
+
+
+def _infile(name, replace=None):
+    """An in-file task; `replace` = (old line, new line) makes another size of it."""
+    path = task_path("generate", name)
+    if replace is None:
+        return {"form": "infile", "path": path}
+    text = read_task("generate", name)
+    assert replace[0] in text
+    return {"form": "infile", "source": text.replace(replace[0], replace[1]), "filename": path}
+
+
+def _maxkernel_folder(tmp_path, name, replace=None):
+    """A copy of a MaxKernel folder (optionally at another size: the line is replaced in both
+    the reference and the YAML's inputs block)."""
+    src = pathlib.Path(task_path("generate", name))
+    dst = tmp_path / name
+    dst.mkdir()
+    for f in sorted(p.name for p in src.iterdir()):
+        text = (src / f).read_text(encoding="utf-8")
+        if replace is not None:
+            assert replace[0] in text, f
+            text = text.replace(replace[0], replace[1])
+        (dst / f).write_text(text, encoding="utf-8")
+    return {"form": "maxkernel", "dir": str(dst)}
+
+
+def _jaxbench(name, replace=None):
+    path = task_path("generate", name, "baseline.py")
+    if replace is None:
+        return {"form": "jaxbench", "baseline": path}
+    text = read_task("generate", name, "baseline.py")
+    assert replace[0] in text
+    return {"form": "jaxbench", "baseline_source": text.replace(*replace), "baseline_filename": path}
+
+
+def _assert_readable(r, constants):
+    src = r["source"]
+    tree = ast.parse(src)
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                if isinstance(t, ast.Name)}
+    for c in constants:
+        assert c in assigned, f"{c} is not a module-level constant"
+        assert c in r["tunables"] and r["tunables"][c], r["tunables"]
+    assert "pl.pallas_call(" in src
+    assert "interpret=" not in src
+    assert "dimension_semantics=" in src
+    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert r["entry"] in funcs
+    # body = the source without its import lines
+    assert "import jax" not in r["body"] and r["body"].strip() in src
+    assert all(line in src for line in r["imports"])
+
+
+def _lower_again(worker, task, r, tmp_path):
+    """The returned text, as a candidate, lowers for TPU through the lower op."""
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(r["source"], encoding="utf-8")
+    lo = worker.request("lower", task=task, source=r["source"], filename=str(f),
+                        kernel=r["entry"], target="tpu", timeout=300)
+    assert lo["ok"] is True, lo.get("error")
+    assert lo["lowered"] is True and lo["num_pallas_calls"] == 1
+    return lo["pallas_calls"][0]
+
+
+def _evaluate(worker, task, r, tmp_path, **kw):
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(r["source"], encoding="utf-8")
+    ev = worker.request("evaluate", task=task, source=r["source"], filename=str(f),
+                        kernel=r["entry"], seeds=SEEDS, timing=NO_TIMING, timeout=300, **kw)
+    assert ev["ok"] is True, ev.get("error")
+    assert ev["correct"] is True, ev["failure"]
+    return ev
+
+
+# ---------------------------------------------------------------------------
+# matmul_epilogue
+
+FULL_MM = ("M, K, N = 256, 512, 384", "M, K, N = 4096, 8192, 8192")
+
+
+def test_matmul_bias_gelu_full_size_lowers(worker, tmp_path):
+    task = _infile("mm_bias_gelu.py", FULL_MM)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_epilogue"
+    assert "4096x8192 @ 8192x8192" in r["description"] and "gelu" in r["description"]
+    assert r["lowering"]["ok"] is True
+    assert r["primitives"][0] == "dot_general" and "tanh" in r["primitives"]
+    _assert_readable(r, ["BLOCK_M", "BLOCK_N", "BLOCK_K"])
+    src = r["source"]
+    assert "acc_ref[...] +=" in src and "pltpu.VMEM(" in src and "'arbitrary'" in src
+    assert "b_in = b.reshape(1, n)" in src  # the bias row is its own operand
+    # Every listed value is a valid TPU tile at these shapes (multiple of 8/128 dividing M/N/K).
+    for name, dim, align in (("BLOCK_M", 4096, 8), ("BLOCK_N", 8192, 128), ("BLOCK_K", 8192, 128)):
+        assert all(v % align == 0 and dim % v == 0 for v in r["tunables"][name]), r["tunables"]
+    call = _lower_again(worker, task, r, tmp_path)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    bm, bk = call["operands"][0]["block_shape"]
+    bn = call["operands"][1]["block_shape"][1]
+    assert call["grid"] == [4096 // bm, 8192 // bn, 8192 // bk]
+    assert min(bm, bn) >= 256  # MXU-sized tiles at this size
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_matmul_bias_gelu_small_instance_is_correct(worker, tmp_path):
+    task = _infile("mm_bias_gelu.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_epilogue"
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_full_size_module_runs_at_a_shrunk_instance(worker, tmp_path):
+    """A module generated at a large size (its tiles chosen for 1024x2048 @ 2048x1024) runs
+    unchanged at the evaluate op's shrunk instance: tiles are fitted to the shapes at trace time."""
+    task = _infile("mm_bias_gelu.py", ("M, K, N = 256, 512, 384", "M, K, N = 1024, 2048, 1024"))
+    r = _generate(worker, task)
+    assert "BLOCK_M = 512" in r["source"] or "BLOCK_N = 512" in r["source"], r["source"][:900]
+    ev = _evaluate(worker, task, r, tmp_path, shrink={"factor": 8, "min_dim": 64})
+    assert ev["instance"]["kind"] == "shrunk", ev["instance"]
+
+
+def test_batched_matmul_residual_full_size_lowers(worker, tmp_path):
+    task = _infile("bmm_residual.py", ("B, S, K, N = 2, 128, 256, 256",
+                                       "B, S, K, N = 16, 2048, 1024, 2048"))
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_epilogue"
+    assert r["description"].startswith("batched matmul") and "transposed" in r["description"]
+    assert "residual `r`" in r["description"]
+    _assert_readable(r, ["BLOCK_M", "BLOCK_N", "BLOCK_K"])
+    call = _lower_again(worker, task, r, tmp_path)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "parallel", "arbitrary"]
+    assert call["grid"][0] == 16
+    assert call["operands"][0]["block_shape"][0] is None  # the batch dim is squeezed
+
+
+def test_batched_matmul_residual_small_instance_is_correct(worker, tmp_path):
+    task = _infile("bmm_residual.py")
+    r = _generate(worker, task)
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_jaxbench_bf16_linear_full_size_lowers(worker, tmp_path):
+    task = _jaxbench("jaxbench_linear_bf16", (
+        'CONFIG = {"batch": 256, "in_features": 256, "out_features": 384',
+        'CONFIG = {"batch": 8192, "in_features": 4096, "out_features": 8192'))
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_epilogue" and r["entry"] == "workload"
+    assert "bfloat16" in r["description"] and "transposed" in r["description"]
+    # bf16 output tiles: rows in multiples of 16
+    assert all(v % 16 == 0 for v in r["tunables"]["BLOCK_M"]), r["tunables"]
+    call = _lower_again(worker, task, r, tmp_path)
+    assert call["operands"][-1]["dtype"] == "bfloat16"
+
+
+def test_jaxbench_bf16_linear_small_instance_is_correct(worker, tmp_path):
+    task = _jaxbench("jaxbench_linear_bf16")
+    r = _generate(worker, task)
+    assert "astype(jnp.bfloat16)" in r["source"]  # the epilogue runs in the reference's dtype
+    _evaluate(worker, task, r, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# matmul_row_reduction
+
+def test_matmul_softmax_maxkernel_full_size_lowers(worker, tmp_path):
+    task = _maxkernel_folder(tmp_path, "maxkernel_mm_softmax",
+                             ("m, k, n = 128, 256, 512", "m, k, n = 4096, 8192, 8192"))
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction" and r["entry"] == "computation"
+    assert "softmax" in r["description"]
+    assert "BLOCK_N" not in r["tunables"]  # the whole row is one tile
+    assert any("row fits" in n for n in r["notes"]), r["notes"]
+    assert "def computation(x, w, temperature):" in r["source"]
+    assert "temperature=temperature" in r["source"]  # the static argument reaches the kernel
+    call = _lower_again(worker, task, r, tmp_path)
+    assert call["operands"][-1]["block_shape"][1] == 8192
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_matmul_softmax_maxkernel_small_instance_is_correct(worker, tmp_path):
+    task = {"form": "maxkernel", "dir": task_path("generate", "maxkernel_mm_softmax")}
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_matmul_logsumexp_minus_mean_small_instance_is_correct(worker, tmp_path):
+    task = _infile("mm_lse_mean.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    # The mean divides by the tile's row length, not by a baked-in 512.
+    assert "row_len" in r["source"] and "/ 512" not in r["source"]
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_matmul_logsumexp_full_size_lowers(worker, tmp_path):
+    task = _infile("mm_lse_mean.py", ("M, K, N = 128, 256, 512", "M, K, N = 4096, 4096, 4096"))
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    call = _lower_again(worker, task, r, tmp_path)
+    assert call["operands"][-1]["array_shape"] == [4096, 1]  # one value per row
+
+
+def test_row_that_does_not_fit_vmem_is_refused(worker):
+    r = worker.request("generate", task=_infile("refuse/mm_wide_row.py"), timeout=300)
+    assert r["ok"] is False
+    err = r["error"]
+    assert err["kind"] == "no_template", err
+    assert "128256" in err["message"] and "VMEM" in err["message"]
+    assert "two-pass" in err["message"] and "LLM" in err["message"]
+
+
+def test_smaller_vmem_target_gives_smaller_tiles(worker):
+    task = _infile("mm_bias_gelu.py", FULL_MM)
+    big = _generate(worker, task)
+    small = _generate(worker, task, target={"name": "tiny", "vmem_limit_bytes": 4 * 1024 * 1024})
+
+    def tile(r):
+        consts = {}
+        for n in ast.parse(r["source"]).body:
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+                consts[n.targets[0].id] = getattr(n.value, "value", None)
+        return consts["BLOCK_M"] * consts["BLOCK_N"] + consts["BLOCK_N"] * consts["BLOCK_K"]
+    assert tile(small) < tile(big)
+    assert small["target"]["vmem_limit_bytes"] == 4 * 1024 * 1024
+
+
+@pytest.mark.parametrize("name, prim", [("refuse/mm_cumsum.py", "cumsum")])
+def test_epilogue_op_without_emitter_is_refused(worker, name, prim):
+    r = worker.request("generate", task=_infile(name), timeout=300)
+    assert r["ok"] is False
+    err = r["error"]
+    assert err["kind"] == "no_template"
+    assert err["primitives"] == [prim]
+    assert err["locations"] and err["locations"][0]["line"] == 7, err
+    assert err["file"].endswith(name.split("/")[-1])
