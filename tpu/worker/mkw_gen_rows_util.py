@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import jax.extend.core as jcore
+import jax.numpy as jnp
 import mkw_gen_common as G
 import numpy as np
 
@@ -77,7 +78,7 @@ class Value:
 def kernel_dtype(dtype):
     """Floats are computed in float32 in the kernel; other dtypes stay."""
     dt = np.dtype(dtype)
-    return np.dtype(np.float32) if np.issubdtype(dt, np.floating) else dt
+    return np.dtype(np.float32) if jnp.issubdtype(dt, np.floating) else dt
 
 
 class RowProgram:
@@ -225,7 +226,7 @@ class RowProgram:
         elif name in BINARY:
             expr = BINARY[name].format(*t)
         elif name == "div":
-            integer = not np.issubdtype(np.dtype(out.aval.dtype), np.inexact)
+            integer = not jnp.issubdtype(np.dtype(out.aval.dtype), np.inexact)
             expr = f"jax.lax.div({t[0]}, {t[1]})" if integer else f"{t[0]} / {t[1]}"
         elif name == "integer_pow":
             y = int(eqn.params["y"])
@@ -361,7 +362,7 @@ def shape_literal_text(value, dtype, n: int, statics: dict):
     equals that value, else None (the literal itself)."""
     if isinstance(value, bool):
         return None
-    floating = np.issubdtype(np.dtype(dtype), np.floating)
+    floating = jnp.issubdtype(np.dtype(dtype), np.floating)
     if n > 2 and isinstance(value, (int, float)) and not math.isnan(value) and value == n:
         return "float(n)" if floating else "n"
     for name, sv in statics.items():

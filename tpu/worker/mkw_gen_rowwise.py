@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 
 import jax
+import jax.numpy as jnp
 import mkw_gen_common as G
 import mkw_gen_rows_util as R
 import numpy as np
@@ -26,6 +27,8 @@ OTHER_CLASSES = ("dot_general", "conv_general_dilated", "ragged_dot", "pallas_ca
                  "scan", "cond", "fft", "cumsum", "cumprod", "cummax", "sort", "gather", "scatter",
                  "scatter-add", "dynamic_slice", "dynamic_update_slice")
 KERNEL_NAMES = ("rows", "n")
+# Locals of the generated entry; a reference parameter with one of these names is aliased.
+ENTRY_LOCALS = ("lead", "n", "m", "block_rows", "out")
 MAX_BLOCK_ROWS = 1024
 # f32 intermediates a row kernel keeps live at once (x, centred x, the result), on top of the
 # double-buffered blocks: a conservative share for Mosaic's spills.
@@ -136,7 +139,7 @@ class _Plan:
         for var, name, _ in inputs:
             text = _ident(name)
             dt = np.dtype(var.aval.dtype)
-            cast = ".astype(jnp.float32)" if np.issubdtype(dt, np.floating) and dt != np.float32 else ""
+            cast = ".astype(jnp.float32)" if jnp.issubdtype(dt, np.floating) and dt != np.float32 else ""
             load.append(f"{text} = {text}_ref[...]{cast}")
         outs = self._outputs()
         block_rows, tunables, notes, vmem = self._blocks(inputs, outs)
@@ -241,7 +244,8 @@ class _Plan:
         kernel = f"def {kname}({sig}):\n" + G.indent("\n".join(body))
 
         x = full_in
-        e = [f"lead, n = {x}.shape[:-1], {x}.shape[-1]",
+        e = [f"{_ident(p)} = {p}" for p in ctx.params if _ident(p) != p]
+        e += [f"lead, n = {x}.shape[:-1], {x}.shape[-1]",
              f"m = {x}.size // n",
              f"block_rows = _fit_block(BLOCK_ROWS, m, {self.align})"]
         specs, args = [], []
@@ -299,7 +303,7 @@ def _return_text(ctx, rets) -> str:
 
 
 def _ident(name: str) -> str:
-    return name if name.isidentifier() and name not in KERNEL_NAMES else f"arg_{name}"
+    return f"{name}_arr" if name in KERNEL_NAMES or name in ENTRY_LOCALS else name
 
 
 def mib_step(n: int) -> str:
