@@ -214,6 +214,14 @@ def test_matmul_logsumexp_minus_mean_small_instance_is_correct(worker, tmp_path)
     _evaluate(worker, task, r, tmp_path)
 
 
+def test_row_mean_follows_the_row_length_at_a_shrunk_instance(worker, tmp_path):
+    """Generated at N=1024, run at N=128: the mean must divide by the row it sees."""
+    task = _infile("mm_lse_mean.py", ("M, K, N = 128, 256, 512", "M, K, N = 1024, 1024, 1024"))
+    r = _generate(worker, task)
+    ev = _evaluate(worker, task, r, tmp_path, shrink={"factor": 8, "min_dim": 64})
+    assert ev["instance"]["kind"] == "shrunk", ev["instance"]
+
+
 def test_matmul_logsumexp_full_size_lowers(worker, tmp_path):
     task = _infile("mm_lse_mean.py", ("M, K, N = 128, 256, 512", "M, K, N = 4096, 4096, 4096"))
     r = _generate(worker, task)
