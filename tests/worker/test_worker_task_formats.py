@@ -301,6 +301,31 @@ def test_shrink_draws_from_each_inputs_distribution():
         task.close()
 
 
+def test_shrink_runs_the_inputs_function_at_the_shrunk_sizes():
+    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_matmul", "baseline.py")}, None, None)
+    try:
+        mkw_shrink.configure(task, 2)
+        assert task.shrink.describe()["data"] == "the task's inputs function at the shrunk sizes"
+        s = mkw_run.make_input_set(task, 1)
+        assert s.warnings == []
+    finally:
+        task.close()
+
+
+def test_shrink_falls_back_to_learnt_statistics():
+    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_fallback", "baseline.py")}, None, None)
+    try:
+        mkw_shrink.configure(task, 2)
+        d = task.shrink.describe()
+        assert d["data"].startswith("statistics") and d["input_shapes"] == [[128, 256]]
+        s = mkw_run.make_input_set(task, 1)
+        assert any("captures a constant array of shape (256, 512)" in w for w in s.warnings), s.warnings
+        x = np.asarray(s.args[0])
+        assert x.shape == (128, 256) and 1.0 <= x.min() and x.max() <= 3.0 and x.std() > 0.3
+    finally:
+        task.close()
+
+
 def test_shrink_rescales_index_inputs_into_the_new_range():
     task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_index", "baseline.py")}, None, None)
     try:

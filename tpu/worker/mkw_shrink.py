@@ -8,16 +8,21 @@ stays equal on both sides, M = S * top_k stays proportional).  Static int
 arguments equal to a shrunk size follow the same map (a reference reshaping
 by `out_features` keeps working); other statics are kept.
 
-The data is drawn fresh at the shrunk shapes from each input's own
-distribution, learnt from one call of the task's inputs function at full
-size (jitted down to a few numbers per input when it traces; called eagerly
-otherwise): non-negative floats uniform in [min, max], 0/1 floats Bernoulli
-with the same mean, other floats normal with the same mean and standard
-deviation, constant floats N(0, 1) (as for key-less inputs, mkw_run),
-integers uniform in their range, where indices or lengths into a shrunk
-size (values >= -1, max below or at d, no longer fitting d // F) are drawn
-in the new range, bools Bernoulli.  The reference must run at the shrunk shapes; one that cannot
-(a size hard-coded in it) is a clear `task` error naming the instance.
+The data comes, when it can, from the task's own inputs function run at the
+shrunk sizes: its jaxpr is re-evaluated with every shape parameter (random
+bits, iota, broadcasts, reshapes, slices) and every integer constant equal to
+a shrunk size mapped, so the distribution and any structure (masks from iota,
+indices from randint(0, V)) carry over exactly and nothing is ever built at
+full size.  When that is not possible (a loop, a captured array constant, a
+size that does not map cleanly), each input's distribution is learnt from
+one full-size call instead and drawn at the shrunk shapes: non-negative
+floats uniform in [min, max], 0/1 floats Bernoulli with the same mean, other
+floats normal with the same mean and standard deviation, constant floats
+N(0, 1) (as for key-less inputs, mkw_run), integers uniform in their range,
+where indices or lengths into a shrunk size (values >= -1, max below or at d,
+no longer fitting d // F) are drawn in the new range, bools Bernoulli.  The
+reference must run at the shrunk shapes; one that cannot (a size hard-coded
+in it) is a clear `task` error naming the instance.
 """
 
 from __future__ import annotations
@@ -34,6 +39,25 @@ import numpy as np
 DEFAULT_MIN_DIM = 128
 _STATS_CACHE: collections.OrderedDict = collections.OrderedDict()  # learnt stats per task text
 _STATS_CACHE_SIZE = 16
+_SOURCES: collections.OrderedDict = collections.OrderedDict()  # (task text, F, min_dim) -> _DataSource
+
+
+class _DataSource:
+    """Where a shrunk instance's data comes from: the jitted shrunk inputs program (and, without
+    a key, its one output), or the learnt statistics."""
+
+    def __init__(self):
+        self.program = None
+        self.base = None
+        self.stats = None
+        self.data = ""
+        self.notes: list[str] = []
+
+
+def _task_key(task) -> str:
+    return hashlib.sha256("\0".join([task.form, task.inputs_name, task.ref_module.source,
+                                     task.inputs_module.source, getattr(task, "cache_salt", "")]
+                                    ).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def parse_request(value):
@@ -86,8 +110,27 @@ class Shrunk:
         sizes = sorted({int(d) for x in leaves if mkw_run.is_data(x) for d in x.shape})
         self.size_map = {d: d // factor for d in sizes if d % factor == 0 and d // factor >= min_dim}
         self.leaves = [self._shrink_leaf(x) for x in leaves]
-        self.stats = _learn_stats(task)
         self._check_reference()
+        key = (_task_key(task), factor, min_dim)
+        if key in _SOURCES:
+            # One compile per task text and instance, whatever the request (a warm worker
+            # evaluating many candidates of one task).
+            _SOURCES.move_to_end(key)
+            self.source = _SOURCES[key]
+            return
+        self.source = _DataSource()
+        try:
+            self.source.program = _shrunk_program(task, self.size_map,
+                                                  [x for x in self.leaves if mkw_run.is_data(x)])
+            self.source.data = "the task's inputs function at the shrunk sizes"
+        except _CannotShrink as e:
+            self.source.stats = _learn_stats(task)
+            self.source.data = "statistics of one full-size call of the task's inputs function"
+            self.source.notes.append(f"the inputs function could not run at the shrunk sizes ({e}); "
+                                     f"inputs are drawn from the statistics of its full-size values")
+        _SOURCES[key] = self.source
+        while len(_SOURCES) > _STATS_CACHE_SIZE:
+            _SOURCES.popitem(last=False)
 
     # -- shapes -------------------------------------------------------------------------
 
@@ -109,7 +152,8 @@ class Shrunk:
         return {"kind": "shrunk", "factor": self.factor, "min_dim": self.min_dim,
                 "input_shapes": self.input_shapes(self.leaves),
                 "full_input_shapes": self.input_shapes(self.full_leaves),
-                "sizes": {str(k): v for k, v in self.size_map.items()}}
+                "sizes": {str(k): v for k, v in self.size_map.items()},
+                "data": self.source.data}
 
     def _check_reference(self):
         """The reference traced at the shrunk shapes: a size hard-coded in it fails here, before
@@ -133,16 +177,28 @@ class Shrunk:
     # -- data ---------------------------------------------------------------------------
 
     def draw(self, seed: int, warnings: list[str]):
+        warnings.extend(self.source.notes)
         rng = np.random.default_rng(seed)
-        out = []
-        array_index = 0
-        for i, x in enumerate(self.leaves):
-            if not mkw_run.is_data(x):
-                out.append(x)
-                continue
-            out.append(self._draw_array(x, self.stats[array_index], rng, warnings, i))
-            array_index += 1
+        if self.source.program is not None:
+            arrays = self._program_arrays(seed, rng, warnings)
+        else:
+            arrays = [self._draw_array(x, st, rng, warnings, i) for i, (x, st) in
+                      enumerate(zip([x for x in self.leaves if mkw_run.is_data(x)], self.source.stats))]
+        it = iter(arrays)
+        out = [next(it) if mkw_run.is_data(x) else x for x in self.leaves]
         return jax.tree_util.tree_unflatten(self.tree, out)
+
+    def _program_arrays(self, seed, rng, warnings):
+        src = self.source
+        if self.task.inputs_takes_key:
+            return list(src.program(jax.random.key(seed)))
+        # No key (JAXBench's create_inputs()): the function's own values at the shrunk sizes,
+        # then fresh data from their ranges per seed, exactly as at full size (mkw_run).
+        if src.base is None:
+            src.base = [np.array(x) for x in src.program(None)]
+            for x in src.base:
+                x.flags.writeable = False  # shared by later requests of this task
+        return [mkw_run._synthesize(x, rng, warnings, i) for i, x in enumerate(src.base)]
 
     def _draw_array(self, aval, st: dict, rng, warnings, index: int):
         shape, dt = tuple(aval.shape), aval.dtype
@@ -184,7 +240,118 @@ class Shrunk:
 
 
 # ---------------------------------------------------------------------------
-# Learning each input's statistics from one full-size call.
+# The inputs function itself at the shrunk sizes.
+
+class _CannotShrink(Exception):
+    pass
+
+
+_CALL_PRIMITIVES = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+                    "custom_vjp_call_jaxpr", "remat", "checkpoint")
+_SUBJAXPR_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+# Parameters that hold sizes (mapped); axis numbers (`dimensions`, `axis`) are not sizes.
+_SIZE_PARAMS = ("shape", "new_sizes", "slice_sizes", "sizes", "limit_indices")
+
+
+def _map_size(v, smap):
+    if isinstance(v, (tuple, list)):
+        return type(v)(_map_size(x, smap) for x in v)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and int(v) in smap:
+        return smap[int(v)]
+    return v
+
+
+def _map_constant(val, smap):
+    """A scalar signed-integer constant equal to a shrunk size (randint's maxval, a length)
+    follows the map; an array constant that has a shrunk dim cannot be shrunk."""
+    shape = np.shape(val)
+    if shape == ():
+        dt = getattr(val, "dtype", None)
+        if (isinstance(val, int) and not isinstance(val, bool)) or (
+                dt is not None and np.issubdtype(dt, np.signedinteger)):
+            iv = int(val)
+            if iv in smap:
+                return np.asarray(smap[iv], dtype=dt) if dt is not None else smap[iv]
+        return val
+    if any(int(d) in smap for d in shape):
+        raise _CannotShrink(f"it captures a constant array of shape {tuple(shape)}")
+    return val
+
+
+def _eval_shrunk(jaxpr, consts, args, smap):
+    from jax.extend import core as jcore
+
+    env = {}
+
+    def read(v):
+        if isinstance(v, jcore.Literal):
+            return _map_constant(v.val, smap)
+        return env[v]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = _map_constant(c, smap)
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = a
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        name = eqn.primitive.name
+        sub = next((eqn.params[k] for k in _SUBJAXPR_PARAMS if k in eqn.params), None)
+        if name in _CALL_PRIMITIVES and sub is not None and hasattr(sub, "jaxpr"):
+            outs = _eval_shrunk(sub.jaxpr, sub.consts, invals, smap)
+        elif any(isinstance(v, (jcore.ClosedJaxpr, jcore.Jaxpr)) for v in eqn.params.values()):
+            raise _CannotShrink(f"it uses `{name}`, a primitive with a nested program")
+        else:
+            params = {k: (_map_size(v, smap) if k in _SIZE_PARAMS else v) for k, v in eqn.params.items()}
+            bind = eqn.primitive.get_bind_params(params)
+            if isinstance(bind, tuple):  # older JAX: (subfuns, params)
+                subfuns, bind = bind
+                outs = eqn.primitive.bind(*subfuns, *invals, **bind)
+            else:
+                outs = eqn.primitive.bind(*invals, **bind)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, o in zip(eqn.outvars, outs):
+            if type(v).__name__ != "DropVar":
+                env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _shrunk_program(task, smap, expected):
+    """A jitted function (key or None) -> the task's input arrays at the shrunk sizes, checked
+    against the expected shapes once; raises _CannotShrink when that cannot work."""
+    if not smap:
+        raise _CannotShrink("no input size is shrunk")
+
+    def arrays(key):
+        value = task.inputs_fn(key) if task.inputs_takes_key else task.inputs_fn()
+        return _arrays(value)
+
+    key0 = jax.random.key(0)
+    try:
+        closed = jax.make_jaxpr(arrays)(key0) if task.inputs_takes_key else jax.make_jaxpr(lambda: arrays(None))()
+    except Exception as e:  # noqa: BLE001
+        raise _CannotShrink(f"it does not trace: {type(e).__name__}: {str(e)[:160]}") from None
+
+    def run(key):
+        args = [key] if task.inputs_takes_key else []
+        return _eval_shrunk(closed.jaxpr, closed.consts, args, smap)
+
+    jitted = jax.jit(run) if task.inputs_takes_key else jax.jit(lambda: run(None))
+    try:
+        got = jax.eval_shape(jitted, key0) if task.inputs_takes_key else jax.eval_shape(jitted)
+    except _CannotShrink:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise _CannotShrink(f"{type(e).__name__}: {str(e)[:160]}") from None
+    want = [(tuple(x.shape), np.dtype(x.dtype)) for x in expected]
+    have = [(tuple(x.shape), np.dtype(x.dtype)) for x in got]
+    if have != want:
+        raise _CannotShrink(f"it produced shapes {[h[0] for h in have]}, expected {[w[0] for w in want]}")
+    return (lambda key: jitted(key)) if task.inputs_takes_key else (lambda _key: jitted())
+
+
+# ---------------------------------------------------------------------------
+# Learning each input's statistics from one full-size call (the fallback).
 
 def _kind(dt) -> str:
     if dt == np.bool_:
@@ -223,9 +390,7 @@ def _arrays(value):
 
 
 def _learn_stats(task) -> list[dict]:
-    key = hashlib.sha256("\0".join([task.form, task.inputs_name, task.ref_module.source,
-                                    getattr(task, "cache_salt", "")]).encode("utf-8", "surrogatepass")
-                         ).hexdigest()
+    key = _task_key(task)
     if key in _STATS_CACHE:
         _STATS_CACHE.move_to_end(key)
         return _STATS_CACHE[key]
