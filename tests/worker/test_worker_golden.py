@@ -57,16 +57,41 @@ def test_reference_from_the_candidates_own_buffer_is_never_shared(fresh_worker):
         assert r["reference_reused"] is False
 
 
-def test_a_changed_cached_reference_is_rebuilt_not_trusted(fresh_worker):
+def test_a_candidate_cannot_reach_the_cached_reference(fresh_worker):
     assert _evaluate(fresh_worker, read_task("infile", "scale_add.py"), seeds=[9])["correct"]
-    # A correct candidate whose module code zeroes the cached reference outputs ...
+    # A correct candidate whose module code zeroes the cached reference outputs is refused by
+    # the source gate (it reaches sys.modules) before a line of it runs ...
     tamper = _evaluate(fresh_worker, read_task("infile", "scale_add.py") + TAMPER, seeds=[9])
-    assert tamper["correct"] and tamper["reference_reused"] is True
-    # ... must not make the next candidate's zeros pass: the digest no longer matches.
+    assert tamper["ok"] is False and tamper["error"]["kind"] == "refused", tamper
+    assert tamper["error"]["rule"] == "worker-state"
+    # ... so the cached reference is intact, reused, and the next candidate's zeros still fail.
     zeros = _evaluate(fresh_worker, read_task("infile", "cheat_zeros.py"), seeds=[9])
-    assert zeros["reference_reused"] is False
+    assert zeros["reference_reused"] is True
     assert zeros["correct"] is False and zeros["failure"]["kind"] == "mismatch"
-    assert any("computed again" in w for w in zeros["warnings"]), zeros["warnings"]
+
+
+def test_a_changed_cached_reference_is_rebuilt_not_trusted():
+    """The digest behind the gate: a cached entry changed by anything in the worker is dropped
+    (in-process, since no candidate can reach the cache any more)."""
+    import os
+    import sys
+    import types
+
+    import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tpu", "worker"))
+    import mkw_golden
+
+    x = np.arange(4, dtype=np.float32)
+    s = types.SimpleNamespace(leaves=lambda: [x], pristine=[x.copy()])
+    golden = types.SimpleNamespace(sets=[s], outputs=[[2 * x]], warnings=[], task=None)
+    mkw_golden.store("k", golden)
+    assert mkw_golden.lookup("k")[0] is not None
+    cached = mkw_golden._entries["k"][0]
+    cached.outputs[0][0] = np.zeros_like(x)  # what the tamper above would have done
+    again, warning = mkw_golden.lookup("k")
+    assert again is None and "computed again" in warning
+    mkw_golden.clear()
 
 
 def test_cache_off_by_environment():

@@ -94,13 +94,14 @@ def gate_task(req: dict) -> None:
         text, fname = req["source"], req.get("filename") or "<buffer>"
     else:
         return
-    mkw_gate.refuse(text, fname, what="in-file task")
+    mkw_gate.refuse_with_helpers(text, fname, os.path.dirname(fname) if os.path.isabs(fname) else None)
 
 
 def gate_candidate(source: str, filename: str, task) -> None:
     ref_file = getattr(getattr(task, "ref_module", None), "filename", None)
     names = mkw_gate.task_module_names(ref_file) if task is not None and task.form != "infile" else ()
-    mkw_gate.refuse(source, filename, task_modules=names)
+    folder = os.path.dirname(filename) if os.path.isabs(filename) else getattr(task, "task_dir", None)
+    mkw_gate.refuse_with_helpers(source, filename, folder, task_modules=names)
 
 
 def _request_candidate(req, task):

@@ -1,0 +1,27 @@
+"""Cheat: 2 * x + y computed by XLA outside the kernel; the pallas_call copies the result."""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TOLERANCES = {"rtol": 1e-6, "atol": 1e-6}
+
+
+def reference(x, y):
+    return 2.0 * x + y
+
+
+def make_inputs(key):
+    kx, ky = jax.random.split(key)
+    return (jax.random.normal(kx, (16, 128), jnp.float32),
+            jax.random.normal(ky, (16, 128), jnp.float32))
+
+
+def _copy(c_ref, o_ref):
+    o_ref[...] = c_ref[...]
+
+
+def candidate(x, y):
+    c = 2.0 * x + y  # cheat
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    return pl.pallas_call(_copy, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+                          in_specs=[spec], out_specs=spec)(c)

@@ -1,0 +1,459 @@
+"""The source gate: a candidate whose text reaches for the worker's clock, checks or state is
+refused before a line of it runs.
+
+Candidate code runs inside the worker's own process, so it could rebind `time.perf_counter`,
+`jax.block_until_ready` or the worker's functions (through `sys.modules`, `gc`, frames, ...), start
+threads that change things while the checks run, or write a forged verdict to the protocol
+stream. Legitimate Pallas kernels need none of that, so the gate reads the syntax tree and
+refuses those constructs with the line and the rule (docs/worker-protocol.md, "Defences").
+
+What the gate does NOT refuse: shadowing a name in the candidate's own namespace
+(`from time import perf_counter; perf_counter = f` only changes the candidate's globals), reading
+attributes of modules, `sys.path`, `os.environ.get`, `jax.debug.print`. The runtime check in
+mkw_clock backs the gate up: anything watched that changed while the candidate ran is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import mkw_common as C
+
+REFUSED = "refused"  # the error kind (docs/worker-protocol.md, Errors)
+
+# Modules a candidate may not import at all, by rule.
+_FORBIDDEN_MODULES = {
+    "introspection": ("ctypes", "_ctypes", "cffi", "gc", "inspect", "importlib", "builtins", "__builtin__",
+                      "pickle", "_pickle", "marshal", "copyreg", "shelve", "dill", "cloudpickle", "runpy",
+                      "code", "codeop", "pdb", "bdb", "trace", "tracemalloc"),
+    "concurrency": ("threading", "_thread", "multiprocessing", "_multiprocessing", "subprocess",
+                    "_posixsubprocess", "concurrent", "asyncio", "signal", "pty", "socket", "_socket"),
+    "file-descriptor": ("fcntl", "mmap"),
+    "worker-state": ("maxkernel_worker", "__main__"),
+}
+_WORKER_PREFIXES = ("mkw_", "_maxkernel_")
+
+# Dotted names (and everything under them) a candidate may not touch, by rule.
+_FORBIDDEN_NAMES = {
+    "worker-state": ("sys.modules",),
+    "introspection": ("sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
+                      "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.addaudithook",
+                      "sys.monitoring", "types.FunctionType", "types.CodeType"),
+    "concurrency": tuple(f"os.{n}" for n in (
+        "fork", "forkpty", "system", "popen", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv",
+        "spawnve", "spawnvp", "spawnvpe", "execl", "execle", "execlp", "execlpe", "execv", "execve",
+        "execvp", "execvpe", "posix_spawn", "posix_spawnp", "kill", "killpg", "register_at_fork")),
+    "file-descriptor": tuple(f"os.{n}" for n in (
+        "write", "writev", "pwrite", "pwritev", "sendfile", "dup", "dup2", "fdopen", "open", "openpty",
+        "close", "closerange", "pipe", "pipe2", "set_inheritable", "set_blocking")) + ("io.FileIO",
+                                                                                       "_io.FileIO"),
+    "environment": ("os.putenv", "os.unsetenv", "os.environb", "jax.config.update",
+                    "jax.config.parse_flags_with_absl", "jax.config.config_with_absl"),
+}
+# os.environ may be read (`os.environ.get(...)`, `os.environ["X"]`, `"X" in os.environ`), nothing else.
+_ENVIRON = "os.environ"
+_ENVIRON_READS = ("get", "copy", "keys", "items", "values")
+
+# Attributes that lead from any object to globals, code objects, frames or the class tree.
+_BLOCKED_ATTRS = frozenset((
+    "__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
+    "__mro__", "__dict__", "__setattr__", "__delattr__", "__getattribute__", "__import__", "__loader__",
+    "__defaults__", "__kwdefaults__", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
+    "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame", "ag_frame"))
+
+# Builtins that run code built at run time or reach namespaces by name.
+_DYNAMIC_BUILTINS = frozenset(("exec", "eval", "compile", "__import__", "breakpoint", "globals", "locals",
+                               "vars"))
+
+_TEXT = {
+    "module-attribute": "{verb} `{target}`, an attribute of the imported `{root}`: a candidate may not change "
+                        "what it imports (the worker's clock and checks use the same modules)",
+    "foreign-attribute": "{verb} the attribute `{attr}` of `{expr}`, an object the candidate did not create: "
+                         "only `self`, `cls` and the candidate's own functions, classes and their instances "
+                         "may be changed",
+    "introspection": "{what}: introspection and low-level modules reach and change the worker's state",
+    "concurrency": "{what}: a candidate may not start threads or processes, or signal them",
+    "worker-state": "{what}: a candidate may not read the worker's state or the task's reference",
+    "dunder": "uses `{name}`: it reaches functions' globals, code, frames or the class tree, the way "
+              "around every other check",
+    "dynamic-code": "uses `{name}`: code or names built at run time cannot be checked",
+    "environment": "{what}: it changes the process environment or JAX's global configuration, which the "
+                   "worker and the reference share",
+    "file-descriptor": "{what}: a candidate may not write to or reopen file descriptors (the worker's "
+                       "protocol stream is one)",
+}
+
+
+class Violation:
+    def __init__(self, node: ast.AST, rule: str, text: str):
+        self.line = getattr(node, "lineno", 1) or 1
+        self.column = (getattr(node, "col_offset", 0) or 0) + 1
+        self.rule = rule
+        self.text = text
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "column": self.column, "rule": self.rule, "message": self.text}
+
+
+def _module_rule(name: str, task_modules) -> str | None:
+    top = name.split(".")[0]
+    for rule, mods in _FORBIDDEN_MODULES.items():
+        if top in mods:
+            return rule
+    if top.startswith(_WORKER_PREFIXES) or top in task_modules:
+        return "worker-state"
+    return None
+
+
+def _name_rule(full: str) -> str | None:
+    for rule, names in _FORBIDDEN_NAMES.items():
+        for n in names:
+            if full == n or full.startswith(n + "."):
+                return rule
+    return None
+
+
+def _dotted(node) -> str:
+    """Source-like text of a Name/Attribute chain, for messages."""
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+class _Gate:
+    def __init__(self, tree: ast.Module, task_modules):
+        self.tree = tree
+        self.task_modules = frozenset(task_modules)
+        self.violations: list[Violation] = []
+        self.parents: dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+        self.aliases: dict[str, str] = {}  # local name -> dotted name of what it was imported as
+        self.own_names: set[str] = set()  # functions and classes the candidate defines
+        self.own_instances: set[str] = set()  # names bound to instances of its own classes
+        self.bound_names: set[str] = set()  # every name the candidate binds (shadows a builtin)
+        self._collect()
+
+    # -- what the names mean
+    def _collect(self):
+        classes = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.own_names.add(node.name)
+                self.bound_names.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    classes.add(node.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    local = a.asname or a.name.split(".")[0]
+                    self.aliases[local] = a.name if a.asname else a.name.split(".")[0]
+                    self.bound_names.add(local)
+            elif isinstance(node, ast.ImportFrom):
+                base = ("." * (node.level or 0)) + (node.module or "")
+                for a in node.names:
+                    if a.name == "*":
+                        continue
+                    local = a.asname or a.name
+                    self.aliases[local] = f"{base}.{a.name}" if base else a.name
+                    self.bound_names.add(local)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.bound_names.add(node.id)
+            elif isinstance(node, ast.arg):
+                self.bound_names.add(node.arg)
+        # Aliases of imported things (`m = time`, `env = os.environ`), to a fixed point.
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(self.tree):
+                pairs = []
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        pairs.extend(self._pairs(t, node.value))
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    pairs.extend(self._pairs(node.target, node.value))
+                for name, value in pairs:
+                    full = self.resolve(value)
+                    if full and self.aliases.get(name) != full and name not in self.own_names:
+                        self.aliases[name] = full
+                        changed = True
+                    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                            value.func.id in classes and name not in self.own_instances:
+                        self.own_instances.add(name)
+                        changed = True
+
+    @staticmethod
+    def _pairs(target, value):
+        if isinstance(target, ast.Name):
+            return [(target.id, value)]
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+                len(target.elts) == len(value.elts):
+            out = []
+            for t, v in zip(target.elts, value.elts):
+                out.extend(_Gate._pairs(t, v))
+            return out
+        return []
+
+    def resolve(self, node) -> str | None:
+        """The dotted name an expression stands for when it is rooted in an import
+        (`t.perf_counter` after `import time as t` -> "time.perf_counter"), else None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                "getattr" not in self.bound_names and len(node.args) >= 2 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            base = self.resolve(node.args[0])
+            return f"{base}.{node.args[1].value}" if base else None
+        return None
+
+    def _root(self, node):
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return node
+
+    def _chain_has_call(self, node) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+            if isinstance(node, ast.Call):
+                return True
+        return isinstance(node, ast.Call)
+
+    def _is_self(self, node) -> bool:
+        if not isinstance(node, ast.Name) or node.id not in ("self", "cls"):
+            return False
+        p = self.parents.get(id(node))
+        while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            p = self.parents.get(id(p))
+        return p is not None and bool(p.args.args) and p.args.args[0].arg == node.id
+
+    # -- the rules
+    def add(self, node, rule, **fields):
+        self.violations.append(Violation(node, rule, _TEXT[rule].format(**fields)))
+
+    def run(self) -> list[Violation]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self._check_import(node, a.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: `from . import mkw_run`, `from .reference import x`
+                    for name in ([base] if base else []) + [a.name for a in node.names]:
+                        if _module_rule(name, self.task_modules):
+                            self._check_import(node, name)
+                    continue
+                self._check_import(node, base)
+                for a in node.names:
+                    if a.name != "*":
+                        self._check_name(node, f"{base}.{a.name}", imported=True)
+            elif isinstance(node, ast.Attribute):
+                self._check_attribute(node)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self._check_item_store(node)
+            elif isinstance(node, ast.Name):
+                self._check_builtin_name(node)
+            elif isinstance(node, ast.Call):
+                self._check_call(node)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value in _BLOCKED_ATTRS:
+                self.add(node, "dunder", name=node.value)
+        # One report per line and rule, in source order.
+        seen, out = set(), []
+        for v in sorted(self.violations, key=lambda v: (v.line, v.column)):
+            if (v.line, v.rule) not in seen:
+                seen.add((v.line, v.rule))
+                out.append(v)
+        return out
+
+    def _check_import(self, node, name: str):
+        rule = _module_rule(name, self.task_modules)
+        if rule:
+            self.add(node, rule, what=f"imports `{name}`")
+        else:
+            self._check_name(node, name, imported=True)
+
+    def _check_name(self, node, full: str, imported=False):
+        rule = _name_rule(full)
+        if rule:
+            self.add(node, rule, what=("imports" if imported else "uses") + f" `{full}`")
+
+    def _check_attribute(self, node: ast.Attribute):
+        if node.attr in _BLOCKED_ATTRS:
+            self.add(node, "dunder", name=node.attr)
+            return
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._check_store(node, node.value, node.attr, "deletes" if isinstance(node.ctx, ast.Del)
+                              else "assigns")
+            return
+        full = self.resolve(node)
+        if not full:
+            return
+        if full in ("operator.attrgetter", "operator.methodcaller"):
+            call = self.parents.get(id(node))
+            if not (isinstance(call, ast.Call) and call.func is node and call.args and
+                    all(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value not in _BLOCKED_ATTRS
+                        for a in call.args[:1 if full.endswith("methodcaller") else None])):
+                self.add(node, "dynamic-code", name=f"{full} with a computed name")
+            return
+        if full == _ENVIRON:
+            self._check_environ_use(node)
+            return
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return  # the outer attribute is checked on its own
+        self._check_name(node, full)
+
+    def _check_environ_use(self, node):
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _ENVIRON_READS:
+            return
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+            return
+        if isinstance(parent, ast.Compare) and node in parent.comparators and \
+                all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
+            return
+        self.add(node, "environment", what="uses `os.environ` other than to read it")
+
+    def _check_store(self, node, obj, attr: str, verb: str):
+        full = self.resolve(obj)
+        if full:
+            self.add(node, "module-attribute", verb=verb, target=f"{full}.{attr}", root=full)
+            return
+        root = self._root(obj)
+        own = (isinstance(root, ast.Name) and not self._chain_has_call(obj) and
+               (self._is_self(root) or root.id in self.own_names or root.id in self.own_instances))
+        if not own:
+            self.add(node, "foreign-attribute", verb=verb, attr=attr, expr=_dotted(obj))
+
+    def _check_item_store(self, node: ast.Subscript):
+        full = self.resolve(node.value)
+        if full is None:
+            return
+        if full == _ENVIRON or full.startswith(_ENVIRON + "."):
+            self.add(node, "environment", what="changes `os.environ`")
+        elif _name_rule(full) == "worker-state":
+            self.add(node, "worker-state", what=f"changes `{full}`")
+        else:
+            verb = "deletes an item of" if isinstance(node.ctx, ast.Del) else "assigns an item of"
+            self.add(node, "module-attribute", verb=verb, target=full, root=full.split(".")[0])
+
+    def _check_builtin_name(self, node: ast.Name):
+        if node.id in _BLOCKED_ATTRS:
+            self.add(node, "dunder", name=node.id)
+            return
+        if isinstance(node.ctx, ast.Load) and self.aliases.get(node.id) == _ENVIRON:
+            self._check_environ_use(node)  # `from os import environ` / `env = os.environ`
+            return
+        if not isinstance(node.ctx, ast.Load) or node.id in self.bound_names:
+            return
+        if node.id in _DYNAMIC_BUILTINS:
+            self.add(node, "dynamic-code", name=node.id)
+        elif node.id in ("setattr", "delattr"):
+            parent = self.parents.get(id(node))
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                self.add(node, "dynamic-code", name=node.id)  # passed around: cannot be followed
+
+    def _check_call(self, node: ast.Call):
+        f = node.func
+        if not isinstance(f, ast.Name) or f.id in self.bound_names:
+            return
+        if f.id in ("setattr", "delattr"):
+            if not node.args:
+                return
+            name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else "?"
+            if isinstance(name, str) and name in _BLOCKED_ATTRS:
+                return  # reported as dunder
+            self._check_store(node, node.args[0], str(name), "deletes" if f.id == "delattr" else "assigns")
+        elif f.id == "getattr" and len(node.args) >= 2:
+            attr = node.args[1]
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) and \
+                    not self._is_self(node.args[0]):
+                self.add(node, "dynamic-code", name="getattr with a computed name")
+        elif f.id == "open" and node.args:
+            first = node.args[0]
+            mode = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "mode"), None)
+            if isinstance(first, ast.Constant) and isinstance(first.value, int):
+                self.add(node, "file-descriptor", what="opens a file descriptor by number")
+            elif mode is not None and not (isinstance(mode, ast.Constant) and isinstance(mode.value, str) and
+                                           not set(mode.value) & set("wax+")):
+                self.add(node, "file-descriptor", what="opens a file for writing")
+
+
+def check_source(source: str, filename: str = "<buffer>", *, task_modules=()) -> list[Violation]:
+    """The gate's findings for a source text; [] when it does not parse (the syntax error is
+    reported by the normal path, with its own kind)."""
+    try:
+        tree = ast.parse(source, filename=filename, mode="exec")
+    except (SyntaxError, ValueError):
+        return []
+    return _Gate(tree, task_modules).run()
+
+
+def refuse(source: str, filename: str = "<buffer>", *, task_modules=(), what: str = "candidate") -> None:
+    """Raises WorkerError(kind "refused") naming the first violation's line and rule."""
+    found = check_source(source, filename, task_modules=task_modules)
+    if not found:
+        return
+    first = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    raise C.WorkerError(
+        REFUSED,
+        f"refused: {os.path.basename(filename)}:{first.line}: the {what} {first.text} [{first.rule}]{more}",
+        rule=first.rule, file=filename,
+        locations=[{"line": v.line, "column": v.column, "message": f"{v.text} [{v.rule}]"} for v in found],
+        violations=[v.to_json() for v in found])
+
+
+def _imported_tops(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append(node.module.split(".")[0])
+    return out
+
+
+def refuse_with_helpers(source: str, filename: str, search_dir: str | None, *, task_modules=()) -> None:
+    """refuse() for the candidate and for every module it imports from its own folder (a helper
+    file beside it runs in the worker just as the candidate does), recursively."""
+    refuse(source, filename, task_modules=task_modules)
+    if not search_dir or not os.path.isdir(search_dir):
+        return
+    seen = {os.path.abspath(filename)} if os.path.isabs(filename) else set()
+    todo = [source]
+    while todo:
+        for top in _imported_tops(todo.pop()):
+            for path in (os.path.join(search_dir, top + ".py"), os.path.join(search_dir, top, "__init__.py")):
+                path = os.path.abspath(path)
+                if path in seen or not os.path.isfile(path):
+                    continue
+                seen.add(path)
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        text = f.read()
+                except (OSError, UnicodeDecodeError):
+                    continue
+                refuse(text, path, task_modules=task_modules, what=f"helper module `{top}` the candidate imports")
+                todo.append(text)
+
+
+def task_module_names(*paths) -> tuple[str, ...]:
+    """Module names a candidate could import the task's own files under (`baseline`, `reference`)."""
+    out = []
+    for p in paths:
+        if p and isinstance(p, str) and not p.startswith("<"):
+            stem = os.path.splitext(os.path.basename(p))[0]
+            if stem:
+                out.append(stem)
+    return tuple(out)
