@@ -452,18 +452,20 @@ def _matmul_kernel({sig}):
     obn = "bn" if out_block.cols_full else "1"
     oj = "j" if out_block.cols_full else "0"
     odt = G.dtype_code(out.aval.dtype)
+    keepdims = len(out.aval.shape) == len(ms.out_shape)  # a row statistic kept as (..., 1)
     if batched:
         out_shape = f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})"
         out_spec = f"pl.BlockSpec((None, bm, {obn}), lambda b, i, j, kk: (b, i, {oj}))"
         grid = "(nb, m // bm, n // bn, k // bk)"
         sem = ("parallel", "parallel", "parallel", "arbitrary")
-        final = "batch + (m, n)" if out_block.cols_full else "batch + (m,)"
+        final = "batch + (m, n)" if out_block.cols_full else \
+            ("batch + (m, 1)" if keepdims else "batch + (m,)")
     else:
         out_shape = f"jax.ShapeDtypeStruct((m, {ocols}), {odt})"
         out_spec = f"pl.BlockSpec((bm, {obn}), lambda i, j, kk: (i, {oj}))"
         grid = "(m // bm, n // bn, k // bk)"
         sem = ("parallel", "parallel", "arbitrary")
-        final = "lead + (n,)" if out_block.cols_full else "lead"
+        final = "lead + (n,)" if out_block.cols_full else ("lead + (1,)" if keepdims else "lead")
     kern = G.static_partial("_matmul_kernel", ctx, statics)
     call = f'''out = pl.pallas_call(
     {kern},
@@ -510,10 +512,13 @@ def {ctx.entry}({ctx.signature}):
 
 
 def _precision_code(p) -> str:
+    """The reference's dot precision as code: a Precision pair or a DotAlgorithmPreset."""
     if isinstance(p, (tuple, list)):
-        p = p[0]
-    name = getattr(p, "name", str(p)).split(".")[-1]
-    return f"jax.lax.Precision.{name}"
+        names = [getattr(x, "name", str(x)) for x in p]
+        if len(set(names)) == 1:
+            return f"jax.lax.Precision.{names[0]}"
+        return "(" + ", ".join(f"jax.lax.Precision.{n}" for n in names) + ")"
+    return f"jax.lax.{type(p).__name__}.{p.name}"
 
 
 def _epilogue_summary(region: E.Region, blocks) -> str:
