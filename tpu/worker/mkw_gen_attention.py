@@ -69,8 +69,8 @@ class _Matcher:
         self.notes: list[str] = []
 
     def fail(self, message, prims=()):
-        raise G.NoTemplate(f"attention-shaped reference (two matmuls around a softmax), but "
-                           f"{message}", list(prims))
+        # The dispatcher prefixes "it looks like attention, but": the message is the reason.
+        raise G.NoTemplate(message, list(prims))
 
     # -- chains ------------------------------------------------------------------------
     def scalar_const(self, v):
@@ -220,8 +220,8 @@ class _Matcher:
                 prog.emit(e)
             out = prog.store_text(p_var, ("rows", "n"))
         except R.Unsupported as u:
-            self.fail(f"the scores go through {u.message} before the second matmul",
-                      [u.primitive] if u.primitive else [])
+            self.fail(f"what lies between the two matmuls is not a softmax over the key axis "
+                      f"({u.message})", [u.primitive] if u.primitive else [])
         src = "def _softmax_probe(x):\n    rows, n = x.shape\n" + G.indent(
             "\n".join(prog.lines + [f"return {out}"])) + "\n"
         import jax
@@ -314,8 +314,8 @@ class _Matcher:
                 if _out_shape(ol, b, h, s, dv) != os_:
                     continue
                 for hm in hmaps:
-                    m = dict(q=ql, k=kl, v=vl, out=ol, hmap=hm, B=b, H=h, S=s, D=d, KVH=kvh,
-                             T=t, DV=dv)
+                    m = {"q": ql, "k": kl, "v": vl, "out": ol, "hmap": hm, "B": b, "H": h, "S": s, "D": d, "KVH": kvh,
+                             "T": t, "DV": dv}
                     if self._model_holds(m, out_chain, p_side, p_chain, v_chain, pre, q_chain,
                                          k_chain, q_var, k_var, v_var):
                         found.append(m)

@@ -122,7 +122,7 @@ class _Plan:
                 continue
             results.append((prog, inputs, list(self.statics_used)))
         if not results:
-            raise G.NoTemplate(f"row-wise reference, but {last_error.message}",
+            raise G.NoTemplate(last_error.message,
                                [last_error.primitive] if last_error.primitive else [])
         if len(results) > 1:
             amb = [n for (_, n, doms) in candidates if len(doms) > 1]

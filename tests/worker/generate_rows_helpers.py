@@ -1,0 +1,91 @@
+"""Helpers for the generate tests of the rowwise and attention templates: tasks at another size
+(a line of the task text replaced), the generate / lower / evaluate round trips."""
+
+from __future__ import annotations
+
+import pathlib
+
+from worker_harness import read_task, task_path
+
+SEEDS = [3, 4]
+DIR = "generate_rows"
+
+
+def infile(name, replace=None):
+    """An in-file task; `replace` = (old line, new line) makes another size of it."""
+    path = task_path(DIR, name)
+    if replace is None:
+        return {"form": "infile", "path": path}
+    text = read_task(DIR, name)
+    assert replace[0] in text, replace[0]
+    return {"form": "infile", "source": text.replace(*replace), "filename": path}
+
+
+def maxkernel(tmp_path, name, replace=None):
+    """A copy of a MaxKernel folder, the line replaced in the reference and the YAML alike."""
+    src = pathlib.Path(task_path(DIR, name))
+    dst = tmp_path / name
+    dst.mkdir()
+    for f in sorted(p.name for p in src.iterdir()):
+        text = (src / f).read_text(encoding="utf-8")
+        if replace is not None:
+            assert replace[0] in text, f
+            text = text.replace(*replace)
+        (dst / f).write_text(text, encoding="utf-8")
+    return {"form": "maxkernel", "dir": str(dst)}
+
+
+def jaxbench(name, replace=None):
+    path = task_path(DIR, name, "baseline.py")
+    if replace is None:
+        return {"form": "jaxbench", "baseline": path}
+    text = read_task(DIR, name, "baseline.py")
+    assert replace[0] in text, replace[0]
+    return {"form": "jaxbench", "baseline_source": text.replace(*replace), "baseline_filename": path}
+
+
+def generate(worker, task, **kw):
+    r = worker.request("generate", task=task, timeout=300, **kw)
+    assert r["ok"] is True, r.get("error", r)
+    assert r["lowering"]["ok"] is True
+    return r
+
+
+def refusal(worker, task) -> dict:
+    r = worker.request("generate", task=task, timeout=300)
+    assert r["ok"] is False, r.get("class")
+    assert r["error"]["kind"] == "no_template", r["error"]
+    return r["error"]
+
+
+def lower_again(worker, task, r, tmp_path, source=None) -> dict:
+    """The returned text, as a candidate, lowers for TPU through the lower op: its facts."""
+    source = source or r["source"]
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(source, encoding="utf-8")
+    lo = worker.request("lower", task=task, source=source, filename=str(f), kernel=r["entry"],
+                        target="tpu", timeout=300)
+    assert lo["ok"] is True, lo.get("error")
+    assert lo["lowered"] is True and lo["num_pallas_calls"] == 1
+    return lo["pallas_calls"][0]
+
+
+def evaluate(worker, task, r, tmp_path, source=None, **kw) -> dict:
+    source = source or r["source"]
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(source, encoding="utf-8")
+    ev = worker.request("evaluate", task=task, source=source, filename=str(f), kernel=r["entry"],
+                        seeds=SEEDS, timing=False, timeout=300, **kw)
+    assert ev["ok"] is True, ev.get("error")
+    assert ev["correct"] is True, ev["failure"]
+    assert ev["run_mode"]["mode"] == "interpret"
+    return ev
+
+
+def set_constant(source: str, name: str, value) -> str:
+    """The module with a block constant changed, as the autotuner would."""
+    lines = source.splitlines()
+    hits = [i for i, line in enumerate(lines) if line.startswith(f"{name} = ")]
+    assert len(hits) == 1, name
+    lines[hits[0]] = f"{name} = {value!r}"
+    return "\n".join(lines) + "\n"
