@@ -417,3 +417,21 @@ def test_device_time_without_annotations_is_split_evenly_and_cpu_traces_have_non
     host_only = [_meta(1, proc="/host:CPU"),
                  {"ph": "X", "name": "fusion", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "args": {"hlo_op": "f"}}]
     assert mkw_clock.device_run_times(host_only, None, 1) is None
+
+
+def test_profiled_timing_path_runs_end_to_end_on_cpu(tmp_path):
+    """The real jax.profiler path: three annotated runs land in the trace; a CPU has no device ops."""
+    import jax
+    import mkw_clock
+    import mkw_profile
+
+    x = jax.numpy.ones((8, 128), jax.numpy.float32)
+    compiled = jax.jit(lambda v: v * 2.0).trace(x).lower().compile()
+    module, _ = mkw_profile.entry_ops(compiled.as_text())
+    mkw_clock.profile_runs(compiled, [((x,), {})], 3, str(tmp_path / "trace"))
+    trace_file, _ = mkw_profile.find_trace_file(str(tmp_path / "trace"))
+    events = mkw_clock.load_trace_events(trace_file)
+    runs = sorted(e["name"] for e in events if e.get("ph") == "X" and
+                  str(e.get("name", "")).startswith(mkw_clock.TIMED_ANNOTATION + "/"))
+    assert runs == ["maxkernel.timed/0", "maxkernel.timed/1", "maxkernel.timed/2"]
+    assert module and mkw_clock.device_run_times(events, module, 3) is None
