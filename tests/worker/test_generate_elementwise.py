@@ -98,3 +98,24 @@ def test_jaxbench_narrow_rows_small_instance_is_correct(worker, tmp_path):
     r = _generate(worker, task)
     assert "jax.lax.integer_pow(" in r["source"] and "jnp.log1p(" in r["source"]
     _evaluate(worker, task, r, tmp_path)
+
+
+EVERY = "ew_every_op.py"
+
+
+def test_every_emitted_primitive_is_correct(worker, tmp_path):
+    task = {"form": "infile", "path": task_path("generate", EVERY)}
+    r = _generate(worker, task)
+    assert r["class"] == "elementwise"
+    for prim in ("expm1", "erfc", "cbrt", "sign", "atan2", "rem", "xor", "clamp", "is_finite"):
+        assert prim in r["primitives"], prim
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_every_emitted_primitive_lowers_in_bfloat16(worker, tmp_path):
+    text = read_task("generate", EVERY).replace("DTYPE = jnp.float32", "DTYPE = jnp.bfloat16")
+    task = {"form": "infile", "source": text, "filename": task_path("generate", EVERY)}
+    r = _generate(worker, task)
+    assert r["lowering"]["ok"] is True
+    assert all(v % 16 == 0 for v in r["tunables"]["BLOCK_ROWS"]), r["tunables"]
+    _lower(worker, task, r, tmp_path)

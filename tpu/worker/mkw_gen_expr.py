@@ -30,21 +30,22 @@ _UNARY = {
     "exp2": "jnp.exp2({0})",
     "log": "jnp.log({0})",
     "log1p": "jnp.log1p({0})",
-    "expm1": "jnp.expm1({0})",
+    # Mosaic has no expm1/erfc/cbrt/sign lowering (JAX 0.10): they are re-stated with ops it has.
+    "expm1": "(jnp.exp({0}) - 1.0)",
     "tanh": "jnp.tanh({0})",
     "logistic": "jax.nn.sigmoid({0})",
     "sqrt": "jnp.sqrt({0})",
     "rsqrt": "jax.lax.rsqrt({0})",
-    "cbrt": "jnp.cbrt({0})",
+    "cbrt": "(jnp.where({0} < 0, -1.0, 1.0) * jnp.power(jnp.abs({0}), 1.0 / 3.0))",
     "abs": "jnp.abs({0})",
-    "sign": "jnp.sign({0})",
+    "sign": "jnp.where({0} > 0, 1, jnp.where({0} < 0, -1, {0}))",
     "floor": "jnp.floor({0})",
     "ceil": "jnp.ceil({0})",
     "sin": "jnp.sin({0})",
     "cos": "jnp.cos({0})",
     "tan": "jnp.tan({0})",
     "erf": "jax.lax.erf({0})",
-    "erfc": "jax.lax.erfc({0})",
+    "erfc": "(1.0 - jax.lax.erf({0}))",
     "square": "jnp.square({0})",
     "is_finite": "jnp.isfinite({0})",
     "not": "~{0}",
@@ -379,6 +380,10 @@ class Region:
             lo, x, hi = ins
             self._assign(e, f"jnp.clip({self.code(x)}, {self.code(lo)}, {self.code(hi)})")
             return
+        if name == "is_finite" and G.itemsize(ins[0].aval.dtype) < 4:
+            # Mosaic verifies is_finite on 32-bit floats only.
+            self._assign(e, f"jnp.isfinite({self.code(ins[0])}.astype(jnp.float32))")
+            return
         if name in _UNARY:
             self._assign(e, _UNARY[name].format(self.code(ins[0])))
             return
@@ -439,8 +444,11 @@ class Region:
             out.append("row norm")
         elif red:
             out.append("row " + "/".join(sorted(r.split("_")[1] for r in red)))
-        if {"integer_pow", "tanh"} <= has or has & {"erf", "erfc"}:
+        if ({"integer_pow", "tanh"} <= has and self._has_literal(0.044715)) or (
+                has & {"erf", "erfc"} and self._has_literal(0.7071067811865476)):
             out.append("gelu")
+        elif has & {"erf", "erfc"}:
+            out.append("erf")
         elif "tanh" in has:
             out.append("tanh")
         if "logistic" in has:
@@ -455,6 +463,14 @@ class Region:
             if name in has and not out:
                 out.append(name)
         return out
+
+    def _has_literal(self, value, rel=1e-6) -> bool:
+        for e in self.eqns:
+            for v in e.invars:
+                if is_literal(v) and np.asarray(v.val).dtype.kind == "f" and \
+                        abs(float(np.asarray(v.val).item()) - value) <= rel * abs(value):
+                    return True
+        return False
 
     def _max_with_zero(self) -> bool:
         for e in self.eqns:

@@ -128,6 +128,9 @@ class MatmulShape:
         self.x_dtype = lhs.convert or lhs.var.aval.dtype
         self.w_dtype = rhs.convert or rhs.var.aval.dtype
         self.dot_dtype = dot.outvars[0].aval.dtype
+        # f32 accumulation for float matmuls; an integer matmul accumulates exactly in int32.
+        self.acc_dtype = "int32" if G.dtype_name(self.dot_dtype).startswith(("int", "uint")) \
+            else "float32"
         self.precision = dot.params.get("precision")
 
 
@@ -276,7 +279,7 @@ def _vmem(ms, blocks, out_block, bm, bn, bk):
     for b in blocks:
         ins.append(((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype))
     outs = [((bm, bn if out_block.cols_full else 1), out_block.dtype)]
-    return G.step_vmem(ins, outs, [((bm, bn), "float32")])
+    return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)])
 
 
 def _cost(ms, bm, bn, bk):
@@ -370,9 +373,9 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
         prec = f", precision={_precision_code(ms.precision)}"
     if ms.w_transposed:
         dot = (f"jax.lax.dot_general({xv}, {wv}, (((1,), (1,)), ((), ())), "
-               f"preferred_element_type=jnp.float32{prec})")
+               f"preferred_element_type=jnp.{ms.acc_dtype}{prec})")
     else:
-        dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.float32{prec})"
+        dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.{ms.acc_dtype}{prec})"
     epi = [f"y = acc_ref[...].astype({G.dtype_code(ms.dot_dtype)})"]
     if region.uses_row_len:
         epi.append("row_len = y.shape[-1]  # the whole row is in the tile")
@@ -475,7 +478,7 @@ def _matmul_kernel({sig}):
 {G.indent(chr(10).join(s + "," for s in specs), 8)}
     ],
     out_specs={out_spec},
-    scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+    scratch_shapes=[pltpu.VMEM((bm, bn), jnp.{ms.acc_dtype})],
     compiler_params={G.compiler_params_code(sem, ctx, plan.vmem)},
 )({", ".join(args)})
 return out.reshape({final})'''

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 def reference(x, w):
     y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME")  # line 7: the conv
-    return jax.nn.relu(y)
+    return jnp.maximum(y, 0.0)
 
 
 def make_inputs(key):
