@@ -280,13 +280,20 @@ class _Matcher:
         self.check_softmax(x_var, p_var, region, fill)
         self._check_accounted()
         scale = q_chain.scale * k_chain.scale * pre.scale
-        model = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side, p_chain,
-                                 v_chain, pre, q_chain, k_chain)
-        # Re-run the chosen model's index maps: they leave the mask's sample points behind.
-        self._model_holds(model, out_chain, p_side, p_chain, v_chain, pre, q_chain, k_chain,
-                          q_var, k_var, v_var)
-        causal = self._mask_kind(model, pre)
-        return self._emit(model, causal, scale, q_var, k_var, v_var, out_var)
+        models = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side, p_chain,
+                                  v_chain, pre, q_chain, k_chain)
+        first_error = None
+        for model in models:
+            # Re-run this reading's index maps: they leave the mask's sample points behind.
+            self._model_holds(model, out_chain, p_side, p_chain, v_chain, pre, q_chain, k_chain,
+                              q_var, k_var, v_var)
+            try:
+                causal = self._mask_kind(model, pre)
+            except G.NoTemplate as e:
+                first_error = first_error or e
+                continue
+            return self._emit(model, causal, scale, q_var, k_var, v_var, out_var)
+        raise first_error
 
     def _check_accounted(self):
         rest = [e for e in self.eqns if id(e) not in self.accounted
@@ -309,7 +316,8 @@ class _Matcher:
             bv, kvh2, t2, dv = _dims(vs, vl)
             if (b, d, t, kvh) != (bk, dk, t2, kvh2) or bv != b or h % kvh:
                 continue
-            hmaps = ["repeat"] if kvh == h else ["repeat", "tile"]
+            # One kv head, or one per q head: h // group and h % kv_heads are the same map.
+            hmaps = ["repeat"] if kvh in (1, h) else ["repeat", "tile"]
             for ol in OUT_LAYOUTS:
                 if _out_shape(ol, b, h, s, dv) != os_:
                     continue
@@ -322,10 +330,10 @@ class _Matcher:
         if not found:
             self.fail("the q/k/v/output layouts could not be matched to (batch, heads, seq, dim) "
                       "or (batch, seq, heads, dim) with one kv head per group of q heads")
-        if len({(m["q"], m["k"], m["v"], m["out"], m["hmap"] if m["KVH"] != m["H"] else "")
-                for m in found}) > 1:
-            self.fail("more than one layout reading matches the reference (ambiguous shapes)")
-        return found[0]
+        # Several readings can hold when shapes allow it (one kv head: q heads and q positions
+        # are interchangeable). Each was checked index by index, so each is a correct reading;
+        # the mask (checked next, per reading) decides, then the longer sequence (better tiles).
+        return sorted(found, key=lambda m: -m["S"])
 
     def _samples(self, m):
         rng = np.random.default_rng(1234)

@@ -1,0 +1,150 @@
+"""generate: attention references -> a flash-attention kernel (online softmax over kv blocks).
+
+At FULL size (batch 4, 32 heads, seq 4096, head_dim 128) the module lowers for TPU; generated
+for a SMALL instance it passes evaluate in interpret mode, mostly with 128-long q and kv blocks
+so that the online softmax runs over several kv blocks and (causal) a block above the diagonal is
+skipped. The TPU interpreter (faithful: NaN-filled buffers, out-of-bounds checks) takes ~15 s for
+such a grid on two cores, so the causal case runs under it and two others under the faster HLO
+interpreter (`interpret_mode: hlo`); the library-call case runs its default tiles under the TPU
+interpreter. Causal, GQA (jnp.repeat and jax.nn.dot_product_attention's grouping), both layouts, a
+non-causal one; look-alikes (softmax over the query axis, a sliding window) are refused.
+"""
+
+import generate_rows_helpers as H
+
+CAUSAL_FULL = ("B, H, S, D = 1, 2, 256, 128", "B, H, S, D = 4, 32, 4096, 128")
+SMALL_BLOCKS = (("BLOCK_Q", 128), ("BLOCK_K", 128))
+ONE_SEED = [5]  # the TPU interpreter is slow: one input set (run twice, in both orders)
+
+
+def small_blocks(source: str) -> str:
+    for name, value in SMALL_BLOCKS:
+        source = H.set_constant(source, name, value)
+    return source
+
+
+def test_causal_attention_full_size_lowers(worker, tmp_path):
+    task = H.infile("attn_causal.py", CAUSAL_FULL)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention"
+    assert r["description"].startswith("causal attention (batch 4, 32 q heads, seq 4096x4096, "
+                                        "head_dim 128, float32")
+    src = r["source"]
+    assert "@pl.when(ki * bk <= qi * bq + bq - 1)" in src  # blocks above the diagonal skipped
+    assert "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" in src  # ...and not fetched
+    assert "sm_scale = head_dim ** -0.5" in src
+    for name, dim, align in (("BLOCK_Q", 4096, 8), ("BLOCK_K", 4096, 128)):
+        assert r["tunables"][name] and all(b % align == 0 and dim % b == 0
+                                           for b in r["tunables"][name]), r["tunables"]
+    call = H.lower_again(worker, task, r, tmp_path)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "parallel", "arbitrary"]
+    bq = call["operands"][0]["block_shape"][2]
+    bk = call["operands"][1]["block_shape"][2]
+    assert call["grid"] == [4, 32, 4096 // bq, 4096 // bk]
+    assert call["operands"][0]["block_shape"] == [None, None, bq, 128]
+    assert [s["shape"] for s in call["scratch"]] == [[bq, 1], [bq, 1], [bq, 128]]
+    assert all(s["dtype"] == "float32" for s in call["scratch"])
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_causal_attention_small_instance_is_correct(worker, tmp_path):
+    task = H.infile("attn_causal.py")
+    r = H.generate(worker, task)
+    assert r["class"] == "attention"
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED)
+
+
+GQA_FULL = ("batch, heads, kv_heads, seq, head_dim = 1, 4, 2, 256, 128",
+            "batch, heads, kv_heads, seq, head_dim = 4, 32, 8, 4096, 128")
+
+
+def test_gqa_repeat_maxkernel_full_size_lowers(worker, tmp_path):
+    task = H.maxkernel(tmp_path, "maxkernel_gqa", GQA_FULL)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and r["entry"] == "computation"
+    assert r["description"].startswith("causal GQA attention (batch 4, 32 q heads / 8 kv heads")
+    src = r["source"]
+    assert "def computation(query, key, value, scale):" in src
+    assert "sm_scale = scale" in src  # the static scale, not its value baked in
+    assert "jax.lax.div(hi, group)" in src  # q head h reads kv head h // group
+    assert any("h // 4" in n for n in r["notes"]), r["notes"]
+    call = H.lower_again(worker, task, r, tmp_path)
+    assert call["grid"][:2] == [4, 32]
+    assert call["operands"][1]["array_shape"] == [4, 8, 4096, 128]  # kv heads are not repeated
+    assert [o["dtype"] for o in call["operands"]] == ["bfloat16"] * 4
+
+
+def test_gqa_repeat_maxkernel_small_instance_is_correct(worker, tmp_path):
+    task = H.maxkernel(tmp_path, "maxkernel_gqa")
+    r = H.generate(worker, task)
+    assert r["class"] == "attention"
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+DPA_FULL = ("B, S, H, KVH, D = 1, 256, 2, 1, 128", "B, S, H, KVH, D = 4, 4096, 32, 8, 128")
+
+
+def test_dot_product_attention_bshd_full_size_lowers(worker, tmp_path):
+    task = H.infile("attn_dpa_gqa.py", DPA_FULL)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention"
+    assert "bshd/bshd/bshd -> bshd" in r["description"]
+    call = H.lower_again(worker, task, r, tmp_path)
+    # (batch, seq, heads, dim) is read as (batch, seq, heads*dim): one lane-dense head per block
+    bq = call["operands"][0]["block_shape"][1]
+    assert call["operands"][0]["array_shape"] == [4, 4096, 32 * 128]
+    assert call["operands"][0]["block_shape"] == [None, bq, 128]
+    assert call["operands"][1]["array_shape"] == [4, 4096, 8 * 128]
+
+
+def test_dot_product_attention_small_instance_is_correct(worker, tmp_path):
+    task = H.infile("attn_dpa_gqa.py")
+    r = H.generate(worker, task)
+    assert "GQA" in r["description"]
+    H.evaluate(worker, task, r, tmp_path, seeds=ONE_SEED)
+
+
+NONCAUSAL_FULL = ('CONFIG = {"batch": 1, "heads": 2, "seq": 256',
+                  'CONFIG = {"batch": 4, "heads": 32, "seq": 4096')
+
+
+def test_noncausal_jaxbench_full_size_lowers(worker, tmp_path):
+    task = H.jaxbench("jaxbench_attention", NONCAUSAL_FULL)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and r["entry"] == "workload"
+    assert r["description"].startswith("attention (batch 4, 32 q heads")
+    assert "-> bs(hd)" in r["description"]
+    src = r["source"]
+    assert "pl.when(ki * bk" not in src and "jnp.where(" not in src  # no mask, nothing skipped
+    call = H.lower_again(worker, task, r, tmp_path)
+    assert call["operands"][-1]["array_shape"] == [4, 4096, 32 * 128]  # merged heads output
+
+
+def test_noncausal_jaxbench_small_instance_is_correct(worker, tmp_path):
+    task = H.jaxbench("jaxbench_attention")
+    r = H.generate(worker, task)
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+def test_larger_module_runs_at_a_shrunk_instance(worker, tmp_path):
+    """Generated at seq 1024 (512-long blocks), run by evaluate at seq 256: blocks are fitted
+    to the shapes at trace time."""
+    task = H.infile("attn_causal.py", ("B, H, S, D = 1, 2, 256, 128", "B, H, S, D = 1, 2, 1024, 128"))
+    r = H.generate(worker, task)
+    assert "BLOCK_Q = 512" in r["source"]
+    ev = H.evaluate(worker, task, r, tmp_path, seeds=ONE_SEED, shrink={"factor": 4, "min_dim": 128})
+    assert ev["instance"]["kind"] == "shrunk", ev["instance"]
+
+
+def test_softmax_over_the_query_axis_is_not_attention(worker):
+    r = worker.request("generate", task=H.infile("refuse/attn_wrong_axis.py"), timeout=300)
+    assert r.get("class") != "attention"
+    assert r["ok"] is False and r["error"]["kind"] == "no_template", r
+    assert "not a softmax over the key axis" in r["error"]["message"]
+
+
+def test_sliding_window_mask_is_refused(worker):
+    err = H.refusal(worker, H.infile("refuse/attn_sliding_window.py"))
+    assert "neither causal" in err["message"] and "sliding" in err["message"]
