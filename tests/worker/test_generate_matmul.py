@@ -263,3 +263,29 @@ def test_epilogue_op_without_emitter_is_refused(worker, name, prim):
     assert err["primitives"] == [prim]
     assert err["locations"] and err["locations"][0]["line"] == 7, err
     assert err["file"].endswith(name.split("/")[-1])
+
+
+def test_cross_entropy_with_integer_labels_is_correct(worker, tmp_path):
+    task = _infile("mm_cross_entropy.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    assert "broadcasted_iota" in r["source"] and "labels_in = labels.reshape(m, 1)" in r["source"]
+    _evaluate(worker, task, r, tmp_path)
+
+
+def test_tunables_run_under_the_autotuner_with_several_tiles(worker, tmp_path):
+    """The generated constants are what autotune substitutes; with small tiles the position mask
+    (iota offset by the tile's place) must still be right on every tile."""
+    task = _infile("mm_causal_mask.py")
+    r = _generate(worker, task)
+    assert 64 in r["tunables"]["BLOCK_M"] and 128 in r["tunables"]["BLOCK_N"], r["tunables"]
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(r["source"], encoding="utf-8")
+    at = worker.request("autotune", task=task, source=r["source"], filename=str(f),
+                        kernel=r["entry"], space={"BLOCK_M": [64], "BLOCK_N": [128]},
+                        seeds=SEEDS, timing={"min_runs": 1, "min_seconds": 0.0, "max_seconds": 0.5},
+                        timeout=300)
+    assert at["ok"] is True, at.get("error")
+    res = at["results"][0]
+    assert res["status"] == "ok" and res["correct"] is True, res
+    assert res["grid"] == [[256 // 64, 256 // 128, 1]]

@@ -26,7 +26,7 @@ def generate(ctx):
     eqns = E.live_eqns(ctx.jaxpr)
     if not eqns:
         return None
-    allowed = set(E.ELEMENTWISE_PRIMITIVES) | set(E.LAYOUT_PRIMITIVES)
+    allowed = set(E.ELEMENTWISE_PRIMITIVES) | set(E.LAYOUT_PRIMITIVES) | set(E.INDEX_PRIMITIVES)
     if any(e.primitive.name not in allowed for e in eqns):
         return None
     if not ctx.single_output:
@@ -44,7 +44,12 @@ def generate(ctx):
     if not operands:
         return None
     consts = dict(zip(ctx.jaxpr.constvars, ctx.consts))
-    region = E.Region(eqns, out_shape=shape, known={}, operands=operands, ctx=ctx, consts=consts)
+    has_iota = any(e.primitive.name == "iota" for e in eqns)
+    tiles = {"cols": ("o_ref.shape[1]", "col0")}
+    if len(shape) == 2:
+        tiles["rows"] = ("o_ref.shape[0]", "row0")
+    region = E.Region(eqns, out_shape=shape, known={}, operands=operands, ctx=ctx, consts=consts,
+                      tiles=tiles if has_iota else None)
     return _write(ctx, region, out, shape)
 
 
@@ -108,7 +113,9 @@ def _write(ctx, region: E.Region, out, shape) -> G.Generated:
     total = math.prod(shape)
     rows = math.prod(shape[:-1])
     cols = shape[-1]
-    dense = cols < G.LANE and all(i.full or i.scalar for i in inputs) and total % G.LANE == 0
+    # (An iota indexes the output's own rows and columns: no lane-dense re-view then.)
+    dense = cols < G.LANE and all(i.full or i.scalar for i in inputs) and total % G.LANE == 0 \
+        and not region.tiles_used
     if dense:
         lanes = next(b for b in LANE_CHOICES if total % b == 0)
         rows, cols = total // lanes, lanes
@@ -144,7 +151,12 @@ def _write(ctx, region: E.Region, out, shape) -> G.Generated:
     params = [f"{i.name}_ref" for i in inputs] + ["o_ref"]
     statics = list(region.statics_used)
     sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
-    body = region.lines + region.store_lines(out, "o_ref")
+    pos = []
+    if "rows" in region.tiles_used:
+        pos.append("row0 = pl.program_id(0) * o_ref.shape[0]")
+    if "cols" in region.tiles_used:
+        pos.append("col0 = pl.program_id(1) * o_ref.shape[1]")
+    body = pos + region.lines + region.store_lines(out, "o_ref")
     kernel = f'''
 
 def _elementwise_kernel({sig}):

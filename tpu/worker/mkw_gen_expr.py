@@ -89,7 +89,9 @@ ELEMENTWISE_PRIMITIVES = tuple(sorted(
     | {"integer_pow", "select_n", "clamp", "convert_element_type"}))
 LAYOUT_PRIMITIVES = _LAYOUT
 ROW_REDUCTION_PRIMITIVES = tuple(_ROW_REDUCTIONS)
-COVERED_PRIMITIVES = ELEMENTWISE_PRIMITIVES + LAYOUT_PRIMITIVES + ROW_REDUCTION_PRIMITIVES
+INDEX_PRIMITIVES = ("iota",)  # positions within the output (one-hot labels, masks)
+COVERED_PRIMITIVES = (ELEMENTWISE_PRIMITIVES + LAYOUT_PRIMITIVES + ROW_REDUCTION_PRIMITIVES
+                      + INDEX_PRIMITIVES)
 
 
 def is_literal(v) -> bool:
@@ -123,8 +125,13 @@ class Region:
     operands actually read, in first-use order), `statics_used`, `primitives`.
     """
 
-    def __init__(self, eqns, *, out_shape, known, operands, ctx, row_reduce=False, consts=None):
+    def __init__(self, eqns, *, out_shape, known, operands, ctx, row_reduce=False, consts=None,
+                 tiles=None):
         self.eqns = list(eqns)
+        # Where the kernel's tile sits, for iota: {"cols": (tile width, first column), "rows":
+        # (tile height, first row)} as code; an axis not given cannot carry an iota.
+        self.tiles = dict(tiles or {})
+        self.tiles_used: set = set()
         self.out_shape = tuple(int(d) for d in out_shape)
         self.rank = len(self.out_shape)
         self.known = dict(known)
@@ -151,7 +158,7 @@ class Region:
             name = e.primitive.name
             if name not in self.primitives:
                 self.primitives.append(name)
-            ok = name in ELEMENTWISE_PRIMITIVES or name in _LAYOUT or (
+            ok = name in ELEMENTWISE_PRIMITIVES or name in _LAYOUT or name == "iota" or (
                 self.row_reduce and name in _ROW_REDUCTIONS)
             if not ok and name not in missing:
                 missing.append(name)
@@ -359,6 +366,9 @@ class Region:
         if name in _IDENTITY or name in _LAYOUT:
             self._alias(e, ins[0])
             return
+        if name == "iota":
+            self._assign(e, self._iota(e))
+            return
         if name == "convert_element_type":
             new = e.params["new_dtype"]
             self._assign(e, f"{self.code(ins[0])}.astype({G.dtype_code(new)})")
@@ -403,6 +413,22 @@ class Region:
         if all(is_literal(v) for v in ins):
             expr = f"jnp.asarray({expr}, {G.dtype_code(out.aval.dtype)})"
         self._assign(e, expr)
+
+    def _iota(self, e) -> str:
+        out = e.outvars[0]
+        dim = int(e.params["dimension"])
+        a = self.align.get(id(out), tuple(range(self.rank)))
+        axis = a[dim]
+        which = "cols" if axis == self.rank - 1 else "rows" if axis == self.rank - 2 else None
+        if which is None or which not in self.tiles:
+            raise NoTemplate("an iota along an axis the kernel's tiles do not index directly "
+                             "(flattened or batch dims); not covered", ["iota"])
+        size, start = self.tiles[which]
+        self.tiles_used.add(which)
+        shape = f"(1, {size})" if which == "cols" else f"({size}, 1)"
+        kdim = 1 if which == "cols" else 0
+        return (f"jax.lax.broadcasted_iota({G.dtype_code(e.params['dtype'])}, {shape}, {kdim}) "
+                f"+ {start}")
 
     def _binary_operands(self, e):
         """Operand code of a binary op; a literal equal to the row length that divides (or, as

@@ -202,8 +202,12 @@ def _generate(ctx, want_reduction: bool):
             if not E.is_literal(v) and v in ctx.jaxpr.invars and v not in operand_vars:
                 operand_vars[v] = ctx.name_of_invar(v) or f"arg{len(operand_vars)}"
     consts = dict(zip(ctx.jaxpr.constvars, ctx.consts))
+    tiles = {"cols": ("tile_cols", "col0")}
+    if len(ms.lead) == 1:  # rows of the output are rows of one dim (not flattened)
+        tiles["rows"] = ("tile_rows", "row0")
     region = E.Region(epilogue, out_shape=ms.out_shape, known={dot_out: "y"},
-                      operands=operand_vars, ctx=ctx, row_reduce=want_reduction, consts=consts)
+                      operands=operand_vars, ctx=ctx, row_reduce=want_reduction, consts=consts,
+                      tiles=tiles)
     store = region.store_lines(out, "o_ref") if out is not dot_out else \
         ["o_ref[...] = y.astype(o_ref.dtype)"]
     return _write(ctx, ms, region, out, store, reduction=want_reduction)
@@ -380,10 +384,16 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     if region.uses_row_len:
         epi.append("row_len = y.shape[-1]  # the whole row is in the tile")
     epi += region.lines + store
+    pos = []  # the tile's place in the output, read outside pl.when (for iota)
+    if "rows" in region.tiles_used:
+        pos.append(f"tile_rows = acc_ref.shape[0]\n    row0 = pl.program_id({kaxis - 2}) * tile_rows")
+    if "cols" in region.tiles_used:
+        pos.append(f"tile_cols = acc_ref.shape[1]\n    col0 = pl.program_id({kaxis - 1}) * tile_cols")
+    pos_text = "".join("\n    " + p for p in pos)
     kernel = f'''
 
 def _matmul_kernel({sig}):
-    kk = pl.program_id({kaxis})
+    kk = pl.program_id({kaxis}){pos_text}
 
     @pl.when(kk == 0)
     def _init():

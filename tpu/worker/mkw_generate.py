@@ -152,7 +152,11 @@ def build_context(task, entry: str, target: dict) -> GenContext:
     names = [_safe_name(n) for n in names]
     slots = list(range(len(args))) + list(kwargs)
     static_args = {names[i]: statics[key] for i, key in enumerate(slots) if key in statics}
-    arg_names = [names[i] for i, key in enumerate(slots) if key not in statics]
+    # The jaxpr's inputs: positional arrays in order, then keyword arrays by sorted key (how
+    # jax flattens a dict).
+    arg_names = [names[i] for i, key in enumerate(slots) if isinstance(key, int) and key not in statics]
+    kw_names = {key: names[i] for i, key in enumerate(slots) if isinstance(key, str)}
+    arg_names += [kw_names[key] for key in sorted(kw_names) if key not in statics]
     for n, key in zip(names, slots):
         value = args[key] if isinstance(key, int) else kwargs[key]
         if key not in statics and not hasattr(value, "shape"):
