@@ -92,7 +92,7 @@ def _expect_refused(r, name, rule, text, more, file_name=None):
     suffix = f" (and {more} more)" if more else ""
     assert err["kind"] == "refused", err
     assert err["rule"] == rule
-    assert err["message"] == f"refused: {file_name}:{line}: the candidate {text} [{rule}]{suffix}"
+    assert err["message"] == f"{file_name}:{line}: the candidate {text} [{rule}]{suffix}"
     assert err["locations"][0]["line"] == line
     assert err["file"] == task_path("cheats", file_name)
 
@@ -125,7 +125,7 @@ def test_buffer_is_gated_even_when_the_task_file_is_clean(worker):
                        source=src, filename="/tmp/edited_scale_add.py", seeds=[1], timing=False)
     assert r["ok"] is False and r["error"]["kind"] == "refused"
     n = len(src.splitlines())
-    assert r["error"]["message"] == (f"refused: edited_scale_add.py:{n}: the candidate "
+    assert r["error"]["message"] == (f"edited_scale_add.py:{n}: the candidate "
                                      f"{MOD_ATTR.format(t='time.perf_counter', r='time')} [module-attribute]")
 
 
@@ -134,7 +134,7 @@ def test_helper_module_beside_the_candidate_is_gated(worker):
     assert r["ok"] is False and r["error"]["kind"] == "refused"
     line = marker_line(read_task("cheats", "_rebinding_helper.py"), "# cheat")
     assert r["error"]["message"] == (
-        f"refused: _rebinding_helper.py:{line}: the helper module `_rebinding_helper` the candidate imports "
+        f"_rebinding_helper.py:{line}: the helper module `_rebinding_helper` the candidate imports "
         f"{MOD_ATTR.format(t='time.perf_counter', r='time')} [module-attribute]")
     assert r["error"]["file"] == task_path("cheats", "_rebinding_helper.py")
 
@@ -341,7 +341,7 @@ def test_runtime_check_catches_and_restores_rebinding():
         watch.check("timing")
     err = exc.value
     assert err.kind == "refused" and err.extra["rule"] == "runtime-rebinding"
-    assert err.message == ("refused: sneaky.py: the candidate changed time.perf_counter, jax.block_until_ready, "
+    assert err.message == ("sneaky.py: the candidate changed time.perf_counter, jax.block_until_ready, "
                            "ArrayImpl.block_until_ready while it ran (timing); "
                            "the worker put the originals back [runtime-rebinding]")
     assert time.perf_counter is real_clock and jax.block_until_ready is real_block
@@ -361,7 +361,7 @@ def test_runtime_check_catches_a_thread_left_running():
     try:
         with pytest.raises(Exception) as exc:
             watch.check("the checks")
-        assert exc.value.message == ("refused: threads.py: the candidate left 1 thread(s) running (sneaky-thread) "
+        assert exc.value.message == ("threads.py: the candidate left 1 thread(s) running (sneaky-thread) "
                                      "after the checks [runtime-thread]")
     finally:
         stop.set()

@@ -358,14 +358,14 @@ class Watch:
             shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
             raise C.WorkerError(
                 "refused",
-                f"refused: {os.path.basename(self.filename)}: the candidate changed {shown} while it ran "
+                f"{os.path.basename(self.filename)}: the candidate changed {shown} while it ran "
                 f"({stage}); the worker put the originals back [runtime-rebinding]",
                 rule="runtime-rebinding", changed=changed, file=self.filename, locations=[])
         new = [t for t in worker_threads() - self.threads if t.is_alive()]
         if new:
             raise C.WorkerError(
                 "refused",
-                f"refused: {os.path.basename(self.filename)}: the candidate left {len(new)} thread(s) running "
+                f"{os.path.basename(self.filename)}: the candidate left {len(new)} thread(s) running "
                 f"({', '.join(sorted(t.name for t in new))}) after {stage} [runtime-thread]",
                 rule="runtime-thread", file=self.filename, locations=[])
 

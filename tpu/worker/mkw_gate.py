@@ -306,6 +306,9 @@ class _Gate:
         parent = self.parents.get(id(node))
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # the outer attribute is checked on its own
+        if full == "os.write" and isinstance(parent, ast.Call) and parent.func is node and parent.args and \
+                isinstance(parent.args[0], ast.Constant) and parent.args[0].value in (1, 2):
+            return  # fds 1 and 2 both lead to the worker's stderr; the protocol has private copies
         self._check_name(node, full)
 
     def _check_environ_use(self, node):
@@ -404,7 +407,7 @@ def refuse(source: str, filename: str = "<buffer>", *, task_modules=(), what: st
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     raise C.WorkerError(
         REFUSED,
-        f"refused: {os.path.basename(filename)}:{first.line}: the {what} {first.text} [{first.rule}]{more}",
+        f"{os.path.basename(filename)}:{first.line}: the {what} {first.text} [{first.rule}]{more}",
         rule=first.rule, file=filename,
         locations=[{"line": v.line, "column": v.column, "message": f"{v.text} [{v.rule}]"} for v in found],
         violations=[v.to_json() for v in found])
