@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import jax
 import jax.numpy as jnp
 import mkw_gen_common as G
 import mkw_gen_index as X
@@ -57,7 +58,7 @@ class _Chain:
     and the masks met (pre-softmax chain only)."""
 
     def __init__(self):
-        self.eqns: list = []  # from the far end towards the source
+        self.eqns: list = []  # layout equations, from the far end towards the source
         self.scale = 1.0
         self.masks: list = []  # (eqn, kind, chain_operand_index)
 
@@ -117,14 +118,12 @@ class _Matcher:
                 a, b = e.invars
                 cb, ca = self.scalar_const(b), self.scalar_const(a)
                 if cb is not None and not self.g.is_const(a):
-                    chain.scale *= cb if name == "mul" else 1.0 / cb
-                    chain.eqns.append(("scale", e))
+                    chain.scale *= cb if name == "mul" else 1.0 / cb  # the index is unchanged
                     self.accounted.add(id(e))
                     v = a
                     continue
                 if name == "mul" and ca is not None and not self.g.is_const(b):
                     chain.scale *= ca
-                    chain.eqns.append(("scale", e, 1))
                     self.accounted.add(id(e))
                     v = b
                     continue
@@ -192,7 +191,8 @@ class _Matcher:
             seen.add(v)
             e = self.g.producer.get(v)
             if e is None:
-                self.fail("the softmax reads an input other than the scores")
+                self.fail("the softmax reads another input besides the scores (a mask or bias "
+                          "from an input is not covered)")
             if self.g.is_const(v):
                 continue
             if id(e) not in {id(r) for r in region}:
@@ -224,8 +224,6 @@ class _Matcher:
                       f"({u.message})", [u.primitive] if u.primitive else [])
         src = "def _softmax_probe(x):\n    rows, n = x.shape\n" + G.indent(
             "\n".join(prog.lines + [f"return {out}"])) + "\n"
-        import jax
-        import jax.numpy as jnp
         ns = {"jax": jax, "jnp": jnp}
         exec(compile(src, "<softmax probe>", "exec"), ns)  # noqa: S102 - text we generated
         rng = np.random.default_rng(0)
@@ -273,8 +271,6 @@ class _Matcher:
                 e = g.producer.get(var)
                 self.fail(f"{what} reaches the matmul through `{e.primitive.name if e else '?'}`, "
                           f"not only layout ops", [e.primitive.name] if e else [])
-        if len({id(q_var), id(k_var), id(v_var)}) != 3:
-            self.fail("q, k and v are not three different inputs")
         fill = self._fill_value(pre)
         region = self.softmax_region(x_var, p_var)
         self.check_softmax(x_var, p_var, region, fill)
@@ -375,7 +371,6 @@ class _Matcher:
                 return False
             if not np.array_equal(p_idx[:, -1], t):
                 return False
-            self._x_index = p_idx
             s_idx = self._pre_back(pre, p_idx)
             ql, kl = _dot_back(self.d1, s_idx, c)
             ql = _run_back(q_chain, ql)
@@ -558,10 +553,7 @@ def _out_index(layout, m, b, h, s, d):
 
 
 def _run_back(chain: _Chain, idx):
-    for item in chain.eqns:
-        e = item[1] if isinstance(item, tuple) else item
-        if isinstance(item, tuple):
-            continue  # scaling keeps the index
+    for e in chain.eqns:
         idx = X.back(e, idx)
     return idx
 
