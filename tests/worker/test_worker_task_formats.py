@@ -197,6 +197,8 @@ def test_python_number_inputs_are_static_in_lower_evaluate_and_autotune(worker):
     assert by_block[4]["status"] == "ok", by_block[4]
     # 2-row blocks trace (the static reached the kernel) and are then refused by the TPU rules.
     assert by_block[2]["status"] == "skipped" and by_block[2]["stage"] == "lowering", by_block[2]
+    p = worker.request("profile", task=task, runs=1)
+    assert p["ok"] and p["pallas_kernels"], p
 
 
 def test_bind_static_keeps_arrays_and_restores_statics():
@@ -260,7 +262,7 @@ SHRINK_MATMUL = {"form": "jaxbench", "baseline": _formats("shrink_matmul", "base
 
 
 def test_shrink_evaluate_shapes_consistency_and_labels(worker):
-    r = worker.request("evaluate", task=SHRINK_MATMUL, shrink=2, **FAST)
+    r = worker.request("evaluate", task=SHRINK_MATMUL, shrink=2, seeds=[31, 32], timing=FAST["timing"])
     assert r["ok"] and r["correct"], r
     inst = r["instance"]
     assert inst["kind"] == "shrunk" and inst["factor"] == 2
@@ -270,8 +272,12 @@ def test_shrink_evaluate_shapes_consistency_and_labels(worker):
     assert inst["full_input_shapes"] == [[256, 512], [512, 384], [384], {"static": 384}]
     assert r["checks"][0]["runs"][0]["outputs"][0]["shape"] == [128, 192]
     assert r["timing"]["instance"] == "shrunk"
-    full = worker.request("evaluate", task=SHRINK_MATMUL, timing=False, num_seeds=1)
+    # The same seeds and instance reuse the frozen reference; the full instance does not.
+    again = worker.request("evaluate", task=SHRINK_MATMUL, shrink=2, seeds=[31, 32], timing=False)
+    assert again["ok"] and again["correct"] and again["reference_reused"] is True, again
+    full = worker.request("evaluate", task=SHRINK_MATMUL, timing=False, seeds=[31, 32])
     assert full["ok"] and full["correct"] and full["instance"] == {"kind": "full"}
+    assert full["reference_reused"] is False
     assert full["checks"][0]["runs"][0]["outputs"][0]["shape"] == [256, 384]
 
 

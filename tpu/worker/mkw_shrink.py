@@ -132,6 +132,10 @@ class Shrunk:
         while len(_SOURCES) > _STATS_CACHE_SIZE:
             _SOURCES.popitem(last=False)
 
+    def __repr__(self):
+        # Part of the frozen-reference cache key (mkw_golden): the instance, not the object.
+        return f"Shrunk(factor={self.factor}, min_dim={self.min_dim})"
+
     # -- shapes -------------------------------------------------------------------------
 
     def _shrink_leaf(self, x):
