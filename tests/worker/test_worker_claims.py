@@ -1,13 +1,13 @@
 """The verdicts docs/worker-protocol.md promises for `evaluate`, each on a small in-file task
 (tasks/claims/) whose candidate is right or wrong in exactly one way: shape_mismatch,
-dtype_mismatch, reference_changed; NaN and +/-Inf where the reference has them; exact compares
+dtype_mismatch, a reference-state cheat (refused by the gate); NaN and +/-Inf where the reference has them; exact compares
 of integer and bool outputs; warnings for all-zero and constant inputs; a cheat that is right
 in one run order only. Each asserts the verdict's fields, never just a word in a message."""
 
 import math
 
 import pytest
-from worker_harness import WorkerProcess, read_task, task_path
+from worker_harness import WorkerProcess, marker_line, read_task, task_path
 
 SEEDS = [11, 12]
 
@@ -54,21 +54,22 @@ def test_a_wrong_output_dtype_is_dtype_mismatch_even_with_the_right_values(worke
     assert {run["kind"] for c in r["checks"] for run in c["runs"]} == {"dtype_mismatch"}
 
 
-def test_a_candidate_that_changes_what_the_reference_computes_is_reference_changed():
-    # A worker of its own: the cheat changes this process's environment for good.
+def test_a_candidate_that_changes_what_the_reference_computes_is_refused():
+    # The cheat writes os.environ, which the reference reads: the source gate refuses it before a
+    # line of it runs (docs/worker-protocol.md, "Defences against faked measurements"), so the
+    # environment is never changed; reference_changed remains the check behind the gate.
     w = WorkerProcess()
     try:
         assert w.request("hello", timeout=120)["ok"]
-        r = verdict(evaluate(w, "reference_state.py", source_file="reference_state_cheat.py"))
+        r = evaluate(w, "reference_state.py", source_file="reference_state_cheat.py")
+        assert r["ok"] is False and r["error"]["kind"] == "refused", r
+        assert r["error"]["rule"] == "environment"
+        assert r["error"]["locations"][0]["line"] == \
+            marker_line(read_task("claims", "reference_state_cheat.py"), 'os.environ["MK_CLAIMS_SCALE"]')
+        # The reference still reproduces its golden output with a clean candidate.
+        assert verdict(evaluate(w, "reference_state.py"))["correct"] is True
     finally:
         w.close()
-    assert r["correct"] is False and r["failure"]["kind"] == "reference_changed"
-    for c in r["checks"]:
-        for run in c["runs"]:
-            # The candidate's own numbers match the frozen golden output (2 * x) ...
-            assert all(o["ok"] for o in run["outputs"]), run
-            # ... but the reference re-runs (3 * x now) do not: that is the failure.
-            assert run["ok"] is False and run["kind"] == "reference_changed"
 
 
 def test_special_values_must_match_where_the_reference_has_them(worker):
