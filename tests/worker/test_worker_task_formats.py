@@ -240,6 +240,19 @@ def test_jaxbench_convention_accepts_float32_output_only_under_it(worker):
     assert r["ok"] and not r["correct"] and r["failure"]["kind"] == "mismatch", r
 
 
+def test_dtype_difference_compare_rules():
+    import jax.numpy as jnp
+    ref = [np.array([1, 2, 3], np.int32)]
+    tol = {"rtol": 0.5, "atol": 0.5}
+    assert mkw_run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", True)["ok"]
+    # Integers of another width stay exact, whatever the tolerance.
+    assert not mkw_run.compare([jnp.array([1, 2, 4], jnp.int16)], ref, tol, "cpu", True)["ok"]
+    assert mkw_run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", False)["kind"] == "dtype_mismatch"
+    # A bool never stands in for a number.
+    bools = [np.array([True, False])]
+    assert mkw_run.compare([jnp.array([1, 0], jnp.int32)], bools, tol, "cpu", True)["kind"] == "dtype_mismatch"
+
+
 def test_convention_keeps_the_tasks_own_tolerances():
     t = mkw_tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_yaml_inputs"), "convention": "maxkernel"},
                           None, None)

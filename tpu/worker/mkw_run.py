@@ -526,7 +526,12 @@ def compare(cand_tree, ref_leaves: list[np.ndarray], task_tol, plat: str,
                 res.update(ok=False, kind="dtype_mismatch",
                            message=f"output {i}: candidate dtype {c.dtype.name} != reference {r.dtype.name}")
                 return res
-            both = np.complex64 if (np.iscomplexobj(c) or np.iscomplexobj(r)) else np.float32
+            if np.issubdtype(c.dtype, np.integer) and np.issubdtype(r.dtype, np.integer):
+                both = np.int64  # integers stay exact whatever their width
+            elif np.iscomplexobj(c) or np.iscomplexobj(r):
+                both = np.complex64
+            else:
+                both = np.float32
             o.update(candidate_dtype=c.dtype.name, compared_in=np.dtype(both).name)
             c, r = c.astype(both), r.astype(both)
         if c.dtype == np.bool_ or np.issubdtype(c.dtype, np.integer):
