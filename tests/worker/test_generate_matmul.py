@@ -109,7 +109,7 @@ def test_matmul_bias_gelu_full_size_lowers(worker, tmp_path):
     assert r["primitives"][0] == "dot_general" and "tanh" in r["primitives"]
     _assert_readable(r, ["BLOCK_M", "BLOCK_N", "BLOCK_K"])
     src = r["source"]
-    assert "acc_ref[...] +=" in src and "pltpu.VMEM(" in src and "'arbitrary'" in src
+    assert "acc_ref[...] +=" in src and "pltpu.VMEM(" in src and '"arbitrary"' in src
     assert "b_in = b.reshape(1, n)" in src  # the bias row is its own operand
     # Every listed value is a valid TPU tile at these shapes (multiple of 8/128 dividing M/N/K).
     for name, dim, align in (("BLOCK_M", 4096, 8), ("BLOCK_N", 8192, 128), ("BLOCK_K", 8192, 128)):

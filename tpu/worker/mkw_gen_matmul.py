@@ -376,8 +376,8 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     if ms.precision is not None:
         prec = f", precision={_precision_code(ms.precision)}"
     if ms.w_transposed:
-        dot = (f"jax.lax.dot_general({xv}, {wv}, (((1,), (1,)), ((), ())), "
-               f"preferred_element_type=jnp.{ms.acc_dtype}{prec})")
+        dot = (f"jax.lax.dot_general(\n        {xv}, {wv}, (((1,), (1,)), ((), ())),\n"
+               f"        preferred_element_type=jnp.{ms.acc_dtype}{prec})")
     else:
         dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.{ms.acc_dtype}{prec})"
     epi = [f"y = acc_ref[...].astype({G.dtype_code(ms.dot_dtype)})"]
@@ -489,7 +489,7 @@ def _matmul_kernel({sig}):
     ],
     out_specs={out_spec},
     scratch_shapes=[pltpu.VMEM((bm, bn), jnp.{ms.acc_dtype})],
-    compiler_params={G.compiler_params_code(sem, ctx, plan.vmem)},
+    compiler_params={_wrap_params(G.compiler_params_code(sem, ctx, plan.vmem))},
 )({", ".join(args)})
 return out.reshape({final})'''
     check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
@@ -522,6 +522,13 @@ def {ctx.entry}({ctx.signature}):
                          ", ".join(f"{k}={v!r}" for k, v in folded.items()))
     return G.Generated(kernel_class=kclass, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
+
+
+def _wrap_params(text: str) -> str:
+    """CompilerParams(...) on a line of its own inside the pallas_call when it is long."""
+    if len(text) <= 70:
+        return text
+    return text.replace("CompilerParams(", "CompilerParams(\n        ", 1)
 
 
 def _precision_code(p) -> str:
