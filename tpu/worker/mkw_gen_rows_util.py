@@ -58,6 +58,7 @@ IDENTITY = ("stop_gradient", "copy", "copy_p", "reduce_precision", "optimization
 REDUCTIONS = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min",
               "reduce_prod": "jnp.prod", "argmax": "jnp.argmax", "argmin": "jnp.argmin"}
 LAYOUT = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
+ROW_LENGTH_TEXTS = ("float(n)", "n", "(1.0 / n)")
 
 
 def is_literal(v) -> bool:
@@ -100,6 +101,7 @@ class RowProgram:
         self.reductions: list[str] = []
         self.primitives: list[str] = []
         self._counter = 0
+        self._row_context = False
 
     # -- naming
     def fresh(self) -> str:
@@ -156,8 +158,10 @@ class RowProgram:
         py = val.item()
         if self.literal_text is not None:
             t = self.literal_text(py, val.dtype)
+            if t in ROW_LENGTH_TEXTS and self._row_context:
+                t = None  # next to whole rows a literal is a constant, not the row length
             if t is not None:
-                if t == "float(n)" or t == "n":
+                if t in ROW_LENGTH_TEXTS:
                     self.used_n = True
                 return t
         return G.literal(py)
@@ -174,6 +178,11 @@ class RowProgram:
         name = eqn.primitive.name
         if name not in self.primitives:
             self.primitives.append(name)
+        # The row length as a literal is only read as such next to per-row values (a mean's or
+        # a variance's divisor), never next to values that span the row.
+        self._row_context = any(not is_literal(v) and v in self.values
+                                and self.values[v].rep is not None and self.values[v].rep[1] == "n"
+                                for v in eqn.invars)
         ops = [self.operand(v) for v in eqn.invars]
         out = eqn.outvars[0]
         shape = tuple(int(d) for d in out.aval.shape)
@@ -213,6 +222,11 @@ class RowProgram:
 
     def _elementwise(self, name, eqn, ops, out, shape):
         doms = {o.domain for o in ops if o.domain != "scalar"}
+        if len(doms) > 1 and doms <= {"row", "par", "red"} and len(shape) == self.rank:
+            # A per-row value with a parameter row (1, n) or a per-row statistic (rows, 1), as in
+            # `x * rsqrt(ms + eps) * w` with w of shape (1, n): lax broadcasts the size-1 dims, and
+            # so does jnp on the loaded blocks inside the kernel.
+            doms = {"row"}
         if len(doms) > 1:
             raise Unsupported(f"`{name}` combines values of different kinds ({', '.join(sorted(doms))})",
                               name)
@@ -357,14 +371,16 @@ def f32_equal(a, b) -> bool:
 
 
 def shape_literal_text(value, dtype, n: int, statics: dict):
-    """Text for a scalar literal: the row length `n` when it equals it (jnp.mean divides by the
-    row length: the module must follow a smaller instance), a static argument's name when it
-    equals that value, else None (the literal itself)."""
+    """Text for a scalar literal: the row length `n` (or 1 / n) when it equals it (jnp.mean
+    divides by the row length: the module must follow a smaller instance), a static argument's
+    name when it equals that value, else None (the literal itself)."""
     if isinstance(value, bool):
         return None
     floating = jnp.issubdtype(np.dtype(dtype), np.floating)
     if n > 2 and isinstance(value, (int, float)) and not math.isnan(value) and value == n:
         return "float(n)" if floating else "n"
+    if n > 2 and floating and isinstance(value, float) and f32_equal(value, 1.0 / n):
+        return "(1.0 / n)"
     for name, sv in statics.items():
         if isinstance(sv, bool) or not isinstance(sv, (int, float)):
             continue

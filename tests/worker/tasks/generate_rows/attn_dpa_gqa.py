@@ -3,7 +3,7 @@ query attention (the q heads share one kv head), (batch, seq, heads, head_dim) b
 import jax
 import jax.numpy as jnp
 
-B, S, H, KVH, D = 1, 256, 2, 1, 128
+B, S, H, KVH, D = 1, 128, 2, 1, 128
 TOLERANCES = {"rtol": 2e-2, "atol": 2e-2}
 
 
