@@ -74,6 +74,8 @@ HELD_OUT = {
     "heldout_open_fd.py": ("file-descriptor", FD.format(w="opens a file descriptor by number"), 0),
     "heldout_object_setattr.py": ("dunder", DUNDER.format(n="__setattr__"), 0),
     "heldout_jax_alias.py": ("module-attribute", MOD_ATTR.format(t="jax.numpy.allclose", r="jax.numpy"), 0),
+    "heldout_sys_path.py": ("worker-state", WORKER.format(
+        w="uses `sys.path` other than to read it (a folder added to it brings in modules the gate never read)"), 0),
 }
 
 
@@ -137,6 +139,17 @@ def test_helper_module_beside_the_candidate_is_gated(worker):
         f"_rebinding_helper.py:{line}: the helper module `_rebinding_helper` the candidate imports "
         f"{MOD_ATTR.format(t='time.perf_counter', r='time')} [module-attribute]")
     assert r["error"]["file"] == task_path("cheats", "_rebinding_helper.py")
+
+
+def test_submodule_of_a_package_beside_the_candidate_is_gated(worker):
+    r = _evaluate(worker, "package_helper.py", seeds=[1])
+    assert r["ok"] is False and r["error"]["kind"] == "refused"
+    helper = os.path.join("pkg_helper", "rebind.py")
+    line = marker_line(read_task("cheats", helper), "# cheat")
+    assert r["error"]["message"] == (
+        f"rebind.py:{line}: the helper module `pkg_helper.rebind` the candidate imports "
+        f"{MOD_ATTR.format(t='time.perf_counter', r='time')} [module-attribute]")
+    assert r["error"]["file"] == task_path("cheats", helper)
 
 
 def test_candidate_importing_the_task_baseline_is_refused(worker):

@@ -53,7 +53,12 @@ _FORBIDDEN_NAMES = {
 }
 # os.environ may be read (`os.environ.get(...)`, `os.environ["X"]`, `"X" in os.environ`), nothing else.
 _ENVIRON = "os.environ"
-_ENVIRON_READS = ("get", "copy", "keys", "items", "values")
+# sys.path may be read too (`list(sys.path)`, `p in sys.path`): a candidate that adds a folder to
+# it could import a helper the gate never read.
+_SYS_PATH = "sys.path"
+_READ_ONLY = {_ENVIRON: ("get", "copy", "keys", "items", "values"),
+              _SYS_PATH: ("index", "count", "copy")}
+_READING_BUILTINS = ("list", "tuple", "len", "sorted", "set", "dict", "iter", "enumerate", "reversed")
 
 # Attributes that lead from any object to globals, code objects, frames or the class tree.
 _BLOCKED_ATTRS = frozenset((
@@ -300,8 +305,8 @@ class _Gate:
                         for a in call.args[:1 if full.endswith("methodcaller") else None])):
                 self.add(node, "dynamic-code", name=f"{full} with a computed name")
             return
-        if full == _ENVIRON:
-            self._check_environ_use(node)
+        if full in _READ_ONLY:
+            self._check_read_only_use(node, full)
             return
         parent = self.parents.get(id(node))
         if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -311,16 +316,25 @@ class _Gate:
             return  # fds 1 and 2 both lead to the worker's stderr; the protocol has private copies
         self._check_name(node, full)
 
-    def _check_environ_use(self, node):
+    def _check_read_only_use(self, node, full: str):
         parent = self.parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in _ENVIRON_READS:
+        if isinstance(parent, ast.Attribute) and parent.attr in _READ_ONLY[full]:
             return
         if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
             return
         if isinstance(parent, ast.Compare) and node in parent.comparators and \
                 all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
             return
-        self.add(node, "environment", what="uses `os.environ` other than to read it")
+        if isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) and \
+                parent.func.id in _READING_BUILTINS and parent.func.id not in self.bound_names:
+            return
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            return
+        if full == _ENVIRON:
+            self.add(node, "environment", what="uses `os.environ` other than to read it")
+        else:
+            self.add(node, "worker-state", what="uses `sys.path` other than to read it (a folder added to it "
+                                                "brings in modules the gate never read)")
 
     def _check_store(self, node, obj, attr: str, verb: str):
         full = self.resolve(obj)
@@ -339,6 +353,8 @@ class _Gate:
             return
         if full == _ENVIRON or full.startswith(_ENVIRON + "."):
             self.add(node, "environment", what="changes `os.environ`")
+        elif full == _SYS_PATH:
+            self.add(node, "worker-state", what="changes `sys.path`")
         elif _name_rule(full) == "worker-state":
             self.add(node, "worker-state", what=f"changes `{full}`")
         else:
@@ -349,8 +365,8 @@ class _Gate:
         if node.id in _BLOCKED_ATTRS:
             self.add(node, "dunder", name=node.id)
             return
-        if isinstance(node.ctx, ast.Load) and self.aliases.get(node.id) == _ENVIRON:
-            self._check_environ_use(node)  # `from os import environ` / `env = os.environ`
+        if isinstance(node.ctx, ast.Load) and self.aliases.get(node.id) in _READ_ONLY:
+            self._check_read_only_use(node, self.aliases[node.id])  # `from os import environ`, `p = sys.path`
             return
         if not isinstance(node.ctx, ast.Load) or node.id in self.bound_names:
             return
@@ -413,18 +429,25 @@ def refuse(source: str, filename: str = "<buffer>", *, task_modules=(), what: st
         violations=[v.to_json() for v in found])
 
 
-def _imported_tops(source: str) -> list[str]:
+def _imported_modules(source: str) -> list[str]:
+    """Every dotted module an import may load: `a.b.c` -> a, a.b, a.b.c; `from a.b import c` ->
+    a, a.b, a.b.c (c may be a submodule)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    out = []
+    dotted = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out.extend(a.name.split(".")[0] for a in node.names)
+            dotted.extend(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.append(node.module.split(".")[0])
-    return out
+            dotted.extend(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+            dotted.append(node.module)
+    out = []
+    for d in dotted:
+        parts = d.split(".")
+        out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return list(dict.fromkeys(out))
 
 
 def refuse_with_helpers(source: str, filename: str, search_dir: str | None, *, task_modules=()) -> None:
@@ -436,8 +459,9 @@ def refuse_with_helpers(source: str, filename: str, search_dir: str | None, *, t
     seen = {os.path.abspath(filename)} if os.path.isabs(filename) else set()
     todo = [source]
     while todo:
-        for top in _imported_tops(todo.pop()):
-            for path in (os.path.join(search_dir, top + ".py"), os.path.join(search_dir, top, "__init__.py")):
+        for top in _imported_modules(todo.pop()):
+            rel = os.path.join(search_dir, *top.split("."))
+            for path in (rel + ".py", os.path.join(rel, "__init__.py")):
                 path = os.path.abspath(path)
                 if path in seen or not os.path.isfile(path):
                     continue

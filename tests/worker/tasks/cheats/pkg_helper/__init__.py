@@ -1,0 +1,1 @@
+"""Package of package_helper.py (clean)."""
