@@ -241,7 +241,16 @@ def _classify(expanded, ms: MatmulShape, what: str) -> tuple[bool, bool, bool]:
                          f"({G.shape_text(expanded)} against {G.shape_text(ms.out_shape)}); "
                          "not covered", [])
 
-    batch_full = side(bpart, ms.batch_dims, "batch") if nb else False
+    batch_full = False
+    if nb:
+        if all(a == f for a, f in zip(bpart, ms.batch_dims)):
+            batch_full = True
+        elif not all(a == 1 for a in bpart):
+            # Broadcast over some batch dims (a per-head bias against (batch, heads)): the
+            # operand keeps its batch dims and its index map unflattens the grid's batch index.
+            if any(a not in (1, f) for a, f in zip(bpart, ms.batch_dims)):
+                side(bpart, ms.batch_dims, "batch")
+            batch_full = tuple(a == f and f != 1 for a, f in zip(bpart, ms.batch_dims))
     rows_full = side(rpart, ms.lead, "row")
     cols_full = col == ms.n
     return batch_full, rows_full, cols_full
@@ -452,7 +461,21 @@ def _matmul_kernel({sig}):
         cb = "bn" if b.cols_full else "1"
         ri = "i" if b.rows_full else "0"
         ci = "j" if b.cols_full else "0"
-        if batched:
+        if batched and isinstance(b.batch_full, tuple):
+            nbd = len(ms.batch_dims)
+            dims = [f"batch[{d}]" if full else "1" for d, full in enumerate(b.batch_full)]
+            ent.append(f"{b.name}_in = {b.name}.reshape({', '.join(dims)}, {rows}, {cols})")
+            idx = []
+            for d, full in enumerate(b.batch_full):
+                # lax.div/rem: non-negative indices, and Mosaic cross-lowers them (jnp's floor
+                # division asks for the device kind).
+                stride = " * ".join(f"batch[{e}]" for e in range(d + 1, nbd))
+                q = f"jax.lax.div(b, {stride})" if stride else "b"
+                idx.append(f"jax.lax.rem({q}, batch[{d}])" if full else "0")
+            nones = ", ".join(["None"] * nbd)
+            specs.append(f"pl.BlockSpec(({nones}, {rb}, {cb}),\n             lambda {gi}: "
+                         f"({', '.join(idx)}, {ri}, {ci}))")
+        elif batched:
             lead = "nb" if b.batch_full else "1"
             ent.append(f"{b.name}_in = {b.name}.reshape({lead}, {rows}, {cols})")
             bi = "b" if b.batch_full else "0"
