@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "agents/subagents/subagents.h"
+#include <nlohmann/json.hpp>
 
 namespace mk::agents {
 
@@ -20,9 +20,94 @@ std::string plan_markdown(const Plan& plan, size_t chosen) {
   return out;
 }
 
+// The function a new kernel file must define, in words: the candidate's entry point of the
+// task's form (docs/tasks.md), or the run's kernel name when the user gave one.
+std::string entry_point_of(const std::string& task_json, const std::string& kernel_name) {
+  const nlohmann::json task = nlohmann::json::parse(task_json, nullptr, false);
+  const std::string form = task.is_object() ? task.value("form", std::string()) : "";
+  std::string name = kernel_name;
+  if (name.empty() && task.is_object() && task.contains("entry") && task["entry"].is_string())
+    name = task["entry"].get<std::string>();
+  if (name.empty() && form == "infile") name = "candidate";
+  if (name.empty() && form == "jaxbench") name = "workload";
+  const std::string same =
+      " taking the same parameters as the reference function (in the same order) and returning "
+      "what it returns";
+  if (name.empty())  // a MaxKernel task: its YAML decides
+    return "the function the task's kernel_task.yaml names in `entry:`, else one with the "
+           "reference function's own name (`computation`)," +
+           same;
+  return "a function `" + name + "`" + same;
+}
+
+// Run the planner (and the implementers) with the usage accounted whatever happens: an LlmError
+// leaves what was spent in the request's unattributed usage, and propagates.
+template <typename Body>
+std::vector<Proposal> accounted(const ExpansionRequest& request, llm::Usage& spent, Body body) {
+  try {
+    return body();
+  } catch (const llm::LlmError&) {
+    // Budget, cancellation, a bad key: what was spent still counts; the search decides.
+    if (request.unattributed_usage) add_usage(*request.unattributed_usage, spent);
+    throw;
+  }
+}
+
+// The usage of the whole expansion is carried by the first child, or reported separately.
+void charge(const ExpansionRequest& request, std::vector<Proposal>& out, const llm::Usage& spent) {
+  if (!out.empty())
+    add_usage(out.front().usage, spent);
+  else if (request.unattributed_usage)
+    add_usage(*request.unattributed_usage, spent);
+}
+
 }  // namespace
 
+std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& request,
+                                                  const AgentContext& context, const Plan& plan,
+                                                  const Implement& implement, llm::Usage& spent) {
+  std::vector<Proposal> out;
+  std::set<std::string> seen = request.known_hashes;
+  for (size_t i = 0; i < plan.strategies.size() && out.size() < request.max_children; ++i) {
+    if (request.cancelled && request.cancelled()) break;
+    Code code = implement(plan, i);
+    add_usage(spent, code.usage);
+    if (!code.ok()) {
+      spdlog::warn("implementer ({}): {}", plan.strategies[i].name, code.error);
+      continue;
+    }
+    // Debug lowering errors before the candidate costs an evaluation.
+    AgentContext debug_context = context;
+    int debugged = 0;
+    for (int attempt = 1; options_.lowering_error && attempt <= options_.max_debug_attempts;
+         ++attempt) {
+      const std::string error = options_.lowering_error(code.source);
+      if (error.empty()) break;
+      debug_context.attempts.push_back({code.source, error, "", code.strategy});
+      if (options_.retrieve) debug_context.knowledge = options_.retrieve(code.source, error);
+      Code fixed = debug(client_, debug_context, code, error, attempt, options_.max_debug_attempts,
+                         request.cancelled);
+      add_usage(spent, fixed.usage);
+      if (!fixed.ok()) break;  // the evaluation reports the remaining error
+      code = std::move(fixed);
+      ++debugged;
+    }
+    if (!seen.insert(candidate_hash(code.source)).second) continue;
+    Proposal p;
+    p.code = std::move(code.source);
+    p.strategy = "llm:" + plan.strategies[i].name;
+    p.description = plan.strategies[i].why;
+    if (debugged > 0)
+      p.description += " (lowering fixed by the debugger in " + std::to_string(debugged) +
+                       (debugged == 1 ? " attempt)" : " attempts)");
+    p.plan = plan_markdown(plan, i);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
+  if (request.parent_is_reference) return write_from_reference(request, {});
   AgentContext context;
   context.kernel_source = request.parent_code;
   context.kernel_name = request.kernel_name;
@@ -37,64 +122,72 @@ std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
     context.attempts.push_back(history);
   }
 
-  std::vector<Proposal> out;
-  std::set<std::string> seen = request.known_hashes;
   llm::Usage spent;
-  try {
+  std::vector<Proposal> out = accounted(request, spent, [&] {
     const Plan the_plan = plan(client_, context, request.cancelled);
     spent = the_plan.usage;
-    if (!the_plan.ok()) spdlog::warn("planner: {}", the_plan.error);
-    for (size_t i = 0;
-         the_plan.ok() && i < the_plan.strategies.size() && out.size() < request.max_children;
-         ++i) {
-      if (request.cancelled && request.cancelled()) break;
-      Code code = implement(client_, context, the_plan, i, request.cancelled);
-      add_usage(spent, code.usage);
-      if (!code.ok()) {
-        spdlog::warn("implementer ({}): {}", the_plan.strategies[i].name, code.error);
-        continue;
-      }
-      // Debug lowering errors before the candidate costs an evaluation.
-      AgentContext debug_context = context;
-      int debugged = 0;
-      for (int attempt = 1; options_.lowering_error && attempt <= options_.max_debug_attempts;
-           ++attempt) {
-        const std::string error = options_.lowering_error(code.source);
-        if (error.empty()) break;
-        debug_context.attempts.push_back({code.source, error, "", code.strategy});
-        if (options_.retrieve) debug_context.knowledge = options_.retrieve(code.source, error);
-        Code fixed = debug(client_, debug_context, code, error, attempt,
-                           options_.max_debug_attempts, request.cancelled);
-        add_usage(spent, fixed.usage);
-        if (!fixed.ok()) break;  // the evaluation reports the remaining error
-        code = std::move(fixed);
-        ++debugged;
-      }
-      if (!seen.insert(candidate_hash(code.source)).second) continue;
-      Proposal p;
-      p.code = std::move(code.source);
-      p.strategy = "llm:" + the_plan.strategies[i].name;
-      p.description = the_plan.strategies[i].why;
-      if (debugged > 0)
-        p.description += " (lowering fixed by the debugger in " + std::to_string(debugged) +
-                         (debugged == 1 ? " attempt)" : " attempts)");
-      p.plan = plan_markdown(the_plan, i);
-      out.push_back(std::move(p));
+    if (!the_plan.ok()) {
+      spdlog::warn("planner: {}", the_plan.error);
+      return std::vector<Proposal>();
     }
-  } catch (const llm::LlmError&) {
-    // Budget, cancellation, a bad key: what was spent still counts; the search decides.
-    if (request.unattributed_usage) add_usage(*request.unattributed_usage, spent);
-    throw;
-  }
+    return implement_plan(
+        request, context, the_plan,
+        [&](const Plan& p, size_t i) {
+          return implement(client_, context, p, i, request.cancelled);
+        },
+        spent);
+  });
   if (out.empty() && options_.fall_back_to_rules) {
     spdlog::info("LLM expansion gave nothing new; using the rule-based expander");
     out = rules_.expand(request);
   }
-  // The usage of the whole expansion is carried by the first child, or reported separately.
-  if (!out.empty())
-    add_usage(out.front().usage, spent);
-  else if (request.unattributed_usage)
-    add_usage(*request.unattributed_usage, spent);
+  charge(request, out, spent);
+  return out;
+}
+
+std::vector<Proposal> LlmExpander::write_from_reference(
+    const ExpansionRequest& request, const std::vector<Proposal>& start_kernels) {
+  // The context's source is the task's file: the reference and the inputs it is called with.
+  AgentContext context;
+  context.kernel_source = request.parent_code;
+  context.kernel_name = request.kernel_name;
+  context.task_summary = options_.task_summary;
+  context.target_facts = options_.target_facts;
+  context.token_budget = options_.token_budget;
+  ReferenceStart start;
+  start.entry_point = entry_point_of(options_.task_summary, request.kernel_name);
+  for (const Proposal& k : start_kernels) {
+    if (!start.start_kernel.empty()) start.start_kernel += "\n```\n\n```python\n";
+    start.start_kernel += "# " + k.strategy + ": " + k.description + "\n" + k.code;
+  }
+  // A kernel finds Pallas passages better than a plain JAX function does.
+  if (options_.retrieve)
+    context.knowledge = options_.retrieve(
+        start_kernels.empty() ? request.parent_code : start_kernels.front().code, "");
+  if (!request.history.empty()) {
+    Attempt history;
+    history.strategy = "the search so far";
+    history.metrics = request.history;
+    context.attempts.push_back(history);
+  }
+
+  llm::Usage spent;
+  std::vector<Proposal> out = accounted(request, spent, [&] {
+    const Plan the_plan = plan_from_reference(client_, context, start, request.cancelled);
+    spent = the_plan.usage;
+    if (!the_plan.ok()) {
+      spdlog::warn("planner (from the reference): {}", the_plan.error);
+      return std::vector<Proposal>();
+    }
+    return implement_plan(
+        request, context, the_plan,
+        [&](const Plan& p, size_t i) {
+          return implement_from_reference(client_, context, start, p, i, request.cancelled);
+        },
+        spent);
+  });
+  if (out.empty()) spdlog::info("the LLM wrote no new kernel from the reference");
+  charge(request, out, spent);
   return out;
 }
 

@@ -2,6 +2,9 @@
 // writes one child per strategy, and a child that does not lower goes to the Debugger (bounded
 // attempts, with the history of earlier attempts) before it becomes a node. Falls back to the
 // rule-based expander when the LLM has nothing usable, so a search never stalls on bad answers.
+// A parent that is the task's plain JAX reference (no kernel yet) is written FROM the reference
+// instead: the from-reference Planner and Implementer, the same Debugger, and no rule fallback
+// (the rules need a kernel to change).
 #pragma once
 
 #include <functional>
@@ -12,11 +15,12 @@
 #include "agents/llm/llm_client.h"
 #include "agents/orchestration/expander.h"
 #include "agents/orchestration/rule_expander.h"
+#include "agents/subagents/subagents.h"
 
 namespace mk::agents {
 
 struct LlmExpanderOptions {
-  std::string task_summary;
+  std::string task_summary;  // the task object (JSON text), as the run keeps it
   std::string target_facts;
   // Knowledge passages for a kernel (and an error text, for the debugger), best first.
   std::function<std::vector<std::string>(const std::string& source, const std::string& error)>
@@ -32,10 +36,25 @@ class LlmExpander : public Expander {
  public:
   LlmExpander(llm::Client& client, LlmExpanderOptions options)
       : client_(client), options_(std::move(options)) {}
+  // request.parent_is_reference: write_from_reference(request, {}).
   std::vector<Proposal> expand(const ExpansionRequest& request) override;
   std::string name() const override { return "llm"; }
 
+  // Kernels written from the task's reference (request.parent_code, the task's file), with
+  // `start_kernels` (what the templates wrote from it; may be empty) shown as a starting point.
+  // Up to request.max_children new hashes; the usage of the whole call is on the first proposal,
+  // else in request.unattributed_usage. Empty when the LLM gave nothing usable.
+  std::vector<Proposal> write_from_reference(const ExpansionRequest& request,
+                                             const std::vector<Proposal>& start_kernels);
+
  private:
+  using Implement = std::function<Code(const Plan&, size_t strategy_index)>;
+  // One proposal per strategy of `plan` (up to max_children new hashes): implement, then the
+  // debugger on lowering errors (bounded attempts). Adds every call's usage to `spent`.
+  std::vector<Proposal> implement_plan(const ExpansionRequest& request, const AgentContext& context,
+                                       const Plan& plan, const Implement& implement,
+                                       llm::Usage& spent);
+
   llm::Client& client_;
   LlmExpanderOptions options_;
   RuleExpander rules_;

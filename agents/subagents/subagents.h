@@ -1,4 +1,5 @@
-// The sub-agents: Planner, Implementer, Debugger, Tester, Autotuner, ProfileAnalyst. Each renders
+// The sub-agents: Planner, Implementer, Debugger, Tester, Autotuner, ProfileAnalyst (and the
+// Planner and Implementer from a reference, for a task with no kernel yet). Each renders
 // its template (agents/prompts/<name>.md) with a trimmed AgentContext, calls the LLM, validates
 // the answer (one retry quoting the parse error), and returns the result with the usage of its
 // calls. A malformed answer twice is `error` on the result; LlmError (network, budget, cancel)
@@ -55,6 +56,25 @@ Code implement(llm::Client& client, const AgentContext& context, const Plan& pla
 Code debug(llm::Client& client, const AgentContext& context, const Code& failing,
            const std::string& error, int attempt, int max_attempts,
            const llm::CancelFlag& cancelled = {});
+
+// What the from-reference agents are given beside the context (whose kernel_source is the task's
+// reference file): the entry function the new file must define, and the kernel the templates
+// wrote from the reference ("" = none), as a starting point.
+struct ReferenceStart {
+  std::string entry_point;  // in words: "`candidate(x, b)`, called with ..."
+  std::string start_kernel;
+};
+
+// Planner from the reference: whole-kernel designs for a reference that has no kernel yet
+// (agents/prompts/planner_from_reference.md).
+Plan plan_from_reference(llm::Client& client, const AgentContext& context,
+                         const ReferenceStart& start, const llm::CancelFlag& cancelled = {});
+
+// Implementer from the reference: a new file that follows plan.strategies[strategy_index]
+// (agents/prompts/implementer_from_reference.md).
+Code implement_from_reference(llm::Client& client, const AgentContext& context,
+                              const ReferenceStart& start, const Plan& plan,
+                              size_t strategy_index = 0, const llm::CancelFlag& cancelled = {});
 
 // Tester: extra input shapes only (validated: positive ints, at most max_shapes). The reference,
 // the inputs function and the tolerances always come from the task.
