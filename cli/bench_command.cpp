@@ -1,5 +1,7 @@
 #include "cli/bench_command.h"
 
+#include "cli/bench_optimize.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,10 +18,10 @@
 
 #include "agents/report/bench_summary.h"
 #include "agents/report/html.h"
-#include "cli/host_selection.h"
 #include "cli/host_session.h"
 #include "knowledge/store.h"
-#include "lsp/syntax/normalize.h"
+#include "service/hosts.h"
+#include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::cli {
@@ -44,6 +46,8 @@ constexpr const char* kUsage =
     "  --seeds N,N,...    input seeds for every task (default: fresh random seeds)\n"
     "  --timing JSON      timing loop for every task, e.g. '{\"warmup\": 1, \"min_runs\": 5,\n"
     "                     \"max_runs\": 5}' (fields of the worker's evaluate `timing`)\n"
+    "  --optimize         run the agent on every task from its reference instead (see\n"
+    "                     maxkernel bench --optimize --help)\n"
     "  --jobs N           tasks evaluated at once (default: the host's timing workers: 1 per\n"
     "                     device; on a CPU host as many as its compile workers)\n"
     "Speedups vs XLA are shown only for device-measured time; on a CPU host (interpret mode) the\n"
@@ -291,6 +295,8 @@ json to_json(const fs::path& suite, const std::string& host,
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--optimize") != args.end())
+    return run_bench_optimize(args);
   std::string suite_arg, hosts_file, python, format = "text", store_path;
   std::vector<std::string> host_names;  // empty: local
   double timeout_s = 600;
@@ -306,7 +312,7 @@ int run_bench(const std::vector<std::string>& args) {
     try {
       if (a == "--host") {
         std::string host_error;
-        if (!add_host_names(value(), host_names, host_error))
+        if (!service::add_host_names(value(), host_names, host_error))
           throw std::invalid_argument(host_error);
       } else if (a == "--hosts")
         hosts_file = value();

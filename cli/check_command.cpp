@@ -5,9 +5,9 @@
 
 #include "cli/sarif.h"
 #include "cli/source_file.h"
-#include "lsp/analysis/describe.h"
-#include "lsp/analysis/doc_links.h"
-#include "lsp/analysis/vmem.h"
+#include "source/analysis/describe.h"
+#include "source/analysis/doc_links.h"
+#include "source/analysis/vmem.h"
 
 namespace mk::cli {
 

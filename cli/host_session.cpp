@@ -2,8 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/host_selection.h"
-#include "tpu/host/worker_bundle.h"
+#include <cstdlib>
+
+#include "service/hosts.h"
 
 namespace mk::cli {
 
@@ -18,34 +19,19 @@ std::filesystem::path store_path_of(const HostOptions& options) {
 
 std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::string& error,
                                                bool* no_host_answered) {
-  if (no_host_answered) *no_host_answered = false;
-  const std::vector<std::string> names =
-      options.host_names.empty() ? std::vector<std::string>{"local"} : options.host_names;
-  std::vector<tpu::HostConfig> configs;
-  for (const std::string& name : names) {
-    auto config = select_host(name, options.hosts_file, options.python, error);
-    if (!config) return nullptr;
-    config->request_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
-    configs.push_back(std::move(*config));
+  service::HostChoice choice;
+  choice.names = options.host_names;
+  choice.local_python = options.python;
+  choice.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
+  std::string file = options.hosts_file;
+  if (file.empty()) {
+    if (const char* env = std::getenv("MAXKERNEL_HOSTS_FILE"); env && *env) file = env;
   }
-  auto worker_dir = tpu::find_worker_directory();
-  if (!worker_dir) {
-    error = "cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR";
-    return nullptr;
-  }
-  auto bundle = tpu::load_worker_bundle(*worker_dir, error);
-  if (!bundle) return nullptr;
+  if (!file.empty() && !service::read_hosts_file(file, choice, error)) return nullptr;
   auto session = std::make_unique<HostSession>();
-  session->host = std::make_unique<tpu::HostPool>();
-  for (const tpu::HostConfig& config : configs)
-    session->host->add(std::make_unique<tpu::KernelHost>(config, *bundle));
-  // Several hosts: check them all before any work, so a mixed pool is refused up front and an
-  // unreachable host is reported (and set aside) once.
-  if (session->host->size() > 1 && !session->host->verify(error)) {
-    if (no_host_answered) *no_host_answered = !session->host->devices_differ();
-    return nullptr;
-  }
+  session->host = service::open_hosts(choice, /*verify=*/true, error, no_host_answered);
+  if (!session->host) return nullptr;
   if (options.open_store) {
     try {
       session->store = std::make_unique<knowledge::Store>(store_path_of(options));

@@ -5,11 +5,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/host_selection.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
-#include "lsp/analysis/vmem.h"
-#include "lsp/syntax/normalize.h"
+#include "service/hosts.h"
+#include "source/analysis/vmem.h"
+#include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 #include "tpu/jobs/predictions.h"
 
@@ -142,7 +142,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     try {
       if (a == "--host") {
         std::string error;
-        if (!add_host_names(value(), host_names, error)) throw std::invalid_argument(error);
+        if (!service::add_host_names(value(), host_names, error))
+          throw std::invalid_argument(error);
       } else if (a == "--hosts") {
         hosts_file = value();
       } else if (a == "--python") {

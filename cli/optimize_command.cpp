@@ -5,6 +5,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,10 +14,13 @@
 #include "agents/orchestration/run_lessons.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/selection.h"
-#include "cli/host_selection.h"
+#include "agents/report/html.h"
 #include "cli/host_session.h"
 #include "cli/run_output.h"
 #include "cli/source_file.h"
+#include "service/generation.h"
+#include "service/hosts.h"
+#include "service/searches.h"
 
 namespace mk::cli {
 
@@ -25,7 +29,10 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kOptimizeUsage =
-    "usage: maxkernel optimize FILE[::KERNEL] [options]\n"
+    "usage: maxkernel optimize FILE[::KERNEL] | TASK [options]\n"
+    "  FILE holds a pallas_call; TASK is a reference with no kernel (a folder with\n"
+    "  kernel_task.yaml or baseline.py, or a file defining reference + make_inputs):\n"
+    "  the run starts from XLA (speedup 1.0) and writes the first kernel itself\n"
     "  --mode auto|graph        Auto loop (greedy, default) or graph search\n"
     "  --search beam|parallel|ucb   graph search strategy (default beam)\n"
     "  --beam N --branches N --depth N --keep F --concurrency N   search shape\n"
@@ -39,6 +46,11 @@ constexpr const char* kOptimizeUsage =
     "  --target GEN             TPU generation the predictions are for (default v5e)\n"
     "  --store PATH             knowledge store holding runs and the evaluation cache\n"
     "  --report PATH            write the HTML report there (default maxkernel-report-RUN.html)\n"
+    "  --shrink F               check correctness on the task shrunk by F in every large dim (a\n"
+    "                           CPU host's interpret mode cannot run production sizes; lowering\n"
+    "                           and predictions stay at full size; docs/tasks.md)\n"
+    "  --out PATH               where the best kernel of a TASK run is written (default beside\n"
+    "                           the task, never over an existing file)\n"
     "  --no-report --no-cache --format text|json\n";
 
 constexpr const char* kRunsUsage =
@@ -66,6 +78,8 @@ struct OptimizeOptions {
   std::string format = "text";
   std::string record_llm;    // --record-llm FILE: write every LLM exchange as a fixture
   std::string kernel_class;  // for lessons ("matmul", ...): from the source model
+  std::string kernel_out;    // --out: where the best kernel of a reference-start run goes
+  json evaluate_options = json::object();  // --shrink F: correctness on a smaller instance
   HostOptions host;
   agents::SearchParams params;
 };
@@ -91,74 +105,84 @@ class ProgressPrinter {
   bool dirty_ = false;
 };
 
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Where the best kernel of a run that started from a reference is written: beside the task,
+// never over an existing file (the user's code is never replaced unasked).
+std::filesystem::path kernel_output_path(const std::filesystem::path& anchor,
+                                         const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const std::filesystem::path dir = anchor.parent_path();
+  const std::string stem = anchor.stem().string() + "_pallas";
+  std::filesystem::path path = dir / (stem + ".py");
+  for (int n = 2; std::filesystem::exists(path); ++n)
+    path = dir / (stem + "_" + std::to_string(n) + ".py");
+  return path;
+}
+
+// The kernels that grow from a reference root: the generator's, when a template covers it.
+// Without an LLM a reference no template covers ends the command with the generator's reason.
+bool kernels_from_reference(HostSession& session, const agents::RunRecord& run,
+                            const std::string& llm, service::SearchSetup& setup) {
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(run.target);
+  if (!generation) return false;
+  std::optional<std::string> entry;
+  if (!run.kernel.empty()) entry = run.kernel;
+  std::cerr << "writing a kernel from the reference (templates, no LLM)...\n";
+  const service::GeneratedKernel kernel = service::generate_kernel(
+      *session.jobs, run.file, json::parse(run.task_json), *generation, entry);
+  if (kernel.ok) {
+    std::cerr << "generated: " << kernel.kernel_class << ": " << kernel.description << "\n";
+    setup.from_reference.push_back(service::as_proposal(kernel));
+    return true;
+  }
+  std::cerr << "maxkernel optimize: " << kernel.error << "\n";
+  return llm != "none";  // an LLM can still write it from the reference
+}
+
 // Runs (or resumes) the search of `run_id` and prints the outcome. Returns the exit code.
 int drive_run(agents::RunStore& runs, HostSession& session, const std::string& run_id,
               const std::string& baseline_code, const OptimizeOptions& options) {
   auto run = runs.run(run_id);
-  const json task = json::parse(run->task_json);
-  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(run->target);
-  if (!generation) {
-    std::cerr << "maxkernel: unknown TPU generation '" << run->target << "'\n";
-    return 2;
-  }
-  agents::EvaluationSetup setup;
-  setup.file = run->file;
-  setup.task = task;
-  if (!run->kernel.empty()) setup.kernel = run->kernel;
+  service::SearchSetup setup;
+  setup.llm.llm_settings.replay_python = "python3";  // the replay server needs only stdlib
+  setup.llm.llm_settings.record_path = options.record_llm;
   setup.use_cache = options.use_cache;
-  // Without a device the score is the model's prediction and interpret time ranks nothing:
-  // one timed run keeps the record honest without spending minutes in the interpreter.
-  const tpu::WorkerReply hello = session.host->hello();
-  if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
-    setup.options["timing"] = {
-        {"warmup", 0}, {"min_runs", 1}, {"max_runs", 1}, {"min_seconds", 0}, {"max_seconds", 0}};
-  agents::CandidateEvaluator evaluator(*session.jobs, setup, *generation);
-  agents::ExpanderSetup expander_setup;
-  expander_setup.llm_spec = run->llm;
-  expander_setup.llm_settings.replay_python = "python3";  // the replay server needs only stdlib
-  expander_setup.llm_settings.record_path = options.record_llm;
-  expander_setup.budget = agents::Budget::from_json(json::parse(run->budget_json));
-  expander_setup.kernel_class = options.kernel_class;
-  expander_setup.task_summary = task.dump();
-  expander_setup.store = session.store.get();
-  expander_setup.evaluator = &evaluator;
-  agents::ExpanderBundle expander;
-  try {
-    expander = agents::make_expander(expander_setup, *generation);
-  } catch (const std::exception& e) {
-    std::cerr << "maxkernel: --llm " << run->llm << ": " << e.what() << "\n";
-    return 2;
+  setup.kernel_class = options.kernel_class;
+  const bool from_reference = service::starts_from_reference(*run);
+  if (from_reference && !kernels_from_reference(session, *run, run->llm, setup)) {
+    run->status = "failed";
+    run->stop_reason = "no kernel could be written from the reference";
+    runs.update_run(*run);
+    return 1;
   }
-  agents::GraphSearch search(runs, evaluator, *expander.expander, run_id);
 
   interrupted = false;
   auto previous = std::signal(SIGINT, on_interrupt);
-  agents::RunRecord final_run;
+  service::SearchOutcome outcome;
   {
     ProgressPrinter printer;
     try {
-      final_run = search.run(
-          baseline_code, [&](const agents::SearchProgress& p) { printer(p); },
-          [] { return interrupted.load(); });
+      outcome = service::drive_search(
+          runs, *session.host, session.store.get(), run_id, baseline_code, std::move(setup),
+          [&](const agents::SearchProgress& p) { printer(p); }, [] { return interrupted.load(); });
     } catch (const std::exception& e) {
-      // A store write failed (disk full, read-only): what was written stays consistent.
+      // A setup error, or a store write failed (disk full, read-only): what was written stays
+      // consistent.
       std::signal(SIGINT, previous);
       std::cerr << "maxkernel: run " << run_id << " stopped: " << e.what()
-                << "\nresume with: maxkernel runs resume " << run_id
-                << " (once the store is writable)\n";
+                << "\nresume with: maxkernel runs resume " << run_id << "\n";
       return 1;
     }
   }
   std::signal(SIGINT, previous);
+  if (!outcome.warning.empty()) std::cerr << "maxkernel: " << outcome.warning << "\n";
+  const agents::RunRecord& final_run = outcome.run;
+  const std::vector<agents::NodeRecord>& nodes = outcome.nodes;
 
-  const std::vector<agents::NodeRecord> nodes = runs.nodes(run_id);
-  if (session.store && !options.kernel_class.empty() && final_run.status == "done") {
-    try {
-      agents::record_run_lessons(*session.store, final_run, nodes, options.kernel_class);
-    } catch (const std::exception& e) {
-      std::cerr << "maxkernel: lessons not recorded: " << e.what() << "\n";
-    }
-  }
   std::string report_file;
   if (options.report) {
     report_file =
@@ -169,10 +193,37 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
       report_file.clear();
     }
   }
+  // A run from a reference hands back a kernel even when none beats XLA: the best correct one.
+  std::string kernel_file;
+  const agents::NodeRecord* best_kernel = nullptr;
+  for (const agents::NodeRecord& n : nodes)
+    if (from_reference && n.id > 0 && n.status == "correct" && n.speedup &&
+        (!best_kernel || *n.speedup > *best_kernel->speedup))
+      best_kernel = &n;
+  if (best_kernel) {
+    const std::filesystem::path path = kernel_output_path(final_run.file, options.kernel_out);
+    std::ofstream out(path);
+    out << best_kernel->code;
+    if (out)
+      kernel_file = path.string();
+    else
+      std::cerr << "maxkernel: cannot write the kernel to " << path.string() << "\n";
+  }
   if (options.format == "json") {
-    std::cout << run_json(final_run, nodes, report_file).dump(2) << "\n";
+    json out = run_json(final_run, nodes, report_file);
+    if (!kernel_file.empty()) {
+      out["kernel_file"] = kernel_file;
+      out["kernel_node"] = best_kernel->id;
+    }
+    std::cout << out.dump(2) << "\n";
   } else {
     print_run_summary(std::cout, final_run, nodes, report_file);
+    if (!kernel_file.empty())
+      std::cout << "kernel: " << kernel_file << " (node " << best_kernel->id << ", "
+                << report::format_speedup(*best_kernel->speedup) << " vs XLA, "
+                << final_run.score_kind << ")\n";
+    else if (from_reference)
+      std::cout << "kernel: none correct (every kernel written from the reference failed)\n";
   }
   if (final_run.status == "cancelled") {
     std::cerr << "stopped; resume with: maxkernel runs resume " << run_id << "\n";
@@ -205,12 +256,18 @@ bool parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& 
         o.report_path = value();
       else if (a == "--no-report")
         o.report = false;
-      else if (a == "--no-cache")
+      else if (a == "--out")
+        o.kernel_out = value();
+      else if (a == "--shrink") {
+        const int factor = std::stoi(value());
+        if (factor < 2) throw std::invalid_argument("--shrink wants a factor >= 2");
+        o.evaluate_options["shrink"] = factor;
+      } else if (a == "--no-cache")
         o.use_cache = false;
       else if (a == "--format")
         o.format = value();
       else if (a == "--host") {
-        if (!add_host_names(value(), o.host.host_names, error)) return false;
+        if (!service::add_host_names(value(), o.host.host_names, error)) return false;
       } else if (a == "--hosts")
         o.host.hosts_file = value();
       else if (a == "--python")
@@ -289,23 +346,51 @@ int run_optimize(const std::vector<std::string>& args) {
   const size_t sep = options.target_spec.find("::");
   const std::filesystem::path file = std::filesystem::absolute(options.target_spec.substr(0, sep));
   const std::string kernel = sep == std::string::npos ? "" : options.target_spec.substr(sep + 2);
-  AnalysedFile analysed = analyse_file(file, *generation);
-  if (!analysed.read_error.empty()) {
-    std::cerr << "maxkernel optimize: " << analysed.read_error << "\n";
-    return 2;
+  service::NewSearch search;
+  std::string baseline_code;
+  std::optional<json> task;
+  if (std::filesystem::is_directory(file) || file.filename() == "kernel_task.yaml" ||
+      file.filename() == "baseline.py") {
+    search.start = service::SearchStart::Reference;
+  } else {
+    AnalysedFile analysed = analyse_file(file, *generation);
+    if (!analysed.read_error.empty()) {
+      std::cerr << "maxkernel optimize: " << analysed.read_error << "\n";
+      return 2;
+    }
+    if (analysed.analysis.model.kernels.empty()) {
+      // No kernel yet: a file that defines its task starts from its reference.
+      search.start = service::SearchStart::Reference;
+      std::filesystem::path anchor;
+      task = tpu::locate_reference_task(file, analysed.analysis.model.task.form() == "infile",
+                                        anchor, error);
+      if (!task) {
+        std::cerr << "maxkernel optimize: " << error << "\n";
+        return 2;
+      }
+    } else {
+      const pallas::Kernel* chosen = &analysed.analysis.model.kernels.front();
+      for (const pallas::Kernel& k : analysed.analysis.model.kernels)
+        if (!kernel.empty() && (k.name == kernel || k.enclosing_function == kernel)) chosen = &k;
+      options.kernel_class = agents::kernel_class_of(*chosen, file.stem().string());
+      task = tpu::locate_task(file, analysed.analysis.model.task.form() == "infile", error);
+      if (!task) {
+        std::cerr << "maxkernel optimize: " << error << "\n";
+        return 2;
+      }
+      search.file = file;
+      baseline_code = analysed.text;
+    }
   }
-  if (analysed.analysis.model.kernels.empty()) {
-    std::cerr << "maxkernel optimize: no pallas_call in " << file.string() << "\n";
-    return 2;
-  }
-  const pallas::Kernel* chosen = &analysed.analysis.model.kernels.front();
-  for (const pallas::Kernel& k : analysed.analysis.model.kernels)
-    if (!kernel.empty() && (k.name == kernel || k.enclosing_function == kernel)) chosen = &k;
-  options.kernel_class = agents::kernel_class_of(*chosen, file.stem().string());
-  auto task = tpu::locate_task(file, analysed.analysis.model.task.form() == "infile", error);
-  if (!task) {
-    std::cerr << "maxkernel optimize: " << error << "\n";
-    return 2;
+  if (search.start == service::SearchStart::Reference) {
+    std::filesystem::path anchor;
+    task = tpu::locate_reference_task(file, true, anchor, error);
+    if (!task) {
+      std::cerr << "maxkernel optimize: " << error << "\n";
+      return 2;
+    }
+    search.file = anchor;
+    baseline_code = read_text(anchor);  // the root's code: the reference, for the report
   }
   std::signal(SIGPIPE, SIG_IGN);
   auto session = open_host_session(options.host, error);
@@ -320,23 +405,22 @@ int run_optimize(const std::vector<std::string>& args) {
     std::cerr << "maxkernel optimize: " << e.what() << "\n";
     return 2;
   }
-  agents::RunRecord run;
-  run.mode = options.mode;
-  run.strategy = options.params.strategy;
-  run.file = file.string();
-  run.kernel = kernel;
-  run.target = generation->name;
-  run.host = session->host->name();
-  run.llm = options.llm;
-  run.params_json = json{{"search", options.params.to_json()}}.dump();
-  run.budget_json = budget.to_json().dump();
-  run.status = "running";
-  run.task_json = task->dump();
-  const std::string run_id = runs->create_run(run);
+  search.mode = options.mode;
+  search.params = options.params;
+  search.budget = budget;
+  search.kernel = kernel;
+  search.target = generation->name;
+  search.host = session->host->name();
+  search.llm = options.llm;
+  search.task = *task;
+  search.evaluate_options = options.evaluate_options;
+  const std::string run_id = service::create_search(*runs, search);
   std::cerr << "run " << run_id << ": " << options.mode << " (" << options.params.strategy
-            << ") on " << file.filename().string() << ", host " << session->host->name()
-            << ", no LLM\n";
-  return drive_run(*runs, *session, run_id, analysed.text, options);
+            << ") on " << file.filename().string()
+            << (search.start == service::SearchStart::Reference ? " from its reference" : "")
+            << ", host " << session->host->name() << ", "
+            << (options.llm == "none" ? std::string("no LLM") : "LLM " + options.llm) << "\n";
+  return drive_run(*runs, *session, run_id, baseline_code, options);
 }
 
 int run_runs(const std::vector<std::string>& args) {
@@ -354,7 +438,7 @@ int run_runs(const std::vector<std::string>& args) {
       options.host.store_path = args[++i];
     else if (a == "--host" && has_value) {
       std::string error;
-      if (!add_host_names(args[++i], options.host.host_names, error)) {
+      if (!service::add_host_names(args[++i], options.host.host_names, error)) {
         std::cerr << "maxkernel runs: " << error << "\n";
         return 2;
       }
@@ -416,7 +500,7 @@ int run_runs(const std::vector<std::string>& args) {
   std::string error;
   // A resumed run goes back to the hosts it was started on unless others are named.
   if (options.host.host_names.empty() && !run->host.empty() &&
-      !add_host_names(run->host, options.host.host_names, error)) {
+      !service::add_host_names(run->host, options.host.host_names, error)) {
     std::cerr << "maxkernel runs resume: run " << run_id << ": " << error << "\n";
     return 2;
   }

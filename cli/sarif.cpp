@@ -1,6 +1,6 @@
 #include "cli/sarif.h"
 
-#include "lsp/analysis/doc_links.h"
+#include "source/analysis/doc_links.h"
 
 namespace mk::cli {
 

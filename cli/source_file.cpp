@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::cli {
 

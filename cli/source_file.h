@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "lsp/analysis/document_analysis.h"
-#include "lsp/text/line_index.h"
+#include "source/analysis/document_analysis.h"
+#include "source/text/line_index.h"
 
 namespace mk::cli {
 

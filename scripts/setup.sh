@@ -4,18 +4,30 @@
 #   npm:  tree-sitter-python (grammar compiled into the binary), pinned
 #   PyPI: the tree-sitter C runtime (sdist of py-tree-sitter, patched, compiled in), pinned
 #   pip:  a venv at .venv with JAX (CPU), pytest and ruff, pinned
-# Usage: scripts/setup.sh [--no-apt]
+# Usage: scripts/setup.sh [--no-apt] [--main]
+#   --main: only what the main job (scripts/demo.sh) needs: the compiler, the libraries, the grammar
+#           and the runtime, and the venv with JAX. No sanitizer toolchain, sshd, editors or GoogleTest.
 set -euo pipefail
+apt_flag=""
+main_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-apt) apt_flag="--no-apt" ;;
+    --main) main_only=1 ;;
+    *) echo "setup: unknown option $arg (use --no-apt, --main)" >&2; exit 2 ;;
+  esac
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libboost-dev libboost-filesystem-dev
-  libtree-sitter-dev libgtest-dev libsqlite3-dev
-  clang clang-format libclang-rt-14-dev
-  openssh-server openssh-client
+  libtree-sitter-dev libsqlite3-dev
 )
+# The tests also need GoogleTest, clang (sanitizers, libFuzzer, clang-format) and sshd (ssh hosts).
+((main_only)) || APT_PACKAGES+=(libgtest-dev clang clang-format libclang-rt-14-dev
+  openssh-server openssh-client)
 TREE_SITTER_PYTHON_VERSION=0.23.6
 TREE_SITTER_RUNTIME_VERSION=0.20.4  # PyPI tree-sitter sdist: its bundled C runtime (tree_sitter/core/lib)
 PY_REQUIREMENTS="$root/scripts/requirements.txt"
@@ -28,7 +40,7 @@ missing_apt() {
   echo "${missing[@]:-}"
 }
 
-if [[ "${1:-}" != "--no-apt" ]]; then
+if [[ "$apt_flag" != "--no-apt" ]]; then
   need="$(missing_apt)"
   if [[ -n "$need" ]]; then
     echo "setup: apt installing: $need"
@@ -80,8 +92,12 @@ if [[ "$(cat "$runtime_dir/.stamp" 2>/dev/null)" != "$runtime_stamp" ]]; then
   echo "$runtime_stamp" > "$runtime_dir/.stamp"
   rm -rf "$tmp"
 fi
+if ((main_only)); then
+  echo "setup: done (main job only)"
+  exit 0
+fi
 # The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
-"$root/scripts/setup_vscode.sh" ${1:+"$1"}
+"$root/scripts/setup_vscode.sh" ${apt_flag:+"$apt_flag"}
 # Neovim 0.7.2 (apt) and 0.10.4 (Debian 13 packages, unpacked) for the plugin tests: docs/neovim.md
-"$root/scripts/setup_neovim.sh" ${1:+"$1"}
+"$root/scripts/setup_neovim.sh" ${apt_flag:+"$apt_flag"}
 echo "setup: done"

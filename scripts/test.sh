@@ -29,6 +29,9 @@ suite() {  # suite NAME COMMAND...
 # Idempotent: installs only what is missing (apt is skipped when every package is present).
 scripts/setup.sh >/dev/null || { echo "setup failed"; exit 1; }
 
+# ARCHITECTURE.md's layering table as a check on every include (and its own tests).
+suite "layering: includes follow ARCHITECTURE.md's table" "$py" -m pytest -q tests/layers
+
 scripts/build.sh build || { echo "build failed"; exit 1; }
 
 suite "unit and host pool (GoogleTest)" ctest --test-dir build --output-on-failure -j 2

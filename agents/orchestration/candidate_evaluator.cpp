@@ -2,7 +2,8 @@
 
 #include <chrono>
 
-#include "lsp/syntax/normalize.h"
+#include "knowledge/time_model.h"
+#include "source/syntax/normalize.h"
 #include "tpu/jobs/predictions.h"
 
 namespace mk::agents {
@@ -147,6 +148,61 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     } else if (auto predicted = predicted_total(predictions)) {
       e.score_s = *predicted;
       e.time_kind = "predicted";
+    }
+  }
+  e.host_seconds = seconds_since(start);
+  return e;
+}
+
+Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& cancelled) {
+  const auto start = std::chrono::steady_clock::now();
+  tpu::KernelRequest request;
+  request.file = setup_.file;
+  request.task = setup_.task;
+  request.options = setup_.options;
+  const tpu::JobResult r = jobs_.reference(request, cancelled);
+  if (!r.reply.ok()) {
+    Evaluation e = from_reply_failure(r.reply, "execution");
+    e.host_seconds = seconds_since(start);
+    e.host = r.host;
+    return e;
+  }
+  const json& body = r.reply.body;
+  const json cost = body.value("cost", json::object());
+  Evaluation e;
+  e.status = "correct";  // the reference is the oracle
+  e.host = r.host;
+  e.metrics = {{"correct", true},
+               {"reference", true},
+               {"xla_cost", cost},
+               {"time_kind", body.value("time_kind", "")},
+               {"timing", body.value("timing", json())}};
+  // A CPU host answers "timing": null (nothing is timed there).
+  const json timing = body.value("timing", json());
+  const json reference_timing = timing.is_object() ? timing.value("reference", json()) : json();
+  const json median =
+      reference_timing.is_object() ? reference_timing.value("median_s", json()) : json();
+  if (body.value("time_kind", "") == "device" && median.is_number()) {
+    e.score_s = median.get<double>();
+    e.time_kind = "device";
+  } else if (cost.value("flops", json()).is_number() &&
+             cost.value("min_bytes", json()).is_number()) {
+    knowledge::KernelCostFacts facts;
+    facts.flops = cost["flops"].get<double>();
+    facts.hbm_bytes = cost["min_bytes"].get<double>();
+    facts.grid_steps = 0;  // one XLA program: no Pallas grid-step overhead
+    if (auto shapes = cost.value("input_shapes", json::array()); !shapes.empty())
+      facts.compute_dtype = shapes[0].value("dtype", "float32");
+    if (auto predicted = knowledge::predict_time(facts, target_)) {
+      e.score_s = predicted->seconds;
+      e.time_kind = "predicted";
+      e.metrics["prediction"] = {{"predicted_s", predicted->seconds},
+                                 {"compute_s", predicted->compute_seconds},
+                                 {"memory_s", predicted->memory_seconds},
+                                 {"bound", predicted->bound},
+                                 {"basis",
+                                  "XLA at its roofline: the reference's FLOPs, inputs "
+                                  "read and outputs written once"}};
     }
   }
   e.host_seconds = seconds_since(start);

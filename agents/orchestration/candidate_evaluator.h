@@ -44,6 +44,11 @@ class CandidateEvaluator {
       : jobs_(jobs), setup_(std::move(setup)), target_(target) {}
 
   Evaluation evaluate(const std::string& source, const std::function<bool()>& cancelled = {});
+  // The task's reference as XLA runs it, the root of a search that starts from a plain JAX
+  // function: measured on a host with a device, else predicted at the roofline of its FLOPs and
+  // the bytes any program must move (inputs read and outputs written once): an XLA at its best,
+  // so a predicted speedup over it is never flattering.
+  Evaluation evaluate_reference(const std::function<bool()>& cancelled = {});
   // Only the compile check: "" when the source lowers for TPU, else the error with its line.
   std::string lowering_error(const std::string& source,
                              const std::function<bool()>& cancelled = {});

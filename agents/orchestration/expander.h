@@ -26,7 +26,8 @@ struct ExpansionRequest {
   std::set<std::string> known_hashes;  // normalised-source hashes already in the run
   size_t max_children = 3;
   std::function<bool()> cancelled;
-  std::string history;                       // earlier attempts with errors/metrics (for LLMs)
+  std::string history;               // earlier attempts with errors/metrics (for LLMs)
+  bool parent_is_reference = false;  // the parent is the task's plain JAX reference (no kernel)
   llm::Usage* unattributed_usage = nullptr;  // LLM usage no proposal carries (added to the run)
 };
 

@@ -75,6 +75,7 @@ GraphSearch::GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expande
   const json params = parse_or(run_.params_json, json::object());
   params_ = SearchParams::from_json(params.value("search", json::object()));
   state_ = params.value("state", json::object());
+  reference_root_ = params.value("start", std::string()) == "reference";
   budget_ = Budget::from_json(parse_or(run_.budget_json, json::object()));
   cost_ = parse_or(run_.cost_json, json::object());
   for (const char* key : {"tokens_in", "tokens_out", "evaluations", "cache_hits"})
@@ -203,7 +204,9 @@ void GraphSearch::evaluate_one(NodeRecord& node, const ProgressSink& on_progress
   if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
   node.status = "evaluating";
   store_.update_node(node);
-  const Evaluation evaluation = evaluator_.evaluate(node.code, cancelled);
+  const Evaluation evaluation = node.id == 0 && reference_root_
+                                    ? evaluator_.evaluate_reference(cancelled)
+                                    : evaluator_.evaluate(node.code, cancelled);
   if (evaluation.stage == "cancelled") {
     node.status = "pending";
     store_.update_node(node);
@@ -280,8 +283,9 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   if (nodes.empty()) {
     NodeRecord root;
     root.run_id = run_.id;
-    root.strategy = "baseline";
-    root.description = "the kernel as written";
+    root.strategy = reference_root_ ? "xla_reference" : "baseline";
+    root.description =
+        reference_root_ ? "the reference as XLA runs it (speedup 1.0)" : "the kernel as written";
     root.code = baseline_code;
     root.code_hash = candidate_hash(baseline_code);
     root.status = "pending";
@@ -359,6 +363,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       ExpansionRequest request;
       request.parent_code = parent->code;
       request.kernel_name = run_.kernel;
+      request.parent_is_reference = reference_root_ && parent_id == 0;
       request.known_hashes = known;
       request.max_children = room;
       // The wall-time budget also bounds an LLM call in flight (a hung provider would otherwise

@@ -1,7 +1,9 @@
 // Runs a search over kernel variants and records every step in the RunStore: the baseline is the
-// root (speedup 1.0), each round selects parents (selection.h), asks the Expander for children,
-// records them as pending, evaluates them (bounded concurrency) and updates the best. A run that
-// was killed resumes from the database: pending nodes are evaluated, finished ones never again.
+// root (speedup 1.0): the kernel as written, or for a run that starts from a plain JAX function
+// (params "start": "reference") the reference as XLA runs it, each round selects parents
+// (selection.h), asks the Expander for children, records them as pending, evaluates them (bounded
+// concurrency) and updates the best. A run that was killed resumes from the database: pending nodes
+// are evaluated, finished ones never again.
 #pragma once
 
 #include <atomic>
@@ -58,6 +60,7 @@ class GraphSearch {
   nlohmann::json cost_;   // totals, persisted with the run
   nlohmann::json state_;  // round, rounds_without_gain, elapsed_s: persisted in params_json
   std::optional<double> baseline_score_;
+  bool reference_root_ = false;  // the root is the task's reference as XLA runs it
   double best_speedup_ = 1.0;
   double session_start_ = 0;
   std::set<int64_t> exhausted_;

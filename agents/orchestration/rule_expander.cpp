@@ -6,7 +6,7 @@
 
 #include "agents/rewrites/rule_rewrites.h"
 #include "agents/tuning/search_space.h"
-#include "lsp/syntax/normalize.h"
+#include "source/syntax/normalize.h"
 #include "tpu/host/content_hash.h"
 
 namespace mk::agents {

@@ -8,7 +8,7 @@
 
 #include "agents/orchestration/run_store.h"
 #include "knowledge/store.h"
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 namespace mk::agents {
 

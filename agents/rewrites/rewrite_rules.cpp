@@ -4,9 +4,9 @@
 
 #include "agents/rewrites/rewrite_support.h"
 #include "agents/tuning/search_space.h"
-#include "lsp/pallas/kernel_extractor.h"
-#include "lsp/syntax/node_util.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/pallas/kernel_extractor.h"
+#include "source/syntax/node_util.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::agents::rewrites {
 

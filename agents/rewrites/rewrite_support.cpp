@@ -1,6 +1,6 @@
 #include "agents/rewrites/rewrite_support.h"
 
-#include "lsp/syntax/node_util.h"
+#include "source/syntax/node_util.h"
 
 namespace mk::agents::rewrites {
 

@@ -10,7 +10,7 @@
 
 #include "agents/rewrites/rule_rewrites.h"
 #include "agents/tuning/python_source.h"
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 namespace mk::agents::rewrites {
 

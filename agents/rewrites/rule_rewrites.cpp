@@ -8,8 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include "agents/rewrites/rewrite_support.h"
-#include "lsp/pallas/kernel_extractor.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/pallas/kernel_extractor.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::agents {
 

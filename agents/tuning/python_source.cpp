@@ -5,8 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "lsp/syntax/node_util.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/node_util.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::agents {
 

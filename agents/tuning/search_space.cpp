@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "agents/tuning/python_source.h"
-#include "lsp/pallas/kernel_extractor.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/pallas/kernel_extractor.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::agents {
 

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/analysis/document_analysis.h"
-#include "lsp/syntax/python_tree.h"
-#include "lsp/text/text_document.h"
+#include "source/analysis/document_analysis.h"
+#include "source/syntax/python_tree.h"
+#include "source/text/text_document.h"
 
 namespace mk::server {
 

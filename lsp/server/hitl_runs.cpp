@@ -11,7 +11,7 @@
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/optimization_runs.h"
-#include "lsp/syntax/normalize.h"
+#include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::server {
@@ -247,7 +247,7 @@ json HitlRuns::diagnostics(const OpenDocument& doc) const {
   json out = json::array();
   auto it = diagnostics_.find(doc.text.uri());
   if (it == diagnostics_.end() || it->second.first != doc.text.version()) return out;
-  for (const json& d : it->second.second) out.push_back(d);
+  for (const service::Finding& f : it->second.second) out.push_back(to_lsp_diagnostic(f));
   return out;
 }
 
@@ -323,7 +323,8 @@ void HitlRuns::run_phase(SessionRecord s) {
 
   if (phase == "plan") {
     agents::PlanRequest request{s.code, s.kernel, s.feedback};
-    pool_.submit([make = proposer_factory(), request, done] { done(hitl_plan(*make(), request)); });
+    pool_.submit(
+        [make = proposer_factory(), request, done] { done(service::hitl_plan(*make(), request)); });
     return;
   }
   if (phase == "implement") {
@@ -331,8 +332,9 @@ void HitlRuns::run_phase(SessionRecord s) {
     if (const std::string edited = read_file(plan_path(id)); !edited.empty()) s.plan = edited;
     save(s);
     agents::ImplementRequest request{s.code, s.kernel, s.plan, s.feedback};
-    pool_.submit(
-        [make = proposer_factory(), request, done] { done(hitl_implement(*make(), request)); });
+    pool_.submit([make = proposer_factory(), request, done] {
+      done(service::hitl_implement(*make(), request));
+    });
     return;
   }
 
@@ -379,19 +381,19 @@ void HitlRuns::run_phase(SessionRecord s) {
   };
 
   if (phase == "validate") {
-    pool_.submit([h, job, finish] { finish(hitl_validate(job)); });
+    pool_.submit([h, job, finish] { finish(service::hitl_validate(job)); });
     return;
   }
   if (phase == "test") {
-    pool_.submit([h, job, finish] { finish(hitl_test(job)); });
+    pool_.submit([h, job, finish] { finish(service::hitl_test(job)); });
     return;
   }
   if (phase == "autotune") {
-    pool_.submit([h, job, finish] { finish(hitl_autotune(job)); });
+    pool_.submit([h, job, finish] { finish(service::hitl_autotune(job)); });
     return;
   }
   if (phase == "profile") {
-    pool_.submit([h, job, finish] { finish(hitl_profile(job)); });
+    pool_.submit([h, job, finish] { finish(service::hitl_profile(job)); });
     return;
   }
   HitlPhaseOutcome out;

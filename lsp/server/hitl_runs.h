@@ -21,11 +21,14 @@
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
-#include "lsp/server/hitl_phase_work.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
+#include "service/hitl_phases.h"
 
 namespace mk::server {
+
+using service::HitlHostJob;
+using service::HitlPhaseOutcome;
 
 // Which LLM plans and implements ("none": the rule-based proposer).
 struct LlmChoice {
@@ -101,8 +104,8 @@ class HitlRuns {
   };
   std::map<std::string, HostWork> host_work_;   // session -> its running host phase
   std::map<std::string, int> question_serial_;  // session -> the question whose answer counts
-  std::map<std::string, std::pair<int64_t, std::vector<nlohmann::json>>>
-      diagnostics_;  // uri -> (document version, diagnostics)
+  std::map<std::string, std::pair<int64_t, std::vector<service::Finding>>>
+      diagnostics_;  // uri -> (document version, the phase's findings)
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   HostSettings host_settings_;           // what host_ was made for
   std::shared_ptr<tpu::HostPool> host_;  // shared with running phase work

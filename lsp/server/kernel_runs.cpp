@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cstdio>
+#include <string_view>
 
-#include "lsp/analysis/vmem.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
-#include "lsp/syntax/normalize.h"
+#include "source/analysis/vmem.h"
+#include "source/syntax/normalize.h"
 #include "tpu/host/content_hash.h"
 #include "tpu/jobs/kernel_jobs.h"
 #include "tpu/jobs/predictions.h"
@@ -148,58 +150,40 @@ void KernelRuns::configure(const HostSettings& settings) {
   settings_ = settings;
 }
 
+std::string file_uri(const std::filesystem::path& path) {
+  std::string out = "file://";
+  for (const unsigned char c : path.string()) {
+    if (std::isalnum(c) ||
+        std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
   if (!uri.starts_with("file://")) return std::nullopt;
   return std::filesystem::path(percent_decode(uri.substr(7)));
 }
 
-namespace {
-
-// The config of host `name` from the settings' host definitions ("local" needs none).
-std::optional<tpu::HostConfig> host_config_of(const HostSettings& settings, const std::string& name,
-                                              std::string& error) {
-  std::optional<tpu::HostConfig> config;
-  for (const json& h : settings.hosts) {
-    if (h.is_object() && h.value("name", std::string()) == name)
-      config = tpu::parse_host_config(h.dump(), error);
-  }
-  if (!config && name == "local" && error.empty()) config = tpu::HostConfig{};
-  if (!config) {
-    if (error.empty()) error = "no host named '" + name + "' in maxkernel.hosts";
-    return std::nullopt;
-  }
-  if (config->kind == tpu::HostKind::Local) {
-    config->python =
-        settings.local_python.empty() ? tpu::default_local_python() : settings.local_python;
-  }
-  return config;
+service::HostChoice host_choice_of(const HostSettings& settings) {
+  service::HostChoice choice;
+  std::string ignored;  // an empty name in the list is reported when the pool is opened
+  if (!service::add_host_names(settings.default_host, choice.names, ignored)) choice.names.clear();
+  for (const json& h : settings.hosts) choice.definitions.push_back(h.dump());
+  choice.definitions_origin = "maxkernel.hosts";
+  choice.local_python = settings.local_python;
+  return choice;
 }
 
-}  // namespace
-
 std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error) {
-  std::vector<tpu::HostConfig> configs;
-  for (size_t start = 0;;) {
-    const size_t comma = settings.default_host.find(',', start);
-    const std::string name =
-        settings.default_host.substr(start, comma == std::string::npos ? comma : comma - start);
-    auto config = host_config_of(settings, name, error);
-    if (!config) return nullptr;
-    configs.push_back(std::move(*config));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  auto dir = tpu::find_worker_directory();
-  if (!dir) {
-    error = "cannot find the worker (tpu/worker); set MAXKERNEL_WORKER_DIR";
-    return nullptr;
-  }
-  auto bundle = tpu::load_worker_bundle(*dir, error);
-  if (!bundle) return nullptr;
-  auto pool = std::make_unique<tpu::HostPool>();
-  for (const tpu::HostConfig& config : configs)
-    pool->add(std::make_unique<tpu::KernelHost>(config, *bundle));
-  return pool;
+  std::vector<std::string> names;
+  if (!service::add_host_names(settings.default_host, names, error)) return nullptr;
+  return service::open_hosts(host_choice_of(settings), /*verify=*/false, error);
 }
 
 tpu::HostPool* KernelRuns::host(std::string& error) {

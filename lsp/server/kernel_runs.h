@@ -17,6 +17,7 @@
 #include "lsp/server/background.h"
 #include "lsp/server/document_store.h"
 #include "lsp/server/progress.h"
+#include "service/hosts.h"
 #include "tpu/host/host_pool.h"
 
 namespace mk::server {
@@ -100,9 +101,13 @@ class KernelRuns {
 // the worker bundle; nullptr and `error` when a name is no usable host. Nothing starts until the
 // first job (or HostPool::verify). Shared by Test/Profile, the optimization runs and HITL.
 std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error);
+// The settings' host list and definitions as the service layer takes them.
+service::HostChoice host_choice_of(const HostSettings& settings);
 
 // The file path of a file:// URI (percent-decoded); nullopt for other schemes.
 std::optional<std::filesystem::path> path_of_uri(const std::string& uri);
+// The file:// URI of an absolute path, percent-encoding what is not a plain path character.
+std::string file_uri(const std::filesystem::path& path);
 
 // A short hash of the kernel's pallas_call text, to tell whether a result is stale.
 std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& kernel);

@@ -4,10 +4,10 @@
 
 #include <thread>
 
-#include "lsp/analysis/describe.h"
 #include "lsp/server/commands.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/process_memory.h"
+#include "source/analysis/describe.h"
 
 namespace mk::server {
 
@@ -60,6 +60,15 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
                return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
              }},
             outgoing_, client_, progress_),
+      writing_(
+          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
+           [this](const std::string& uri) { return documents_.find(uri); },
+           [this](const std::string& method, json params) { notify(method, std::move(params)); },
+           [this](const std::string& method, json params, KernelWriting::ResponseHandler h) {
+             outgoing_.send(method, std::move(params), std::move(h),
+                            options_.client_request_timeout);
+           }},
+          progress_),
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
              [this](const std::string& uri) { return documents_.find(uri); }},
@@ -347,7 +356,12 @@ void LanguageServer::register_handlers() {
   dispatcher_.on_request("textDocument/codeAction", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
     const json* context = p.object("context").optional_raw("diagnostics");
-    r.result(optimizations_.code_actions(doc.text.uri(), context ? *context : json::array()));
+    json actions = optimizations_.code_actions(doc.text.uri(), context ? *context : json::array());
+    if (doc.python) {
+      doc.analyse(target());
+      for (json& a : writing_.code_actions(doc)) actions.push_back(std::move(a));
+    }
+    r.result(std::move(actions));
   });
   dispatcher_.on_request("textDocument/inlayHint", [this](const ParamReader& p, Reply r) {
     OpenDocument& doc = document_for(p);
@@ -380,6 +394,7 @@ void LanguageServer::register_handlers() {
               {"runningJobs",
                {{"kernel", runs_.running()},
                 {"optimization", optimizations_.running()},
+                {"kernelWriting", writing_.running()},
                 {"stepByStep", hitl_.running()}}},
               {"pendingClientRequests", outgoing_.pending()}});
   });
@@ -426,6 +441,7 @@ void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
   }
   progress_.set_client_support(client_.work_done_progress);
   optimizations_.set_client(client_);
+  writing_.set_client(client_);
   runs_.configure(host_settings());
   initialized_ = true;
   reply.result({{"capabilities", server_capabilities()},
@@ -510,13 +526,8 @@ void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) 
     return optimizations_.execute(command, params, reply,
                                   {host_settings(), settings_.budget, settings_.target,
                                    llm_spec_of(settings_.llm), llm_api_key_});
-  for (const KernelCommand& c : kernel_commands()) {
-    if (command != c.id) continue;
-    const std::string message = std::string("MaxKernel: \"") + c.title +
-                                "\" is not available yet; it arrives with " + c.arrives + ".";
-    notify("window/showMessage", {{"type", 3}, {"message", message}});
-    return reply.result({{"status", "unavailable"}, {"message", message}});
-  }
+  if (command == KernelWriting::kCommand)
+    return writing_.execute(params, reply, host_settings(), settings_.target);
   throw rpc::RpcError(ec::kInvalidParams, "params.command: unknown command '" + command + "'");
 }
 

@@ -18,6 +18,7 @@
 #include "lsp/server/document_store.h"
 #include "lsp/server/hitl_runs.h"
 #include "lsp/server/kernel_runs.h"
+#include "lsp/server/kernel_writing.h"
 #include "lsp/server/optimization_runs.h"
 #include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
@@ -81,6 +82,7 @@ class LanguageServer {
   ProgressTracker progress_;
   OptimizationRuns optimizations_;  // Auto / graph search runs
   HitlRuns hitl_;                   // "Optimize step by step" sessions
+  KernelWriting writing_;           // "Write a Pallas kernel for this"
   KernelRuns runs_;  // last: its destructor waits for background jobs that use the members above
 };
 

@@ -1,8 +1,8 @@
 #include "lsp/server/lsp_convert.h"
 
-#include "lsp/analysis/describe.h"
-#include "lsp/analysis/doc_links.h"
 #include "lsp/server/commands.h"
+#include "source/analysis/describe.h"
+#include "source/analysis/doc_links.h"
 
 namespace mk::server {
 
@@ -106,6 +106,16 @@ const pallas::Kernel* kernel_at(const analysis::DocumentAnalysis& a, size_t offs
       best = &k;
   }
   return best;
+}
+
+json to_lsp_diagnostic(const service::Finding& finding) {
+  return {{"range",
+           {{"start", {{"line", finding.line}, {"character", 0}}},
+            {"end", {{"line", finding.line}, {"character", 1000}}}}},
+          {"severity", static_cast<int>(finding.severity)},
+          {"code", finding.code},
+          {"source", "maxkernel"},
+          {"message", finding.message}};
 }
 
 }  // namespace mk::server

@@ -5,8 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/analysis/document_analysis.h"
-#include "lsp/text/text_document.h"
+#include "service/finding.h"
+#include "source/analysis/document_analysis.h"
+#include "source/text/text_document.h"
 
 namespace mk::server {
 
@@ -18,6 +19,8 @@ nlohmann::json to_inlay_hints(const text::TextDocument& doc, const analysis::Doc
                               size_t range_end);
 nlohmann::json to_document_symbols(const text::TextDocument& doc,
                                    const analysis::DocumentAnalysis& a, bool hierarchical);
+// A service finding as a diagnostic over its whole line.
+nlohmann::json to_lsp_diagnostic(const service::Finding& finding);
 // The kernel whose pallas_call or def contains `offset`, if any.
 const pallas::Kernel* kernel_at(const analysis::DocumentAnalysis& a, size_t offset);
 

@@ -14,6 +14,7 @@
 #include "knowledge/store.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "service/searches.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::server {
@@ -112,22 +113,6 @@ json minimal_edit(const text::TextDocument& doc, const std::string& after) {
           {"newText", after.substr(prefix, after.size() - suffix - prefix)}};
 }
 
-// file:// URI of an absolute path, percent-encoding what is not a plain path character.
-std::string file_uri(const std::filesystem::path& path) {
-  std::string out = "file://";
-  for (const unsigned char c : path.string()) {
-    if (std::isalnum(c) ||
-        std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 agents::ExpanderSetup editor_llm_setup(const std::string& llm_spec,
@@ -137,20 +122,6 @@ agents::ExpanderSetup editor_llm_setup(const std::string& llm_spec,
   setup.llm_settings.api_key = api_key;
   setup.llm_settings.replay_python = "python3";  // the replay server needs only the stdlib
   return setup;
-}
-
-// Where candidates come from: the LLM the settings name (key from the secret store or the
-// environment), else the autotuner and rule-based rewrites. Throws llm::LlmError(Config).
-agents::ExpanderBundle make_expander(const OptimizationSettings& settings,
-                                     const agents::Budget& budget, const std::string& task,
-                                     knowledge::Store* store, agents::CandidateEvaluator& evaluator,
-                                     const knowledge::TpuGeneration& target) {
-  agents::ExpanderSetup setup = editor_llm_setup(settings.llm_spec, settings.api_key);
-  setup.budget = budget;
-  setup.task_summary = task;
-  setup.store = store;
-  setup.evaluator = &evaluator;
-  return agents::make_expander(setup, target);
 }
 
 agents::Budget editor_budget(const std::string& mode, const json& settings) {
@@ -292,18 +263,16 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
   } catch (const std::exception& e) {
     throw rpc::RpcError(ec::kRequestFailed, store_error_text(e));
   }
-  agents::RunRecord run;
-  run.mode = mode;
-  run.strategy = strategy;
-  run.file = path->string();
-  run.target = target->name;
-  run.host = settings.host.default_host;
-  run.llm = settings.llm_spec;
-  run.params_json = json{{"search", search_params.to_json()}}.dump();
-  run.budget_json = budget.to_json().dump();
-  run.status = "running";
-  run.task_json = task->dump();
-  const std::string run_id = store->create_run(run);
+  service::NewSearch search;
+  search.mode = mode;
+  search.params = search_params;
+  search.budget = budget;
+  search.file = *path;
+  search.target = target->name;
+  search.host = settings.host.default_host;
+  search.llm = settings.llm_spec;
+  search.task = *task;
+  const std::string run_id = service::create_search(*store, search);
 
   const std::string job_id = "opt-" + std::to_string(next_job_++);
   const std::string token = progress_.begin(
@@ -326,10 +295,8 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
                 activity = activity_, post = context_.post] {
     OptimizationResult result;
     std::string error;
-    std::unique_ptr<tpu::HostPool> host = make_host_pool(settings.host, error);
-    // Several hosts: all must answer alike before the search (timings of different chips must
-    // not be mixed); unreachable ones are set aside and the others do the work.
-    if (host && host->size() > 1 && !host->verify(error)) host.reset();
+    std::unique_ptr<tpu::HostPool> host =
+        service::open_hosts(host_choice_of(settings.host), /*verify=*/true, error);
     if (host) {
       for (const std::string& aside : host->set_aside()) {
         const std::string message = "set aside host " + aside + "; the others do the work";
@@ -344,35 +311,22 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
       final_run.stop_reason = "no host: " + error;
       store_keep->update_run(final_run);
     } else {
+      service::SearchSetup setup;
+      setup.llm = editor_llm_setup(settings.llm_spec, settings.api_key);
+      auto on_progress = [this, post, token](const agents::SearchProgress& p) {
+        std::string message = "iteration " + std::to_string(p.round);
+        if (p.max_rounds > 0) message += "/" + std::to_string(p.max_rounds);
+        message += ", best " + speedup_text(p.best_speedup) + " " + p.score_label;
+        if (!p.message.empty()) message += " \u2014 " + p.message;
+        std::optional<int> percent;
+        if (p.max_rounds > 0) percent = std::min(100, p.round * 100 / p.max_rounds);
+        post([this, token, message, percent] { progress_.report(token, message, percent); });
+      };
       try {
-        tpu::KernelJobs jobs(*host, cache.get());
-        agents::EvaluationSetup setup;
-        setup.file = final_run.file;
-        setup.task = json::parse(final_run.task_json);
-        // Without a device the score is the model's prediction: one timed run is enough.
-        const tpu::WorkerReply hello = host->hello();
-        if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
-          setup.options["timing"] = {{"warmup", 0},
-                                     {"min_runs", 1},
-                                     {"max_runs", 1},
-                                     {"min_seconds", 0},
-                                     {"max_seconds", 0}};
-        const auto* generation = knowledge::find_tpu_generation(final_run.target);
-        agents::CandidateEvaluator evaluator(jobs, setup, *generation);
-        agents::ExpanderBundle expander =
-            make_expander(settings, agents::Budget::from_json(json::parse(final_run.budget_json)),
-                          final_run.task_json, cache.get(), evaluator, *generation);
-        agents::GraphSearch search(*store_keep, evaluator, *expander.expander, run_id);
-        auto on_progress = [this, post, token](const agents::SearchProgress& p) {
-          std::string message = "iteration " + std::to_string(p.round);
-          if (p.max_rounds > 0) message += "/" + std::to_string(p.max_rounds);
-          message += ", best " + speedup_text(p.best_speedup) + " " + p.score_label;
-          if (!p.message.empty()) message += " \u2014 " + p.message;
-          std::optional<int> percent;
-          if (p.max_rounds > 0) percent = std::min(100, p.round * 100 / p.max_rounds);
-          post([this, token, message, percent] { progress_.report(token, message, percent); });
-        };
-        final_run = search.run(baseline, on_progress, [cancelled] { return cancelled->load(); });
+        final_run = service::drive_search(*store_keep, *host, cache.get(), run_id, baseline,
+                                          std::move(setup), on_progress,
+                                          [cancelled] { return cancelled->load(); })
+                        .run;
       } catch (const std::exception& e) {  // the store or a worker reply: the run failed
         final_run.status = "failed";
         final_run.stop_reason = e.what();

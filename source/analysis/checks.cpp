@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <array>
 
-#include "lsp/analysis/findings.h"
-#include "lsp/analysis/vmem.h"
+#include "source/analysis/findings.h"
+#include "source/analysis/vmem.h"
 
 namespace mk::analysis {
 

@@ -1,6 +1,6 @@
-#include "lsp/analysis/describe.h"
+#include "source/analysis/describe.h"
 
-#include "lsp/analysis/vmem.h"
+#include "source/analysis/vmem.h"
 
 namespace mk::analysis {
 

@@ -1,9 +1,9 @@
-#include "lsp/analysis/doc_links.h"
+#include "source/analysis/doc_links.h"
 
 #include <filesystem>
 #include <system_error>
 
-#include "lsp/analysis/findings.h"
+#include "source/analysis/findings.h"
 
 namespace mk::analysis {
 

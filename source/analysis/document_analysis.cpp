@@ -1,6 +1,6 @@
-#include "lsp/analysis/document_analysis.h"
+#include "source/analysis/document_analysis.h"
 
-#include "lsp/pallas/kernel_extractor.h"
+#include "source/pallas/kernel_extractor.h"
 
 namespace mk::analysis {
 

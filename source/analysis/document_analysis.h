@@ -5,9 +5,9 @@
 
 #include <string_view>
 
-#include "lsp/analysis/findings.h"
-#include "lsp/pallas/kernel_model.h"
-#include "lsp/pallas/model_cache.h"
+#include "source/analysis/findings.h"
+#include "source/pallas/kernel_model.h"
+#include "source/pallas/model_cache.h"
 
 namespace mk::analysis {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 namespace mk::analysis {
 

@@ -1,4 +1,4 @@
-#include "lsp/analysis/vmem.h"
+#include "source/analysis/vmem.h"
 
 #include <cstdio>
 

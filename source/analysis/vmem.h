@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 namespace mk::analysis {
 

@@ -1,4 +1,4 @@
-#include "lsp/pallas/evaluator.h"
+#include "source/pallas/evaluator.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "lsp/syntax/node_util.h"
+#include "source/syntax/node_util.h"
 
 namespace mk::pallas {
 

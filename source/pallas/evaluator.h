@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "lsp/pallas/value.h"
+#include "source/pallas/value.h"
 
 namespace mk::pallas {
 

@@ -1,11 +1,11 @@
-#include "lsp/pallas/kernel_extractor.h"
+#include "source/pallas/kernel_extractor.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <functional>
 
-#include "lsp/pallas/evaluator.h"
-#include "lsp/syntax/node_util.h"
+#include "source/pallas/evaluator.h"
+#include "source/syntax/node_util.h"
 
 namespace mk::pallas {
 

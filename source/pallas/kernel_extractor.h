@@ -5,8 +5,8 @@
 
 #include <string_view>
 
-#include "lsp/pallas/kernel_model.h"
-#include "lsp/pallas/model_cache.h"
+#include "source/pallas/kernel_model.h"
+#include "source/pallas/model_cache.h"
 
 namespace mk::pallas {
 

@@ -1,4 +1,4 @@
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 #include <array>
 

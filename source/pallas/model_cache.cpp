@@ -1,9 +1,9 @@
-#include "lsp/pallas/model_cache.h"
+#include "source/pallas/model_cache.h"
 
 #include <algorithm>
 
-#include "lsp/pallas/evaluator.h"
-#include "lsp/syntax/node_util.h"
+#include "source/pallas/evaluator.h"
+#include "source/syntax/node_util.h"
 
 namespace mk::pallas {
 

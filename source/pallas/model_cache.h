@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lsp/pallas/kernel_model.h"
+#include "source/pallas/kernel_model.h"
 
 namespace mk::pallas {
 

@@ -1,4 +1,4 @@
-#include "lsp/pallas/value.h"
+#include "source/pallas/value.h"
 
 #include <cstring>
 #include <sstream>

@@ -1,9 +1,9 @@
-#include "lsp/syntax/normalize.h"
+#include "source/syntax/normalize.h"
 
 #include <vector>
 
-#include "lsp/syntax/node_util.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/node_util.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::syntax {
 

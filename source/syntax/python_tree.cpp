@@ -1,4 +1,4 @@
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/python_tree.h"
 
 #include <stdexcept>
 

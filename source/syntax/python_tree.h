@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "lsp/text/text_document.h"
+#include "source/text/text_document.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 

@@ -1,4 +1,4 @@
-#include "lsp/text/line_index.h"
+#include "source/text/line_index.h"
 
 #include <algorithm>
 

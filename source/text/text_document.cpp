@@ -1,4 +1,4 @@
-#include "lsp/text/text_document.h"
+#include "source/text/text_document.h"
 
 #include <utility>
 

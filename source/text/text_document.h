@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "lsp/text/line_index.h"
+#include "source/text/line_index.h"
 
 namespace mk::text {
 

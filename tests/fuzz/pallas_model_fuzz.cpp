@@ -9,11 +9,11 @@
 #include <string>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/analysis/describe.h"
-#include "lsp/analysis/document_analysis.h"
-#include "lsp/analysis/vmem.h"
-#include "lsp/syntax/normalize.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/analysis/describe.h"
+#include "source/analysis/document_analysis.h"
+#include "source/analysis/vmem.h"
+#include "source/syntax/normalize.h"
+#include "source/syntax/python_tree.h"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "lsp/syntax/python_tree.h"
-#include "lsp/text/text_document.h"
+#include "source/syntax/python_tree.h"
+#include "source/text/text_document.h"
 
 namespace {
 

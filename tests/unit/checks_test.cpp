@@ -1,5 +1,5 @@
 // check_model (MK001..MK008) and estimate_vmem on minimal kernels, against TPU v5e.
-#include "lsp/analysis/findings.h"
+#include "source/analysis/findings.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/analysis/vmem.h"
 #include "pallas_test_util.h"
+#include "source/analysis/vmem.h"
 
 namespace mk::analysis {
 namespace {

@@ -1,5 +1,5 @@
 // Evaluator: constant evaluation of Python expressions over a tree-sitter tree.
-#include "lsp/pallas/evaluator.h"
+#include "source/pallas/evaluator.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lsp/syntax/node_util.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/node_util.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::pallas {
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk {
 namespace {

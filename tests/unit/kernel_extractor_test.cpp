@@ -1,5 +1,5 @@
 // extract_pallas_model: finding pallas_call sites and decoding their arguments.
-#include "lsp/pallas/kernel_extractor.h"
+#include "source/pallas/kernel_extractor.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <string>
 
-#include "lsp/text/line_index.h"
-#include "lsp/text/text_document.h"
+#include "source/text/line_index.h"
+#include "source/text/text_document.h"
 
 namespace mk::text {
 namespace {

@@ -1,5 +1,5 @@
 // LineIndex: byte offsets <-> LSP UTF-16 positions <-> tree-sitter points.
-#include "lsp/text/line_index.h"
+#include "source/text/line_index.h"
 
 #include <gtest/gtest.h>
 

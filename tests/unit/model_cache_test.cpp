@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "knowledge/tpu_generations.h"
-#include "lsp/analysis/document_analysis.h"
-#include "lsp/pallas/model_cache.h"
-#include "lsp/syntax/python_tree.h"
-#include "lsp/text/text_document.h"
 #include "pallas_test_util.h"
+#include "source/analysis/document_analysis.h"
+#include "source/pallas/model_cache.h"
+#include "source/syntax/python_tree.h"
+#include "source/text/text_document.h"
 
 namespace mk {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "lsp/pallas/kernel_extractor.h"
-#include "lsp/syntax/python_tree.h"
+#include "source/pallas/kernel_extractor.h"
+#include "source/syntax/python_tree.h"
 
 namespace mk::test_util {
 

@@ -1,5 +1,5 @@
 // PythonTree: the compiled-in grammar, full parses and incremental reparses after edits.
-#include "lsp/syntax/python_tree.h"
+#include "source/syntax/python_tree.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lsp/syntax/node_util.h"
-#include "lsp/text/text_document.h"
+#include "source/syntax/node_util.h"
+#include "source/text/text_document.h"
 
 namespace mk::syntax {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "lsp/pallas/kernel_extractor.h"
 #include "pallas_test_util.h"
+#include "source/pallas/kernel_extractor.h"
 
 namespace mk::pallas {
 namespace {

@@ -1,5 +1,5 @@
 // TextDocument::apply_change against plain std::string edits and an independent reference.
-#include "lsp/text/text_document.h"
+#include "source/text/text_document.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include "knowledge/store.h"
 #include "knowledge/time_model.h"
-#include "lsp/syntax/normalize.h"
+#include "source/syntax/normalize.h"
 #include "tpu/jobs/predictions.h"
 
 namespace mk::knowledge {

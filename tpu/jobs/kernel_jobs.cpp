@@ -40,6 +40,33 @@ std::optional<json> locate_task(const fs::path& file, bool defines_infile_task,
   return std::nullopt;
 }
 
+std::optional<json> locate_reference_task(const fs::path& target, bool defines_infile_task,
+                                          fs::path& anchor, std::string& reason) {
+  std::error_code ec;
+  const bool is_dir = fs::is_directory(target, ec);
+  const fs::path dir = is_dir ? target : target.parent_path();
+  if ((is_dir && fs::exists(dir / "kernel_task.yaml", ec)) ||
+      target.filename() == "kernel_task.yaml") {
+    anchor = dir / "reference.py";
+    return json{{"form", "maxkernel"}, {"yaml", (dir / "kernel_task.yaml").string()}};
+  }
+  if ((is_dir && fs::exists(dir / "baseline.py", ec)) || target.filename() == "baseline.py") {
+    anchor = dir / "baseline.py";
+    return json{{"form", "jaxbench"}, {"baseline", anchor.string()}};
+  }
+  if (!is_dir && defines_infile_task) {
+    anchor = target;
+    return json{{"form", "infile"}, {"path", target.string()}};
+  }
+  reason = is_dir ? "no task in " + target.string() +
+                        ": a task folder holds kernel_task.yaml (MaxKernel) or baseline.py "
+                        "(JAXBench); see docs/tasks.md"
+                  : "no pallas_call in " + target.filename().string() +
+                        " and no task to write one from: define reference(*inputs) and "
+                        "make_inputs(key) in the file, or give a task folder; see docs/tasks.md";
+  return std::nullopt;
+}
+
 std::string evaluation_cache_key(const KernelRequest& request,
                                  const std::string& host_fingerprint) {
   json task = request.task;
@@ -74,6 +101,22 @@ JobResult KernelJobs::lower(const KernelRequest& request, const std::function<bo
   JobResult result;
   result.reply =
       host_.run(Lane::Compile, base_request("lower", request), cancelled, {}, {}, &result.host);
+  return result;
+}
+
+JobResult KernelJobs::reference(const KernelRequest& request,
+                                const std::function<bool()>& cancelled) {
+  JobResult result;
+  result.reply =
+      host_.run(Lane::Timing, base_request("reference", request), cancelled, {}, {}, &result.host);
+  return result;
+}
+
+JobResult KernelJobs::generate(const KernelRequest& request,
+                               const std::function<bool()>& cancelled) {
+  JobResult result;
+  result.reply =
+      host_.run(Lane::Compile, base_request("generate", request), cancelled, {}, {}, &result.host);
   return result;
 }
 

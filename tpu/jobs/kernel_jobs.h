@@ -21,6 +21,16 @@ namespace mk::tpu {
 std::optional<nlohmann::json> locate_task(const std::filesystem::path& file,
                                           bool defines_infile_task, std::string& reason);
 
+// The task a plain JAX reference defines, for a run that writes the kernel itself:
+//   a folder with kernel_task.yaml, or that file       -> {"form": "maxkernel", ...}
+//   a folder with baseline.py, or that file             -> {"form": "jaxbench", ...}
+//   a file that defines reference + make_inputs         -> {"form": "infile", "path": file}
+// `anchor` is set to where a kernel for it lives beside the task (the folder, or the file).
+std::optional<nlohmann::json> locate_reference_task(const std::filesystem::path& target,
+                                                    bool defines_infile_task,
+                                                    std::filesystem::path& anchor,
+                                                    std::string& reason);
+
 struct KernelRequest {
   std::filesystem::path file;
   std::string source;                 // the text to run (an editor buffer may differ from the disk)
@@ -48,6 +58,11 @@ class KernelJobs {
   // evaluate: correctness on fresh seeds + timing; cached by source, task, host and settings.
   JobResult test(const KernelRequest& request, bool use_cache,
                  const std::function<bool()>& cancelled = {}, const Progress& on_progress = {});
+  // The task's reference as XLA runs it: its cost at full shapes and, on a device, its time.
+  JobResult reference(const KernelRequest& request, const std::function<bool()>& cancelled = {});
+  // A Pallas kernel written from the task's reference by the worker's templates (no LLM),
+  // lowered for TPU before it is returned; kind "no_template" when no template covers it.
+  JobResult generate(const KernelRequest& request, const std::function<bool()>& cancelled = {});
   JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {},
                     const Progress& on_progress = {});
 

@@ -35,7 +35,7 @@ import mkw_common as C
 
 PROTOCOL_VERSION = 1
 WORKER_VERSION = "0.1.0"
-QUEUED_OPS = ("lower", "evaluate", "profile", "autotune", "generate")
+QUEUED_OPS = ("lower", "evaluate", "profile", "autotune", "generate", "reference")
 INLINE_OPS = ("hello", "cancel", "shutdown")
 
 _LOG_LEVEL = os.environ.get("MAXKERNEL_WORKER_LOG", "info").lower()
@@ -356,9 +356,11 @@ class Server:
                     import mkw_ops
                     mkw_ops.WORKDIR["path"] = self.workdir
                     import mkw_generate
+                    import mkw_reference
                     self._ops = {"lower": mkw_ops.op_lower, "evaluate": mkw_ops.op_evaluate,
                                  "profile": mkw_ops.op_profile, "autotune": mkw_ops.op_autotune,
-                                 "generate": mkw_generate.op_generate}
+                                 "generate": mkw_generate.op_generate,
+                                 "reference": mkw_reference.op_reference}
                 progress = C.Progress(self.writer.send, rid, op)
                 result = self._ops[op](req, token, progress)
                 result["elapsed_s"] = time.perf_counter() - t0

@@ -90,7 +90,6 @@ local function describe_reply(entry, result, arg)
   elseif result.uri and entry.command == "maxkernel.openReport" then
     vim.cmd("edit " .. vim.fn.fnameescape(vim.uri_to_fname(result.uri)))
   end
-  -- "unavailable": the server already said why with window/showMessage.
 end
 
 -- Runs `entry` on the kernel at the cursor of `bufnr`; `on_reply(err, result)` is optional.

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,20 +12,21 @@
 #include "agents/orchestration/hitl_session.h"
 #include "agents/orchestration/run_store.h"
 #include "knowledge/tpu_generations.h"
+#include "service/finding.h"
 #include "tpu/host/host_pool.h"
 #include "tpu/jobs/kernel_jobs.h"
 
-namespace mk::server {
+namespace mk::service {
 
 struct HitlPhaseOutcome {
   std::string summary;
-  std::string plan;                         // plan: the markdown
-  std::string proposed;                     // implement/autotune: the candidate to send as an edit
-  std::vector<nlohmann::json> diagnostics;  // validate/test: LSP diagnostics (MK310/MK311)
-  bool has_diagnostics = false;             // replace the session's diagnostics
-  std::string report;                       // profile: appended to the plan document
-  std::optional<agents::NodeRecord> node;   // an evaluated candidate for the run
-  llm::Usage usage;                         // plan/implement: what the LLM calls cost
+  std::string plan;                        // plan: the markdown
+  std::string proposed;                    // implement/autotune: the candidate to send as an edit
+  std::vector<Finding> diagnostics;        // validate/test: MK310/MK311 findings
+  bool has_diagnostics = false;            // replace the session's diagnostics
+  std::string report;                      // profile: appended to the plan document
+  std::optional<agents::NodeRecord> node;  // an evaluated candidate for the run
+  llm::Usage usage;                        // plan/implement: what the LLM calls cost
   int llm_calls = 0;
 };
 
@@ -44,7 +44,7 @@ struct HitlHostJob {
 HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request);
 HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
                                 const agents::ImplementRequest& request);
-// Lowers for TPU; an error becomes an MK310 diagnostic on the line the worker names.
+// Lowers for TPU; an error becomes an MK310 finding on the line the worker names.
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job);
 // Lower + evaluate + score; an MK311 verdict and a run node.
 HitlPhaseOutcome hitl_test(const HitlHostJob& job);
@@ -52,4 +52,4 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job);
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job);
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job);
 
-}  // namespace mk::server
+}  // namespace mk::service

@@ -1,4 +1,4 @@
-#include "lsp/server/hitl_phase_work.h"
+#include "service/hitl_phases.h"
 
 #include <cstdio>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "agents/orchestration/rule_expander.h"
 #include "tpu/jobs/kernel_jobs.h"
 
-namespace mk::server {
+namespace mk::service {
 
 using nlohmann::json;
 
@@ -25,15 +25,9 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-// A diagnostic on a whole line (0-based) of the session's document.
-json line_diagnostic(int line, int severity, const std::string& code, const std::string& message) {
-  return {{"range",
-           {{"start", {{"line", line}, {"character", 0}}},
-            {"end", {{"line", line}, {"character", 1000}}}}},
-          {"severity", severity},
-          {"code", code},
-          {"source", "maxkernel"},
-          {"message", message}};
+Finding line_finding(int line, Severity severity, const std::string& code,
+                     const std::string& message) {
+  return {line, severity, code, message};
 }
 
 // The 0-based line of the named kernel's pallas_call in `code` (0 when not found).
@@ -146,15 +140,15 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
     for (const json& loc : locations) {
       const int line = std::max(1, loc.value("line", 1)) - 1;
       out.diagnostics.push_back(
-          line_diagnostic(line, 1, "MK310",
-                          "step by step, validate: lowering for TPU failed (" +
-                              err.value("kind", std::string("error")) +
-                              "): " + loc.value("message", err.value("message", std::string()))));
+          line_finding(line, Severity::Error, "MK310",
+                       "step by step, validate: lowering for TPU failed (" +
+                           err.value("kind", std::string("error")) +
+                           "): " + loc.value("message", err.value("message", std::string()))));
       break;  // the deepest frame in the user's file comes first; the rest is the stack
     }
     if (locations.empty())
-      out.diagnostics.push_back(line_diagnostic(kernel_line(code, kernel), 1, "MK310",
-                                                "step by step, validate: " + out.summary));
+      out.diagnostics.push_back(line_finding(kernel_line(code, kernel), Severity::Error, "MK310",
+                                             "step by step, validate: " + out.summary));
   } else {
     out.summary = std::string("lowering did not run: ") + tpu::to_string(r.reply.status) + ": " +
                   r.reply.message;
@@ -169,9 +163,10 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
     out.has_diagnostics = true;
     out.summary = "test on " + (e.host.empty() ? job.host->name() : e.host) + ": " +
                   evaluation_text(e, *job.target);
-    out.diagnostics.push_back(line_diagnostic(kernel_line(job.code, job.kernel),
-                                              e.status == "correct" ? 3 : 1, "MK311",
-                                              "step by step, " + out.summary));
+    out.diagnostics.push_back(
+        line_finding(kernel_line(job.code, job.kernel),
+                     e.status == "correct" ? Severity::Information : Severity::Error, "MK311",
+                     "step by step, " + out.summary));
     agents::NodeRecord node;
     node.run_id = job.run_id;
     node.parent = 0;
@@ -257,4 +252,4 @@ HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
   return out;
 }
 
-}  // namespace mk::server
+}  // namespace mk::service

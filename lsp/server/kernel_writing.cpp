@@ -1,0 +1,240 @@
+#include "lsp/server/kernel_writing.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "knowledge/tpu_generations.h"
+#include "lsp/protocol/json_rpc.h"
+#include "service/generation.h"
+#include "service/hosts.h"
+#include "source/syntax/module_layout.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::server {
+
+using nlohmann::json;
+namespace ec = rpc::error_code;
+
+namespace {
+
+constexpr const char* kAnnotationId = "maxkernel.writtenKernel";
+constexpr const char* kTitle = "Write a Pallas kernel for this";
+
+// The reference function of each task form: what the kernel is written from.
+std::string reference_function(const std::string& form) {
+  if (form == "maxkernel") return "computation";
+  if (form == "jaxbench") return "workload";
+  return "reference";
+}
+
+// The task this document is the reference of, or nullopt when it is none (or has a kernel).
+struct ReferenceDocument {
+  json task;
+  std::filesystem::path path, anchor;
+  std::string form, function;
+};
+
+std::optional<ReferenceDocument> reference_document(OpenDocument& doc, std::string& reason) {
+  if (!doc.python || !doc.analysis) return std::nullopt;
+  const pallas::PallasModel& model = doc.analysis->model;
+  if (!model.kernels.empty()) {
+    reason = "the file already has a pallas_call";
+    return std::nullopt;
+  }
+  const std::string form = model.task.form();
+  if (form.empty()) {
+    reason = "the file defines no task (reference + make_inputs, or a task's reference)";
+    return std::nullopt;
+  }
+  auto path = path_of_uri(doc.text.uri());
+  if (!path) {
+    reason = "only file:// documents have a task";
+    return std::nullopt;
+  }
+  ReferenceDocument r;
+  r.path = *path;
+  r.form = form;
+  r.function = reference_function(form);
+  auto task = tpu::locate_reference_task(form == "infile" ? *path : path->parent_path(),
+                                         form == "infile", r.anchor, reason);
+  if (!task) return std::nullopt;
+  r.task = *task;
+  return r;
+}
+
+json position_json(const text::Utf16Position& p) {
+  return {{"line", p.line}, {"character", p.character}};
+}
+
+json insertion(const text::TextDocument& doc, size_t offset, const std::string& text) {
+  const json at = position_json(doc.position_of(offset));
+  return {{"range", {{"start", at}, {"end", at}}}, {"newText", text}};
+}
+
+std::string unique_name(const std::set<std::string>& taken, const std::string& base) {
+  if (!taken.count(base)) return base;
+  for (int n = 2;; ++n)
+    if (!taken.count(base + "_" + std::to_string(n))) return base + "_" + std::to_string(n);
+}
+
+}  // namespace
+
+struct KernelWriting::Written {
+  std::string uri, function, form;
+  int64_t version = 0;
+  std::filesystem::path anchor;
+  service::GeneratedKernel kernel;
+};
+
+KernelWriting::KernelWriting(Context context, ProgressTracker& progress)
+    : context_(std::move(context)), progress_(progress) {}
+
+KernelWriting::~KernelWriting() = default;
+
+json KernelWriting::code_actions(OpenDocument& doc) const {
+  std::string reason;
+  auto reference = reference_document(doc, reason);
+  if (!reference) return json::array();
+  return json::array({{{"title", kTitle},
+                       {"kind", "refactor.rewrite"},
+                       {"command",
+                        {{"title", kTitle},
+                         {"command", kCommand},
+                         {"arguments", json::array({{{"uri", doc.text.uri()}}})}}}}});
+}
+
+void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
+                            const HostSettings& hosts, const std::string& target) {
+  const json& args = params.raw("arguments");
+  if (!args.is_array() || args.empty() || !args[0].is_object())
+    params.fail("arguments", "expected [{uri}]");
+  const rpc::ParamReader arg(args[0], "params.arguments[0]");
+  OpenDocument* doc = context_.find_document(arg.string("uri"));
+  if (!doc) arg.fail("uri", "document is not open");
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(target);
+  if (!generation) throw rpc::RpcError(ec::kRequestFailed, "unknown TPU generation " + target);
+  doc->analyse(*generation);
+  std::string reason;
+  auto reference = reference_document(*doc, reason);
+  if (!reference) throw rpc::RpcError(ec::kRequestFailed, "no kernel to write: " + reason);
+  if (!client_.apply_edit)
+    throw rpc::RpcError(ec::kRequestFailed, "the editor cannot apply workspace edits");
+
+  Written pending;
+  pending.uri = doc->text.uri();
+  pending.version = doc->text.version();
+  pending.function = reference->function;
+  pending.form = reference->form;
+  pending.anchor = reference->anchor;
+  std::optional<std::string> entry;
+  if (reference->form == "infile") {
+    // Beside the reference in the same file: a name the file does not use yet.
+    const auto taken = syntax::top_level_names(doc->tree, doc->text.text());
+    entry = unique_name(taken, taken.count("candidate") ? reference->function + "_pallas"
+                                                        : std::string("candidate"));
+  }
+  const std::string job = "write-" + std::to_string(next_job_++);
+  const std::string token =
+      progress_.begin("MaxKernel: writing a Pallas kernel for " + reference->function,
+                      params.optional_raw("workDoneToken"));
+  progress_.report(token, "tracing the reference and matching a template");
+  ++*running_;
+  pool_.submit([this, hosts, pending, entry, task = reference->task, generation, token,
+                running = running_, post = context_.post]() mutable {
+    std::string error;
+    auto pool = service::open_hosts(host_choice_of(hosts), /*verify=*/false, error);
+    if (!pool) {
+      pending.kernel.error_kind = "host";
+      pending.kernel.error = "no host: " + error;
+    } else {
+      tpu::KernelJobs jobs(*pool, nullptr);
+      pending.kernel = service::generate_kernel(jobs, pending.anchor, task, *generation, entry);
+      pool->shutdown();
+    }
+    post([this, token, pending] { finish(token, pending); });
+    --*running;
+  });
+  reply.result({{"status", "started"}, {"job", job}, {"progressToken", json::parse(token)}});
+}
+
+void KernelWriting::finish(const std::string& token, const Written& written) {
+  auto warn = [&](const std::string& message) {
+    progress_.end(token, message);
+    context_.notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + message}});
+  };
+  const service::GeneratedKernel& k = written.kernel;
+  if (!k.ok) return warn("no kernel written for `" + written.function + "`: " + k.error);
+  const std::string label =
+      "MaxKernel: Pallas kernel for `" + written.function + "` (" + k.kernel_class + " template)";
+  json document_changes = json::array();
+  std::string where;
+  if (written.form == "infile") {
+    OpenDocument* doc = context_.find_document(written.uri);
+    if (!doc) return warn("the document was closed before the kernel was written");
+    if (doc->text.version() != written.version)
+      return warn("the document changed while the kernel was written (version " +
+                  std::to_string(written.version) + ", now " + std::to_string(doc->text.version()) +
+                  "); run the action again");
+    const std::string& text = doc->text.text();
+    auto span = syntax::top_level_function(doc->tree, text, written.function);
+    if (!span) return warn("`" + written.function + "` is no longer a top-level function");
+    json edits = json::array();
+    std::string imports;
+    for (const std::string& line : k.imports)
+      if (text.find(line) == std::string::npos) imports += line + "\n";
+    if (!imports.empty()) {
+      const uint32_t at = syntax::end_of_imports(doc->tree, text);
+      edits.push_back(at == 0
+                          ? insertion(doc->text, 0, imports)
+                          : insertion(doc->text, at, "\n" + imports.substr(0, imports.size() - 1)));
+    }
+    std::string body = k.body;
+    while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+    while (!body.empty() && body.front() == '\n') body.erase(body.begin());
+    edits.push_back(insertion(doc->text, span->end, "\n\n\n" + body + "\n"));
+    if (client_.change_annotations)
+      for (json& e : edits) e["annotationId"] = kAnnotationId;
+    document_changes.push_back(
+        {{"textDocument", {{"uri", written.uri}, {"version", written.version}}}, {"edits", edits}});
+    where = "after `" + written.function + "`";
+  } else {
+    // A task's reference stays as it is: the kernel goes in a new file beside it.
+    const std::filesystem::path dir = written.anchor.parent_path();
+    std::filesystem::path file = dir / (written.anchor.stem().string() + "_pallas.py");
+    for (int n = 2; std::filesystem::exists(file); ++n)
+      file = dir / (written.anchor.stem().string() + "_pallas_" + std::to_string(n) + ".py");
+    const std::string uri = file_uri(file);
+    json create = {{"kind", "create"},
+                   {"uri", uri},
+                   {"options", {{"overwrite", false}, {"ignoreIfExists", false}}}};
+    json edit = {
+        {"range",
+         {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
+        {"newText", k.source}};
+    if (client_.change_annotations) {
+      create["annotationId"] = kAnnotationId;
+      edit["annotationId"] = kAnnotationId;
+    }
+    document_changes.push_back(create);
+    document_changes.push_back(
+        {{"textDocument", {{"uri", uri}, {"version", nullptr}}}, {"edits", json::array({edit})}});
+    where = "in " + file.filename().string();
+  }
+  if (!client_.document_changes)
+    return warn("the editor cannot apply versioned edits (documentChanges)");
+  json workspace_edit = {{"documentChanges", document_changes}};
+  if (client_.change_annotations)
+    workspace_edit["changeAnnotations"] = {
+        {kAnnotationId,
+         {{"label", label}, {"needsConfirmation", true}, {"description", k.description}}}};
+  progress_.end(token, k.kernel_class + " kernel written; review the edit " + where);
+  context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
+                   [notify = context_.notify, label](const json* result, const rpc::Error* error) {
+                     const bool applied =
+                         !error && result && result->is_object() && result->value("applied", false);
+                     spdlog::info("{}: {}", label, applied ? "applied" : "not applied");
+                   });
+}
+
+}  // namespace mk::server

@@ -1,0 +1,58 @@
+// "Write a Pallas kernel for this": the code action on a plain JAX reference (a file defining
+// reference + make_inputs, or a task's reference.py / baseline.py) that has no pallas_call yet.
+// The kernel is written off the main loop by the service layer (the worker's templates) and
+// arrives as a reviewable workspace edit: inserted beside the reference with its imports, or as
+// a new file beside a task's reference, never replacing what the user wrote.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lsp/protocol/dispatcher.h"
+#include "lsp/server/background.h"
+#include "lsp/server/capabilities.h"
+#include "lsp/server/document_store.h"
+#include "lsp/server/kernel_runs.h"
+#include "lsp/server/progress.h"
+
+namespace mk::server {
+
+class KernelWriting {
+ public:
+  using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
+  struct Context {
+    std::function<void(std::function<void()>)> post;  // run on the main loop
+    std::function<OpenDocument*(const std::string& uri)> find_document;
+    std::function<void(const std::string& method, nlohmann::json params)> notify;
+    std::function<void(const std::string& method, nlohmann::json params, ResponseHandler)> request;
+  };
+  static constexpr const char* kCommand = "maxkernel.writeKernel";
+
+  KernelWriting(Context context, ProgressTracker& progress);
+  ~KernelWriting();
+
+  void set_client(const ClientCapabilities& client) { client_ = client; }
+  // The action on a reference with no kernel (none elsewhere).
+  nlohmann::json code_actions(OpenDocument& doc) const;
+  // Starts writing; answers {"status": "started", "job", "progressToken"} at once.
+  void execute(const rpc::ParamReader& params, rpc::Reply reply, const HostSettings& hosts,
+               const std::string& target);
+  size_t running() const { return running_->load(); }
+
+ private:
+  struct Written;
+  void finish(const std::string& token, const Written& written);
+
+  Context context_;
+  ProgressTracker& progress_;
+  ClientCapabilities client_;
+  int next_job_ = 1;
+  std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
+  BackgroundPool pool_{1};  // last: destroyed first, so no job outlives the context
+};
+
+}  // namespace mk::server

@@ -1,0 +1,100 @@
+#include "service/searches.h"
+
+#include <stdexcept>
+
+#include "agents/orchestration/candidate_evaluator.h"
+#include "agents/orchestration/reference_expander.h"
+#include "agents/orchestration/run_lessons.h"
+#include "knowledge/tpu_generations.h"
+#include "tpu/jobs/kernel_jobs.h"
+
+namespace mk::service {
+
+using nlohmann::json;
+
+std::string create_search(agents::RunStore& runs, const NewSearch& search) {
+  agents::RunRecord run;
+  run.mode = search.mode;
+  run.strategy = search.params.strategy;
+  run.file = search.file.string();
+  run.kernel = search.kernel;
+  run.target = search.target;
+  run.host = search.host;
+  run.llm = search.llm;
+  json params = {{"search", search.params.to_json()}};
+  if (search.start == SearchStart::Reference) params["start"] = "reference";
+  if (search.evaluate_options.is_object() && !search.evaluate_options.empty())
+    params["evaluate"] = search.evaluate_options;
+  run.params_json = params.dump();
+  run.budget_json = search.budget.to_json().dump();
+  run.status = "running";
+  run.task_json = search.task.dump();
+  return runs.create_run(run);
+}
+
+bool starts_from_reference(const agents::RunRecord& run) {
+  const json params = json::parse(run.params_json, nullptr, false);
+  return params.is_object() && params.value("start", std::string()) == "reference";
+}
+
+json timing_options_for(tpu::HostPool& hosts) {
+  const tpu::WorkerReply hello = hosts.hello();
+  if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
+    return {
+        {"warmup", 0}, {"min_runs", 1}, {"max_runs", 1}, {"min_seconds", 0}, {"max_seconds", 0}};
+  return json();
+}
+
+SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowledge::Store* cache,
+                           const std::string& run_id, const std::string& baseline_code,
+                           SearchSetup setup, const agents::GraphSearch::ProgressSink& on_progress,
+                           const std::function<bool()>& cancelled) {
+  auto run = runs.run(run_id);
+  if (!run) throw std::runtime_error("no run '" + run_id + "' in the store");
+  const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(run->target);
+  if (!generation) throw std::runtime_error("unknown TPU generation '" + run->target + "'");
+  tpu::KernelJobs jobs(hosts, cache);
+  agents::EvaluationSetup evaluation;
+  evaluation.file = run->file;
+  evaluation.task = json::parse(run->task_json);
+  if (!run->kernel.empty()) evaluation.kernel = run->kernel;
+  evaluation.use_cache = setup.use_cache;
+  if (json timing = timing_options_for(hosts); !timing.is_null())
+    evaluation.options["timing"] = timing;
+  const json params = json::parse(run->params_json, nullptr, false);
+  if (params.is_object() && params.contains("evaluate") && params["evaluate"].is_object())
+    evaluation.options.update(params["evaluate"]);
+  agents::CandidateEvaluator evaluator(jobs, evaluation, *generation);
+
+  agents::ExpanderSetup& llm = setup.llm;
+  llm.llm_spec = run->llm;
+  llm.budget = agents::Budget::from_json(json::parse(run->budget_json));
+  llm.kernel_class = setup.kernel_class;
+  llm.task_summary = run->task_json;
+  llm.store = cache;
+  llm.evaluator = &evaluator;
+  agents::ExpanderBundle expander;
+  try {
+    expander = agents::make_expander(llm, *generation);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("--llm " + run->llm + ": " + e.what());
+  }
+  agents::ReferenceStartExpander start(std::move(setup.from_reference), *expander.expander);
+  agents::Expander& expand =
+      starts_from_reference(*run) ? static_cast<agents::Expander&>(start) : *expander.expander;
+  agents::GraphSearch search(runs, evaluator, expand, run_id);
+
+  SearchOutcome out;
+  out.run = search.run(baseline_code, on_progress, cancelled);
+  out.nodes = runs.nodes(run_id);
+  if (cache && !setup.kernel_class.empty() && out.run.status == "done") {
+    try {
+      agents::record_run_lessons(*cache, out.run, out.nodes, setup.kernel_class);
+    } catch (const std::exception& e) {
+      out.warning = std::string("lessons not recorded: ") + e.what();
+    }
+  }
+  return out;
+}
+
+}  // namespace mk::service

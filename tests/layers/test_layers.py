@@ -1,0 +1,70 @@
+"""The layering check (scripts/check_layers.py) passes on the tree and fails on each kind of
+violation it exists to catch."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK = ROOT / "scripts" / "check_layers.py"
+
+
+def run(root):
+    return subprocess.run([sys.executable, str(CHECK), str(root)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def tree(tmp_path, files):
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+BASE = {
+    "source/pallas/model.h": '#include "source/syntax/tree.h"\n',
+    "source/syntax/tree.h": "#pragma once\n",
+    "lsp/server/server.cpp": '#include "source/pallas/model.h"\n#include <nlohmann/json.hpp>\n',
+    "lsp/protocol/rpc.h": "#include <nlohmann/json.hpp>\n",
+    "knowledge/store.cpp": "#include <nlohmann/json.hpp>\n",
+    "agents/orchestration/search.cpp": '#include "tpu/jobs/jobs.h"\n',
+    "tpu/jobs/jobs.h": '#include "knowledge/store.h"\n',
+    "knowledge/store.h": "#pragma once\n",
+}
+
+
+def test_the_tree_keeps_its_layers():
+    r = run(ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 violation(s)" in r.stdout
+
+
+def test_a_clean_tree_passes(tmp_path):
+    r = run(tree(tmp_path, BASE))
+    assert r.returncode == 0, r.stdout
+
+
+def test_an_engine_that_includes_the_server_fails(tmp_path):
+    r = run(tree(tmp_path, {**BASE, "source/pallas/model.h": '#include "lsp/server/server.h"\n'}))
+    assert r.returncode == 1
+    assert "source/pallas/model.h:1: includes lsp/server/server.h: only lsp/ knows LSP" in r.stdout
+
+
+def test_a_layer_that_reaches_up_fails(tmp_path):
+    r = run(tree(tmp_path, {**BASE, "tpu/jobs/jobs.h": '#include "agents/orchestration/search.h"\n'}))
+    assert r.returncode == 1
+    assert "tpu/jobs may not use agents/orchestration" in r.stdout
+
+
+def test_json_in_the_engine_or_a_knowledge_header_fails(tmp_path):
+    r = run(tree(tmp_path, {**BASE, "source/syntax/tree.h": "#include <nlohmann/json.hpp>\n",
+                            "knowledge/store.h": "#include <nlohmann/json_fwd.hpp>\n"}))
+    assert r.returncode == 1
+    assert "source/syntax/tree.h:1: includes <nlohmann/json.hpp>" in r.stdout
+    assert "knowledge/store.h:1: includes <nlohmann/json_fwd.hpp>" in r.stdout
+
+
+def test_a_folder_without_a_row_fails(tmp_path):
+    r = run(tree(tmp_path, {**BASE, "gadgets/thing.cpp": "int x;\n"}))
+    assert r.returncode == 1
+    assert "gadgets/thing.cpp: no row of the layering table covers this folder" in r.stdout
