@@ -222,6 +222,17 @@ def test_row_mean_follows_the_row_length_at_a_shrunk_instance(worker, tmp_path):
     assert ev["instance"]["kind"] == "shrunk", ev["instance"]
 
 
+def test_layernorm_variance_follows_the_row_length_at_a_shrunk_instance(worker, tmp_path):
+    """jnp.var divides by `N - ddof`, a literal in the jaxpr: generated at N=1024 and run at
+    N=128, the kernel must divide by the row it holds."""
+    task = _infile("mm_layernorm.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    assert "1024.0" not in r["source"], r["source"]
+    ev = _evaluate(worker, task, r, tmp_path, seeds=SEEDS[:1], shrink={"factor": 8, "min_dim": 64})
+    assert ev["instance"]["kind"] == "shrunk", ev["instance"]
+
+
 def test_matmul_logsumexp_full_size_lowers(worker, tmp_path):
     task = _infile("mm_lse_mean.py", ("M, K, N = 128, 256, 512", "M, K, N = 4096, 4096, 4096"))
     r = _generate(worker, task)

@@ -409,6 +409,11 @@ class Region:
             raise NoTemplate(f"{name} on {G.dtype_name(out.aval.dtype)} is not covered by the "
                              "elementwise emitter", [name])
         a, b = self._binary_operands(e)
+        if name == "sub" and all(is_literal(v) for v in ins) and self._is_row_len(ins[0]) and \
+                float(np.asarray(ins[1].val).item()) in (0.0, 1.0):
+            # jnp.var's divisor `N - ddof`: the row length of the tile, not a baked-in N.
+            a = "row_len"
+            self.uses_row_len = True
         expr = table[name].format(a, b)
         if all(is_literal(v) for v in ins):
             expr = f"jnp.asarray({expr}, {G.dtype_code(out.aval.dtype)})"
@@ -429,6 +434,13 @@ class Region:
         kdim = 1 if which == "cols" else 0
         return (f"jax.lax.broadcasted_iota({G.dtype_code(e.params['dtype'])}, {shape}, {kdim}) "
                 f"+ {start}")
+
+    def _is_row_len(self, v) -> bool:
+        row = self.out_shape[-1]
+        if not self.row_reduce or row <= 1 or not is_literal(v):
+            return False
+        dt = G.dtype_name(v.aval.dtype)
+        return float(np.asarray(row).astype(dt)) == float(np.asarray(v.val).astype(dt))
 
     def _binary_operands(self, e):
         """Operand code of a binary op; a literal equal to the row length that divides (or, as
