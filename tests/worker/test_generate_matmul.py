@@ -308,3 +308,11 @@ def test_per_head_bias_over_flattened_batch_is_correct(worker, tmp_path):
     assert r["class"] == "matmul_row_reduction"
     assert "bias.reshape(1, batch[1], 1, n)" in r["source"]
     _evaluate(worker, task, r, tmp_path, seeds=SEEDS[:1])  # 4 grid steps of a softmax: slow
+
+
+def test_row_sum_of_broadcast_values_is_correct(worker, tmp_path):
+    task = _infile("mm_sum_broadcast.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction"
+    assert "jnp.broadcast_to(" in r["source"].split("def _matmul_kernel")[1].split("o_ref[...]")[0]
+    _evaluate(worker, task, r, tmp_path, seeds=SEEDS[:1])

@@ -146,6 +146,7 @@ class Region:
         self.statics_used: list[str] = []
         self.primitives: list[str] = []
         self.reduced: set = set()  # ids of vars that derive from a row reduction
+        self._held = {}
         self._counter = 0
         self._check_primitives()
         self._propagate()
@@ -344,11 +345,32 @@ class Region:
         for e in self.eqns:
             self._emit_one(e)
 
-    def _assign(self, e, expr: str):
+    # -- which output axes a kernel value really spans: broadcast_in_dim is an alias (numpy
+    # broadcasting does the rest), so a value can be narrower than its jaxpr shape; a sum over
+    # the row must then widen it first.
+    def held(self, v) -> tuple:
+        if is_literal(v) or self._rank(v) == 0 or v in self.consts:
+            return (False,) * self.rank
+        if id(v) in self._held:
+            return self._held[id(v)]
+        return tuple(d != 1 for d in self.expanded(v))  # the matmul tile, a loaded block
+
+    def _note_held(self, e, out_held=None):
+        out = e.outvars[0]
+        if out_held is None:
+            hs = [self.held(v) for v in e.invars]
+            out_held = tuple(any(h[a] for h in hs) for a in range(self.rank)) if hs else \
+                (False,) * self.rank
+        self._held[id(out)] = tuple(out_held)
+
+    _held: dict = None
+
+    def _assign(self, e, expr: str, out_held=None):
         out = e.outvars[0]
         name = self._new()
         self.names[id(out)] = name
         self.lines.append(f"{name} = {expr}")
+        self._note_held(e, out_held)
         if any(id(v) in self.reduced for v in e.invars if not is_literal(v)) or \
                 e.primitive.name in _ROW_REDUCTIONS:
             self.reduced.add(id(out))
@@ -356,6 +378,7 @@ class Region:
     def _alias(self, e, src):
         out = e.outvars[0]
         self.names[id(out)] = self.code(src)
+        self._held[id(out)] = self.held(src)
         if not is_literal(src) and id(src) in self.reduced:
             self.reduced.add(id(out))
 
@@ -367,14 +390,23 @@ class Region:
             self._alias(e, ins[0])
             return
         if name == "iota":
-            self._assign(e, self._iota(e))
+            expr, axis = self._iota(e)
+            self._assign(e, expr, tuple(a == axis for a in range(self.rank)))
             return
         if name == "convert_element_type":
             new = e.params["new_dtype"]
             self._assign(e, f"{self.code(ins[0])}.astype({G.dtype_code(new)})")
             return
         if name in _ROW_REDUCTIONS:
-            self._assign(e, f"{_ROW_REDUCTIONS[name]}({self.code(ins[0])}, axis=-1, keepdims=True)")
+            src = self.code(ins[0])
+            h = self.held(ins[0])
+            if name == "reduce_sum" and self.expanded(ins[0])[-1] > 1 and not h[-1]:
+                # The reference sums a broadcast value along the row: widen it first.
+                rows = f"{src}.shape[0]" if self.rank >= 2 and h[-2] else "1"
+                src = f"jnp.broadcast_to({src}, ({rows}, row_len))"
+                self.uses_row_len = True
+            self._assign(e, f"{_ROW_REDUCTIONS[name]}({src}, axis=-1, keepdims=True)",
+                         h[:-1] + (False,))
             return
         if name == "integer_pow":
             self._assign(e, f"jax.lax.integer_pow({self.code(ins[0])}, {int(e.params['y'])})")
@@ -419,7 +451,7 @@ class Region:
             expr = f"jnp.asarray({expr}, {G.dtype_code(out.aval.dtype)})"
         self._assign(e, expr)
 
-    def _iota(self, e) -> str:
+    def _iota(self, e) -> tuple[str, int]:
         out = e.outvars[0]
         dim = int(e.params["dimension"])
         a = self.align.get(id(out), tuple(range(self.rank)))
@@ -433,7 +465,7 @@ class Region:
         shape = f"(1, {size})" if which == "cols" else f"({size}, 1)"
         kdim = 1 if which == "cols" else 0
         return (f"jax.lax.broadcasted_iota({G.dtype_code(e.params['dtype'])}, {shape}, {kdim}) "
-                f"+ {start}")
+                f"+ {start}"), axis
 
     def _is_row_len(self, v) -> bool:
         row = self.out_shape[-1]
