@@ -17,7 +17,7 @@ H.run("doc", function()
   for _, entry in ipairs(require("maxkernel.commands").list) do
     H.check(tags[":" .. entry.user], "no help tag for :%s", entry.user)
   end
-  for _, tag in ipairs({ "maxkernel.txt", ":MaxKernelSessions", "maxkernel-hitl", "maxkernel-statusline",
+  for _, tag in ipairs({ "maxkernel.txt", ":MaxKernelSessions", ":MaxKernelWriteKernel", "maxkernel-edits", "maxkernel-hitl", "maxkernel-statusline",
     "maxkernel.setup()", "maxkernel-health", "maxkernel-option-llm" }) do
     H.check(tags[tag], "no help tag %s", tag)
   end

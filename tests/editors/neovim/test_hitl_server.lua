@@ -1,11 +1,20 @@
 -- The server's real HITL flow: :MaxKernelOptimize starts a step-by-step session, the server asks
 -- through window/showMessageRequest after a phase, the answer goes back through vim.ui.select,
 -- the session shows up in maxkernel/sessions, and approving the plan moves it on to the next
--- phase, which ends with a second question (the server's rule-based plan; no LLM needed).
+-- phase, which proposes the candidate as an edit to confirm and ends with a second question (the
+-- server's rule-based plan; no LLM needed).
 local H = dofile(vim.env.MAXKERNEL_TEST_DIR .. "/helpers.lua")
 
-local asked = {}
+local asked = {} -- the server's questions (kind maxkernel.hitl)
+local confirmed = {} -- edits the server proposed that needed confirmation (maxkernel.edits)
 vim.ui.select = function(items, opts, on_choice)
+  if opts.kind == "maxkernel.edit" then
+    confirmed[#confirmed + 1] = opts.prompt
+    vim.defer_fn(function()
+      on_choice("Apply", 1)
+    end, 10)
+    return
+  end
   asked[#asked + 1] = { items = items, opts = opts }
   local pick = 1
   for i, item in ipairs(items) do
@@ -69,6 +78,10 @@ H.run("hitl (server flow)", function()
     return #asked >= 2
   end, "the question after the approved plan")
   H.check(asked[2].opts.prompt ~= asked[1].opts.prompt, "the same question was asked twice: %s", tostring(asked[2].opts.prompt))
+  -- Implementing the approved plan proposed the candidate as an edit that needs confirmation
+  -- (the plugin asked, the user applied it).
+  H.check(#confirmed >= 1 and confirmed[1]:find("implement", 1, true), "no confirmable edit from the implement phase: %s",
+    vim.inspect(confirmed))
   local moved = listed()
   H.check(moved.phase ~= first_phase, "the session stayed in phase %s after Approve", tostring(first_phase))
   H.check(not H.find(notes, function(n)

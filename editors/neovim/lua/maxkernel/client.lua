@@ -2,6 +2,7 @@
 -- 0.11+ vim.lsp.config + vim.lsp.enable, 0.8+ vim.lsp.start, 0.7 start_client + buf_attach_client.
 local compat = require("maxkernel.compat")
 local config_mod = require("maxkernel.config")
+local edits = require("maxkernel.edits")
 local hitl = require("maxkernel.hitl")
 local progress = require("maxkernel.progress")
 
@@ -80,6 +81,7 @@ local function handlers(config)
   local default_progress = vim.lsp.handlers["$/progress"]
   local list = {
     ["window/showMessageRequest"] = hitl.show_message_request,
+    ["workspace/applyEdit"] = edits.apply_edit,
     ["window/showMessage"] = function(_, result)
       if result and result.message then
         vim.notify(result.message, level_of_message_type[result.type] or vim.log.levels.INFO)
@@ -129,6 +131,13 @@ local function capabilities()
   caps.workspace = caps.workspace or {}
   caps.workspace.configuration = true
   caps.workspace.codeLens = { refreshSupport = true }
+  -- Neovim applies versioned edits (documentChanges) on 0.7 too but does not say so; the server
+  -- sends its proposals (a written kernel, a HITL candidate) only to a client that does.
+  -- Annotations that need confirmation are asked about (maxkernel.edits).
+  caps.workspace.workspaceEdit = vim.tbl_extend("force", caps.workspace.workspaceEdit or {}, {
+    documentChanges = true,
+    changeAnnotationSupport = { groupsOnLabel = false },
+  })
   return caps
 end
 

@@ -218,6 +218,30 @@ function M.sessions(bufnr, on_reply)
   return true
 end
 
+-- :MaxKernelWriteKernel: what the "Write a Pallas kernel for this" code action runs
+-- (maxkernel.writeKernel {uri}) on a buffer that defines a task with no pallas_call yet. The
+-- server writes the kernel in the background and proposes it as an edit (maxkernel.edits).
+function M.write_kernel(bufnr, on_reply)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = client_or_error(bufnr)
+  if not client then
+    return false
+  end
+  local params = { command = "maxkernel.writeKernel", arguments = { { uri = vim.uri_from_bufnr(bufnr) } } }
+  compat.request(client, "workspace/executeCommand", params, function(err, result)
+    if err then
+      notify_error("maxkernel.writeKernel failed: " .. tostring(err.message))
+    elseif type(result) == "table" and result.status == "started" then
+      vim.notify("MaxKernel: writing a Pallas kernel (" .. tostring(result.job) .. "); the edit is proposed when it is ready",
+        vim.log.levels.INFO)
+    end
+    if on_reply then
+      on_reply(err, result)
+    end
+  end, bufnr)
+  return true
+end
+
 function M.create_user_commands()
   for _, entry in ipairs(M.list) do
     vim.api.nvim_create_user_command(entry.user, function()
@@ -227,6 +251,9 @@ function M.create_user_commands()
   vim.api.nvim_create_user_command("MaxKernelSessions", function()
     M.sessions(0)
   end, { desc = "MaxKernel: resume a step-by-step session" })
+  vim.api.nvim_create_user_command("MaxKernelWriteKernel", function()
+    M.write_kernel(0)
+  end, { desc = "MaxKernel: write a Pallas kernel for this file's reference" })
 end
 
 function M.entry(command)

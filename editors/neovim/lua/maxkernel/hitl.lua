@@ -3,10 +3,10 @@
 -- with `feedback` set to that text. Dismissing a prompt answers null.
 local M = {}
 
--- Runs `ask(done)` and returns what `done` was called with. Inside a coroutine (0.10+ runs
+-- Runs `ask(done)` and returns what `done` was called with (also used by maxkernel.edits). Inside a coroutine (0.10+ runs
 -- server requests in one) it yields so a truly asynchronous vim.ui.select works; on 0.7 it
 -- waits on the event loop instead.
-local function await(ask, timeout_ms)
+function M.await(ask, timeout_ms)
   local co = coroutine.running()
   local is_main = co == nil or (select(2, coroutine.running()) == true)
   if co and not is_main then
@@ -47,7 +47,7 @@ function M.show_message_request(_, result, _, _)
     return vim.NIL
   end
   local wait_ms = 10 * 60 * 1000
-  local choice = await(function(done)
+  local choice = M.await(function(done)
     vim.ui.select(actions, {
       prompt = "MaxKernel: " .. tostring(result.message or ""),
       format_item = title_of,
@@ -60,7 +60,7 @@ function M.show_message_request(_, result, _, _)
     return vim.NIL
   end
   if choice.feedback == true then
-    local text = await(function(done)
+    local text = M.await(function(done)
       vim.ui.input({ prompt = title_of(choice) .. ": " }, function(input)
         done(input)
       end)

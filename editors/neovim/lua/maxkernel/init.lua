@@ -34,6 +34,11 @@ function M.sessions(bufnr, on_reply)
   return require("maxkernel.commands").sessions(bufnr or 0, on_reply)
 end
 
+-- Writes a Pallas kernel for the task the buffer defines (maxkernel.writeKernel).
+function M.write_kernel(bufnr, on_reply)
+  return require("maxkernel.commands").write_kernel(bufnr or 0, on_reply)
+end
+
 -- The maxkernel-lsp client attached to `bufnr` (0 = current), or nil.
 function M.client(bufnr)
   return require("maxkernel.client").get(bufnr or 0)
