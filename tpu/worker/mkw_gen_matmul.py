@@ -304,9 +304,14 @@ def _cost(ms, bm, bn, bk):
     return traffic + steps * STEP_OVERHEAD_BYTES
 
 
+def _row_align(ms, blocks, out_block) -> int:
+    """Rows of a tile: a multiple of the sublane tile of every block that has BM rows."""
+    return max(G.sublane_multiple(ms.lhs.var.aval.dtype), G.sublane_multiple(out_block.dtype),
+               *[G.sublane_multiple(b.dtype) for b in blocks if b.rows_full])
+
+
 def _choose(ctx, ms, blocks, out_block, reduction):
-    sub = max(G.sublane_multiple(ms.lhs.var.aval.dtype), G.sublane_multiple(out_block.dtype),
-              *[G.sublane_multiple(b.dtype) for b in blocks if b.rows_full] or [8])
+    sub = _row_align(ms, blocks, out_block)
     m_c = _candidates(ms.m, sub)
     n_c = [ms.n] if reduction else _candidates(ms.n, G.LANE)
     w_sub = G.sublane_multiple(ms.rhs.var.aval.dtype)
@@ -368,8 +373,7 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     out_block = _Block("out", out, True, ocf, obf, out.aval.dtype)
     plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
 
-    sub_x = G.sublane_multiple(ms.lhs.var.aval.dtype)
-    sub = max(sub_x, G.sublane_multiple(out.aval.dtype))
+    sub = _row_align(ms, blocks, out_block)  # the same rule at every size the entry meets
     k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
     gi = "b, i, j, kk" if batched else "i, j, kk"
     kaxis = 3 if batched else 2
