@@ -87,6 +87,8 @@ function layWorkspace() {
   for (const f of fs.readdirSync(path.join(root, "examples")).filter((f) => f.endsWith(".py"))) copy(`examples/${f}`, "examples", f);
   copy("tests/corpus/bad/mk001_matmul_block_tiling.py", "bad", "mk001_matmul_block_tiling.py");
   copy("tests/worker/tasks/infile/scale_add.py", "tasks", "scale_add.py");
+  // A reference with no kernel yet, for the "Write a Pallas kernel for this" code action.
+  copy("tests/editors/vscode/fixtures/scale_bias.py", "write", "scale_bias.py");
   fs.mkdirSync(path.join(ws, ".vscode"), { recursive: true });
   fs.writeFileSync(
     path.join(ws, ".vscode", "settings.json"),

@@ -561,6 +561,104 @@ test("HITL: step by step with the recorded LLM: approve the plan, tick the LLM's
   }
 });
 
+// "Write a Pallas kernel for this" on a plain JAX reference (write/scale_bias.py, an in-file task
+// with no pallas_call): the server's code action, its command (a real JAX worker writes the kernel
+// in the background), then one versioned edit that only inserts and needs confirmation: VS Code
+// previews it unticked, the runner ticks and applies it in the real Refactor Preview, and the file
+// now holds the user's lines plus a kernel the server puts its Test lens on.
+test("Write a Pallas kernel for this: the code action's kernel arrives in the refactor preview, is ticked and applied, and gets a Test lens", async () => {
+  const uri = workspaceFile("write", "scale_bias.py");
+  const editor = await open(uri);
+  const original = editor.document.getText();
+  assert.ok(!original.includes("pallas_call"), "the fixture must have no kernel yet");
+  const referenceLine = original.split("\n").findIndex((l) => l.startsWith("def reference("));
+  assert.ok(referenceLine >= 0);
+  const at = new vscode.Range(referenceLine, 4, referenceLine, 4);
+  const title = "Write a Pallas kernel for this";
+  const actionsAt = async () =>
+    (await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>("vscode.executeCodeActionProvider", uri, at)) ?? [];
+  // The server analyses the file after didOpen: wait for its diagnostics round before asking.
+  const action = await waitForAsync(
+    [vscode.languages.onDidChangeDiagnostics, api.status.onDidChange],
+    async () => (await actionsAt()).find((a): a is vscode.CodeAction => a.title === title && "kind" in a),
+    30000,
+    `the "${title}" code action`,
+  );
+  assert.strictEqual(action.kind?.value, "refactor.rewrite");
+  assert.strictEqual(action.command?.command, "maxkernel.writeKernel");
+  assert.strictEqual(action.edit, undefined, "the kernel must come later, from the command");
+  const arg = action.command?.arguments?.[0] as { uri: string };
+  assert.strictEqual(vscode.Uri.parse(arg.uri).fsPath, uri.fsPath);
+
+  const openBefore = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+  const previewOpened = waitFor(
+    [vscode.workspace.onDidOpenTextDocument],
+    () =>
+      vscode.workspace.textDocuments.find(
+        (d) => d.uri.scheme === "vscode-bulkeditpreview-editor" && d.uri.path === uri.path && !openBefore.has(d.uri.toString()),
+      ),
+    180000,
+    "the refactor preview of the written kernel",
+  );
+  try {
+    const result = await vscode.commands.executeCommand<{ status: string; job: string }>(action.command!.command, ...(action.command!.arguments ?? []));
+    if (result?.status !== "started") previewOpened.catch(() => undefined);
+    assert.strictEqual(result?.status, "started", JSON.stringify(result));
+    const preview = await previewOpened;
+    assert.strictEqual(preview.getText(), original, "the preview shows an edit that is not ticked");
+    assert.strictEqual(editor.document.getText(), original, "the kernel was applied without confirmation");
+
+    // Tick it in the Refactor Preview panel: the preview shows the file with the kernel.
+    const previewTicked = waitFor(
+      [vscode.workspace.onDidChangeTextDocument],
+      () => (preview.getText() !== original ? preview.getText() : undefined),
+      30000,
+      "the preview to show the ticked kernel",
+    );
+    const tick = await uiRequest("tick-refactor-preview", 60000);
+    const proposed = await previewTicked;
+    assert.ok((tick.ticked as number) >= 1, JSON.stringify(tick));
+    assert.strictEqual(editor.document.getText(), original, "ticking alone changed the document");
+
+    // Apply: the document becomes the proposal.
+    const applied = waitFor(
+      [vscode.workspace.onDidChangeTextDocument],
+      () => (editor.document.getText() === proposed ? true : undefined),
+      30000,
+      "the written kernel in the document",
+    );
+    await uiRequest("apply-refactor-preview", 60000);
+    await applied;
+    const text = editor.document.getText();
+    const call = text.indexOf("pallas_call(");
+    assert.ok(call > text.indexOf("def reference("), `no pallas_call( after def reference(:\n${text}`);
+    // The edit only inserted: every line of the original is still there, in order.
+    const lines = text.split("\n");
+    let next = 0;
+    for (const line of original.split("\n")) {
+      const found = lines.indexOf(line, next);
+      assert.ok(found >= 0, `the line ${JSON.stringify(line)} was lost or moved:\n${text}`);
+      next = found + 1;
+    }
+    assert.ok(lines.length > original.split("\n").length + 5, "hardly anything was inserted");
+    // The server sees a kernel now: its Test lens sits on the new pallas_call.
+    const callLine = text.slice(0, call).split("\n").length - 1;
+    const lens = await waitForAsync(
+      [vscode.languages.onDidChangeDiagnostics, vscode.workspace.onDidChangeTextDocument],
+      async () => (await lensesOf(uri)).find((l) => l.command?.command === "maxkernel.test"),
+      20000,
+      "a Test lens on the written kernel",
+    );
+    assert.ok(lens.range.start.line > referenceLine && lens.range.start.line <= callLine, `the Test lens is on line ${lens.range.start.line}, the call on ${callLine}`);
+    // And the action is gone: the file has a kernel.
+    assert.ok(!(await actionsAt()).some((a) => a.title === title), "the action is still offered on a file with a kernel");
+  } finally {
+    // Leave the workspace file as it was (the edit is unsaved).
+    await vscode.window.showTextDocument(editor.document);
+    await vscode.commands.executeCommand("workbench.action.files.revert");
+  }
+});
+
 export async function run(): Promise<void> {
   const outcomes: Outcome[] = [];
   const only = process.env.MAXKERNEL_VSCODE_ONLY;
