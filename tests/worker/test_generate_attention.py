@@ -147,3 +147,13 @@ def test_softmax_over_the_query_axis_is_not_attention(worker):
 def test_sliding_window_mask_is_refused(worker):
     err = H.refusal(worker, H.infile("refuse/attn_sliding_window.py"))
     assert "neither causal" in err["message"] and "sliding" in err["message"]
+
+
+def test_dot_product_attention_without_mask_is_correct(worker, tmp_path):
+    """Without a mask, jax.nn.dot_product_attention moves a unit dim inside its softmax (a
+    transpose between the max and the subtraction): still the same rows."""
+    task = H.infile("attn_dpa_gqa.py", ("is_causal=True", "scale=0.05"))
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and not r["description"].startswith("causal")
+    assert "sm_scale = 0.05" in r["source"]
+    H.evaluate(worker, task, r, tmp_path, seeds=ONE_SEED, interpret_mode="hlo")

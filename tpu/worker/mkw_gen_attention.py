@@ -212,7 +212,7 @@ class _Matcher:
     def check_softmax(self, x_var, p_var, region, fill):
         shape = X.shape_of(x_var)
         n = shape[-1]
-        prog = R.RowProgram(shape[:-1], n)
+        prog = R.RowProgram(shape[:-1], n, lead_perm_free=True)
         prog.bind_input(x_var, "row", "x")
         try:
             for e in region:
@@ -236,6 +236,10 @@ class _Matcher:
         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-6):
             self.fail("the slice between the scores and the second matmul is not a softmax over "
                       "the last axis (checked numerically)", sorted({e.primitive.name for e in region}))
+        perm = prog.values[p_var].perm
+        if perm is None or prog.values[p_var].domain != "row":
+            self.fail("the probabilities do not depend on the scores row by row")
+        return perm
 
     # -- build ---------------------------------------------------------------------------
     def build(self) -> G.Generated:
@@ -261,7 +265,7 @@ class _Matcher:
         p_side = p_side[0]
         p_var, p_chain = sides[p_side]
         v_var, v_chain = sides[1 - p_side]
-        if X.shape_of(p_var) != X.shape_of(x_var):
+        if len(X.shape_of(p_var)) != len(X.shape_of(x_var)):
             self.fail("the probabilities are reshaped before the second matmul")
         q_var, q_chain = self.back_chain(self.d1.invars[0], allow_scale=True)
         k_var, k_chain = self.back_chain(self.d1.invars[1], allow_scale=True)
@@ -273,7 +277,9 @@ class _Matcher:
                           f"not only layout ops", [e.primitive.name] if e else [])
         fill = self._fill_value(pre)
         region = self.softmax_region(x_var, p_var)
-        self.check_softmax(x_var, p_var, region, fill)
+        # Which score axis each leading axis of the probabilities runs along (the softmax may
+        # transpose its rows, as jax.nn.dot_product_attention does).
+        self._p_perm = self.check_softmax(x_var, p_var, region, fill)
         self._check_accounted()
         scale = q_chain.scale * k_chain.scale * pre.scale
         models = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side, p_chain,
@@ -371,6 +377,11 @@ class _Matcher:
                 return False
             if not np.array_equal(p_idx[:, -1], t):
                 return False
+            x_idx = np.empty_like(p_idx)
+            for i, a in enumerate(self._p_perm):
+                x_idx[:, a] = p_idx[:, i]
+            x_idx[:, -1] = p_idx[:, -1]
+            p_idx = x_idx
             s_idx = self._pre_back(pre, p_idx)
             ql, kl = _dot_back(self.d1, s_idx, c)
             ql = _run_back(q_chain, ql)

@@ -69,11 +69,14 @@ class Value:
     """A jaxpr value inside the kernel: its domain, kernel shape (('rows'|1, 'n'|1) or None for
     a scalar) and the Python text that names it."""
 
-    def __init__(self, domain: str, rep, text: str, dtype):
+    def __init__(self, domain: str, rep, text: str, dtype, perm=None):
         self.domain = domain
         self.rep = rep
         self.text = text
         self.dtype = dtype
+        # Which of the program's leading axes each leading dim of the value runs along (only
+        # tracked with lead_perm_free; None = in order).
+        self.perm = perm
 
 
 def kernel_dtype(dtype):
@@ -90,8 +93,13 @@ class RowProgram:
     literal_text callable(value, dtype) -> text or None (a static argument's name, `n`, ...)
     """
 
-    def __init__(self, lead, n: int, literal_text=None):
+    def __init__(self, lead, n: int, literal_text=None, lead_perm_free: bool = False):
         self.lead = tuple(int(d) for d in lead)
+        # With lead_perm_free, transposes of the leading axes are accepted (the rows are
+        # reordered, each row is still one row: jax.nn.dot_product_attention transposes mid-
+        # softmax); each value's order of the leading axes is tracked, and values combined
+        # elementwise must agree on it. The caller maps the result's rows back with `perm`.
+        self.lead_perm_free = lead_perm_free
         self.n = int(n)
         self.values: dict = {}
         self.lines: list[str] = []
@@ -110,12 +118,19 @@ class RowProgram:
 
     def bind_input(self, var, domain: str, text: str):
         rep = self.rep_for(domain, tuple(var.aval.shape))
-        self.values[var] = Value(domain, rep, text, var.aval.dtype)
+        perm = tuple(range(len(self.lead))) if self.lead_perm_free and domain == "row" else None
+        self.values[var] = Value(domain, rep, text, var.aval.dtype, perm)
 
     # -- domains
     @property
     def rank(self) -> int:
         return len(self.lead) + 1
+
+    def same_lead(self, lead) -> bool:
+        lead = tuple(lead)
+        if self.lead_perm_free:  # the order is checked through the tracked permutations
+            return sorted(lead) == sorted(self.lead)
+        return lead == self.lead
 
     def rep_for(self, domain: str, shape):
         if domain == "scalar":
@@ -125,7 +140,7 @@ class RowProgram:
         if domain == "par":
             return (1, "n") if shape and shape[-1] == self.n else (1, 1)
         lead, last = shape[:-1], shape[-1]
-        rows = "rows" if lead == self.lead else 1
+        rows = "rows" if self.same_lead(lead) else 1
         if rows == 1 and any(d != 1 for d in lead):
             raise Unsupported(f"a value of shape {shape} mixes per-row and broadcast leading dims")
         if last not in (self.n, 1):
@@ -144,7 +159,7 @@ class RowProgram:
                 out.append("row" if rep[0] == "rows" else "par")
             except Unsupported:
                 pass
-        if shape == self.lead:
+        if self.same_lead(shape):
             out.append("red")
         if shape[-1] == self.n and all(d == 1 for d in shape[:-1]) and len(shape) < self.rank:
             out.append("par")
@@ -202,23 +217,33 @@ class RowProgram:
         if name in LAYOUT:
             self._layout(name, eqn, ops[0], out, shape)
             return
+        if name == "transpose" and self.lead_perm_free and ops[0].perm is not None:
+            perm = tuple(int(p) for p in eqn.params["permutation"])
+            op = ops[0]
+            if op.domain == "row":
+                if perm[-1] != len(perm) - 1:
+                    raise Unsupported("a transpose that moves the row axis", name)
+                perm = perm[:-1]
+            new = tuple(op.perm[p] for p in perm)
+            self.values[out] = Value(op.domain, op.rep, op.text, out.aval.dtype, new)
+            return
         raise Unsupported(f"`{name}` is not a row-wise operation", name)
 
-    def _assign(self, out, domain, rep, expr):
+    def _assign(self, out, domain, rep, expr, perm=None):
         t = self.fresh()
         self.lines.append(f"{t} = {expr}")
-        self.values[out] = Value(domain, rep, t, out.aval.dtype)
+        self.values[out] = Value(domain, rep, t, out.aval.dtype, perm)
 
     def _convert(self, op: Value, out):
         new = kernel_dtype(out.aval.dtype)
         if kernel_dtype(op.dtype) == new:
-            self.values[out] = Value(op.domain, op.rep, op.text, out.aval.dtype)
+            self.values[out] = Value(op.domain, op.rep, op.text, out.aval.dtype, op.perm)
             return
         if op.domain == "scalar" and op.rep is None and not op.text.isidentifier():
             expr = f"jnp.asarray({op.text}, {G.dtype_code(new)})"
         else:
             expr = f"({op.text}).astype({G.dtype_code(new)})"
-        self._assign(out, op.domain, op.rep, expr)
+        self._assign(out, op.domain, op.rep, expr, op.perm)
 
     def _elementwise(self, name, eqn, ops, out, shape):
         doms = {o.domain for o in ops if o.domain != "scalar"}
@@ -234,6 +259,10 @@ class RowProgram:
         # which jnp broadcasting puts in whatever domain it meets.
         domain = doms.pop() if doms else "scalar"
         rep = self.rep_for(domain, shape) if domain != "scalar" else None
+        perms = {o.perm for o in ops if o.domain in ("row", "red") and o.perm is not None}
+        if len(perms) > 1:
+            raise Unsupported(f"`{name}` combines rows taken in different orders", name)
+        perm = perms.pop() if perms else None
         t = [o.text for o in ops]
         if name in UNARY:
             expr = UNARY[name].format(*t)
@@ -254,7 +283,7 @@ class RowProgram:
         else:  # round
             method = int(eqn.params.get("rounding_method", 0))
             expr = f"jax.lax.round({t[0]}, jax.lax.RoundingMethod({method}))"
-        self._assign(out, domain, rep, f"({expr})" if domain == "scalar" else expr)
+        self._assign(out, domain, rep, f"({expr})" if domain == "scalar" else expr, perm)
 
     def _reduce(self, name, eqn, op: Value, out, shape):
         axes = tuple(int(a) for a in eqn.params.get("axes", ()))
@@ -262,7 +291,7 @@ class RowProgram:
         if op.domain != "row" or axes != (last,):
             raise Unsupported(f"`{name}` over axes {axes} of a {op.domain} value: only reductions over "
                               f"the last axis of the rows are covered", name)
-        if op.rep[0] != "rows" or shape != self.lead:
+        if op.rep[0] != "rows" or not self.same_lead(shape):
             raise Unsupported(f"`{name}` of a value that is not per-row", name)
         fn = REDUCTIONS[name]
         self.reductions.append(name)
@@ -273,7 +302,7 @@ class RowProgram:
         expr = f"{fn}({src}, axis=-1, keepdims=True)"
         if name in ("argmax", "argmin"):
             expr += f".astype({G.dtype_code(out.aval.dtype)})"
-        self._assign(out, "red", ("rows", 1), expr)
+        self._assign(out, "red", ("rows", 1), expr, op.perm)
 
     def _layout(self, name, eqn, op: Value, out, shape):
         if name == "broadcast_in_dim":
@@ -306,16 +335,18 @@ class RowProgram:
             pass
         elif domain == "row" and op.domain == "red" and rep[0] != "rows":
             raise Unsupported(f"`{name}` drops the rows of a per-row value", name)
+        perm = op.perm if domain in ("row", "red") else None
         if rep == op.rep:
-            self.values[out] = Value(domain, rep, op.text, out.aval.dtype)
+            self.values[out] = Value(domain, rep, op.text, out.aval.dtype, perm)
             return
         if name != "broadcast_in_dim" or not self._widens(op.rep, rep):
             raise Unsupported(f"`{name}` from shape {tuple(eqn.invars[0].aval.shape)} to {shape} "
                               f"changes the rows", name)
-        self._assign(out, domain, rep, f"jnp.broadcast_to({op.text}, {self._shape_text(rep)})")
+        self._assign(out, domain, rep, f"jnp.broadcast_to({op.text}, {self._shape_text(rep)})",
+                     perm)
 
     def _lower_rank_domain(self, op: Value, shape, name):
-        if shape == self.lead and op.domain in ("red", "row") and op.rep[0] == "rows":
+        if self.same_lead(shape) and op.domain in ("red", "row") and op.rep[0] == "rows":
             return "red"
         if op.domain == "par" and shape and shape[-1] == self.n and all(d == 1 for d in shape[:-1]):
             return "par"
