@@ -316,3 +316,11 @@ def test_row_sum_of_broadcast_values_is_correct(worker, tmp_path):
     assert r["class"] == "matmul_row_reduction"
     assert "jnp.broadcast_to(" in r["source"].split("def _matmul_kernel")[1].split("o_ref[...]")[0]
     _evaluate(worker, task, r, tmp_path, seeds=SEEDS[:1])
+
+
+def test_cross_entropy_with_take_along_axis_is_correct(worker, tmp_path):
+    task = _infile("mm_cross_entropy_take.py")
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_row_reduction" and "gather" in r["primitives"]
+    assert "labels + row_len" in r["source"]  # jnp's negative-index wrap follows the row
+    _evaluate(worker, task, r, tmp_path, seeds=SEEDS[:1])

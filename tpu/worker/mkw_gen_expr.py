@@ -88,7 +88,9 @@ ELEMENTWISE_PRIMITIVES = tuple(sorted(
     set(_UNARY) | set(_BINARY_FLOAT) | set(_BINARY) | set(_BINARY_INT) | set(_IDENTITY)
     | {"integer_pow", "select_n", "clamp", "convert_element_type"}))
 LAYOUT_PRIMITIVES = _LAYOUT
-ROW_REDUCTION_PRIMITIVES = tuple(_ROW_REDUCTIONS)
+# gather: only jnp.take_along_axis(v, idx[:, None], axis=-1) on an (M, N) value, one element
+# per row (cross-entropy's target logit), re-stated as a masked row sum.
+ROW_REDUCTION_PRIMITIVES = tuple(_ROW_REDUCTIONS) + ("gather",)
 INDEX_PRIMITIVES = ("iota",)  # positions within the output (one-hot labels, masks)
 COVERED_PRIMITIVES = (ELEMENTWISE_PRIMITIVES + LAYOUT_PRIMITIVES + ROW_REDUCTION_PRIMITIVES
                       + INDEX_PRIMITIVES)
@@ -148,11 +150,80 @@ class Region:
         self.reduced: set = set()  # ids of vars that derive from a row reduction
         self._held = {}
         self._counter = 0
+        self._take_along_rows()
         self._check_primitives()
         self._propagate()
         self._emit()
 
     # -- analysis -------------------------------------------------------------------------
+    def _take_along_rows(self):
+        """Recognises take_along_axis over the row: gather(v (M, N), reshape(idx (M, 1)) ->
+        (M, 1, 1)) with batching dim 0 and index dim 1. The reshape becomes an alias of the
+        (M, 1) index, and the gather a row operation (see _emit_gather)."""
+        self.gathers = {}
+        producers = {id(o): e for e in self.eqns for o in e.outvars}
+        drop = set()
+        for e in self.eqns:
+            if e.primitive.name != "gather":
+                continue
+            if not self.row_reduce or self.rank != 2:
+                continue  # _check_primitives refuses it
+            src, idx = e.invars
+            dn = e.params["dimension_numbers"]
+            ok = (tuple(dn.offset_dims) == () and tuple(dn.collapsed_slice_dims) == (1,)
+                  and tuple(dn.start_index_map) == (1,)
+                  and tuple(getattr(dn, "operand_batching_dims", ())) == (0,)
+                  and tuple(getattr(dn, "start_indices_batching_dims", ())) == (0,)
+                  and tuple(e.params["slice_sizes"]) == (1, 1)
+                  and len(src.aval.shape) == 2 and tuple(src.aval.shape) == self.out_shape
+                  and tuple(idx.aval.shape) == (self.out_shape[0], 1, 1)
+                  and tuple(e.outvars[0].aval.shape) == (self.out_shape[0], 1))
+            prod = producers.get(id(idx)) if not is_literal(idx) else None
+            if not ok or prod is None or prod.primitive.name != "reshape" or \
+                    tuple(prod.invars[0].aval.shape) != (self.out_shape[0], 1):
+                raise NoTemplate("a gather that is not take_along_axis over the output row is "
+                                 "not covered", ["gather"])
+            mode = str(e.params.get("mode", ""))
+            self.gathers[id(e)] = (prod.invars[0], "FILL" in mode.upper())
+            drop.add(id(prod))
+        if drop:
+            users = [x for x in self.eqns if id(x) not in drop
+                     for v in x.invars if not is_literal(v)
+                     and any(id(v) == id(p.outvars[0]) for p in self.eqns if id(p) in drop)]
+            if any(x.primitive.name != "gather" for x in users):
+                raise NoTemplate("a gather index is used elsewhere; not covered", ["gather"])
+            self.eqns = [x for x in self.eqns if id(x) not in drop]
+
+    def _emit_gather(self, e):
+        """One element per row, where the row's index points: a masked sum over the whole row
+        (the tile holds it). FILL_OR_DROP gives NaN for an index outside the row, as XLA does."""
+        src = e.invars[0]
+        idx_var, fill = self.gathers[id(e)]
+        v = self._widened(src)
+        idx = self.code(idx_var)
+        self.uses_row_len = True
+        hit = self._new("hit")
+        self.lines.append(f"{hit} = jax.lax.broadcasted_iota(jnp.int32, ({v}.shape[0], row_len), 1)"
+                          f" == {idx}")
+        expr = f"jnp.sum(jnp.where({hit}, {v}, 0), axis=-1, keepdims=True)"
+        if fill:
+            picked = self._new()
+            self.lines.append(f"{picked} = {expr}")
+            expr = f"jnp.where(({idx} >= 0) & ({idx} < row_len), {picked}, jnp.nan)"
+        h = self.held(src)
+        self._assign(e, expr, (h[0], False))
+        self.reduced.add(id(e.outvars[0]))
+
+    def _widened(self, v) -> str:
+        """Code for `v` spanning the whole row (a narrow broadcast is widened)."""
+        c = self.code(v)
+        h = self.held(v)
+        if self.expanded(v)[-1] > 1 and not h[-1]:
+            rows = f"{c}.shape[0]" if self.rank >= 2 and h[-2] else "1"
+            self.uses_row_len = True
+            return f"jnp.broadcast_to({c}, ({rows}, row_len))"
+        return c
+
     def _check_primitives(self):
         missing = []
         for e in self.eqns:
@@ -160,7 +231,7 @@ class Region:
             if name not in self.primitives:
                 self.primitives.append(name)
             ok = name in ELEMENTWISE_PRIMITIVES or name in _LAYOUT or name == "iota" or (
-                self.row_reduce and name in _ROW_REDUCTIONS)
+                self.row_reduce and name in _ROW_REDUCTIONS) or id(e) in self.gathers
             if not ok and name not in missing:
                 missing.append(name)
         if missing:
@@ -207,7 +278,10 @@ class Region:
             for e in self.eqns:
                 changed |= self._propagate_one(e)
         for e in self.eqns:
-            for v in list(e.invars) + list(e.outvars):
+            vals = list(e.invars) + list(e.outvars)
+            if id(e) in self.gathers:
+                vals = [e.invars[0], self.gathers[id(e)][0], e.outvars[0]]
+            for v in vals:
                 if is_literal(v) or self._rank(v) == 0:
                     continue
                 if id(v) not in self.align:
@@ -218,6 +292,8 @@ class Region:
 
     def _propagate_one(self, e) -> bool:
         name = e.primitive.name
+        if id(e) in self.gathers:
+            return False  # its row value and (M, 1) index run along the output's own axes
         out = e.outvars[0]
         changed = False
         if name == "broadcast_in_dim":
@@ -237,9 +313,12 @@ class Region:
             oa = self.align.get(id(out))
             sa = self.align.get(id(src))
             if oa is not None and self._rank(src) > 0:
-                changed |= self._set(src, [oa[mapping[i]] for i in range(len(mapping))], e)
+                placed = [oa[mapping[i]] for i in range(len(mapping)) if mapping[i] is not None]
+                spare = [ax for ax in range(self.rank) if ax not in placed] or [0]
+                changed |= self._set(src, [oa[mapping[i]] if mapping[i] is not None else spare[0]
+                                           for i in range(len(mapping))], e)
             elif sa is not None and self._rank(out) > 0:
-                inv = {j: i for i, j in mapping.items()}
+                inv = {j: i for i, j in mapping.items() if j is not None}
                 if all(j in inv for j in range(self._rank(out)) if out.aval.shape[j] != 1):
                     # size-1 dims of the output that did not come from the source run nowhere:
                     # place them on an output axis the source does not use.
@@ -397,14 +476,13 @@ class Region:
             new = e.params["new_dtype"]
             self._assign(e, f"{self.code(ins[0])}.astype({G.dtype_code(new)})")
             return
+        if name == "gather":
+            self._emit_gather(e)
+            return
         if name in _ROW_REDUCTIONS:
-            src = self.code(ins[0])
             h = self.held(ins[0])
-            if name == "reduce_sum" and self.expanded(ins[0])[-1] > 1 and not h[-1]:
-                # The reference sums a broadcast value along the row: widen it first.
-                rows = f"{src}.shape[0]" if self.rank >= 2 and h[-2] else "1"
-                src = f"jnp.broadcast_to({src}, ({rows}, row_len))"
-                self.uses_row_len = True
+            # The reference may sum a broadcast value along the row: widen it first.
+            src = self._widened(ins[0]) if name == "reduce_sum" else self.code(ins[0])
             self._assign(e, f"{_ROW_REDUCTIONS[name]}({src}, axis=-1, keepdims=True)",
                          h[:-1] + (False,))
             return
@@ -482,6 +560,11 @@ class Region:
         ca, cb = self.code(a), self.code(b)
         name = e.primitive.name
         row = self.out_shape[-1]
+        if name == "add" and self.gathers and not _float_dtype(e.outvars[0].aval.dtype) and \
+                is_literal(b) and not is_literal(a) and self._is_row_len(b):
+            # jnp's index normalisation `idx + N` (negative indices count from the row's end).
+            self.uses_row_len = True
+            return ca, "row_len"
         if self.row_reduce and row > 1 and name in ("div", "mul"):
             for lit, other, pos in ((b, a, 1), (a, b, 0)):
                 if not is_literal(lit) or is_literal(other) or id(other) not in self.reduced:
@@ -578,7 +661,5 @@ def _size_one_mapping(src_shape, dst_shape):
     free = [j for j, d in enumerate(dst) if d == 1 and j not in used]
     for i, d in enumerate(src):
         if d == 1:
-            if not free:
-                return None
-            mapping[i] = free.pop(0)
+            mapping[i] = free.pop(0) if free else None  # None: a size-1 dim squeezed away
     return mapping
