@@ -157,3 +157,15 @@ def test_dot_product_attention_without_mask_is_correct(worker, tmp_path):
     assert r["class"] == "attention" and not r["description"].startswith("causal")
     assert "sm_scale = 0.05" in r["source"]
     H.evaluate(worker, task, r, tmp_path, seeds=ONE_SEED, interpret_mode="hlo")
+
+
+def test_grouped_einsum_with_k_first_is_correct(worker, tmp_path):
+    """jnp puts k first in the scores matmul here (and transposes after it); the scale is a
+    computed constant (jnp.sqrt(d)); the fill is finfo.min."""
+    task = H.infile("attn_grouped_einsum.py")
+    r = H.generate(worker, task)
+    assert r["class"] == "attention"
+    assert r["description"].startswith("causal GQA attention (batch 1, 4 q heads / 2 kv heads")
+    assert "sm_scale = head_dim ** -0.5" in r["source"]
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
+               interpret_mode="hlo")

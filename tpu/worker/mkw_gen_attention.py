@@ -150,14 +150,12 @@ class _Matcher:
                 if name == "convert_element_type" and not _float(e.outvars[0]):
                     break
             elif name == "transpose":
-                perm = tuple(int(p) for p in e.params["permutation"])
-                if perm[-1] != len(perm) - 1:
-                    break
+                pass  # where the key axis ends up is checked on the index samples
             elif name in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims"):
-                # Only adding or dropping unit dims (jnp.matmul's batch handling): same
-                # elements, the kv axis still last.
+                # Only adding or dropping unit dims (jnp.matmul's batch handling): the same
+                # elements in the same order.
                 a, o = X.shape_of(v), X.shape_of(e.outvars[0])
-                if math.prod(a) != math.prod(o) or not a or not o or a[-1] != o[-1] \
+                if math.prod(a) != math.prod(o) or not a or not o \
                         or [d for d in a if d != 1] != [d for d in o if d != 1]:
                     break
             elif name in ("mul", "div") and len(others) == 1:
@@ -267,10 +265,9 @@ class _Matcher:
         v_var, v_chain = sides[1 - p_side]
         if len(X.shape_of(p_var)) != len(X.shape_of(x_var)):
             self.fail("the probabilities are reshaped before the second matmul")
-        q_var, q_chain = self.back_chain(self.d1.invars[0], allow_scale=True)
-        k_var, k_chain = self.back_chain(self.d1.invars[1], allow_scale=True)
+        score_sides = [self.back_chain(v, allow_scale=True) for v in self.d1.invars]
         invars = list(ctx.jaxpr.invars)
-        for what, var in (("q", q_var), ("k", k_var), ("v", v_var)):
+        for what, var in (("q/k", score_sides[0][0]), ("k/q", score_sides[1][0]), ("v", v_var)):
             if var not in invars:
                 e = g.producer.get(var)
                 self.fail(f"{what} reaches the matmul through `{e.primitive.name if e else '?'}`, "
@@ -281,11 +278,25 @@ class _Matcher:
         # transpose its rows, as jax.nn.dot_product_attention does).
         self._p_perm = self.check_softmax(x_var, p_var, region, fill)
         self._check_accounted()
-        scale = q_chain.scale * k_chain.scale * pre.scale
-        models = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side, p_chain,
-                                  v_chain, pre, q_chain, k_chain)
+        scale = score_sides[0][1].scale * score_sides[1][1].scale * pre.scale
+        # q is usually the first operand of the scores matmul, but einsum may put k first.
+        models, first_error = [], None
+        for q_side in (0, 1):
+            (q_var, q_chain), (k_var, k_chain) = score_sides[q_side], score_sides[1 - q_side]
+            self.q_side = q_side
+            try:
+                found = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side,
+                                         p_chain, v_chain, pre, q_chain, k_chain)
+            except G.NoTemplate as e:
+                first_error = first_error or e
+                continue
+            models += [(m, q_side) for m in found]
+        if not models:
+            raise first_error
         first_error = None
-        for model in models:
+        for model, q_side in models:
+            (q_var, q_chain), (k_var, k_chain) = score_sides[q_side], score_sides[1 - q_side]
+            self.q_side = q_side
             # Re-run this reading's index maps: they leave the mask's sample points behind.
             self._model_holds(model, out_chain, p_side, p_chain, v_chain, pre, q_chain, k_chain,
                               q_var, k_var, v_var)
@@ -384,6 +395,8 @@ class _Matcher:
             p_idx = x_idx
             s_idx = self._pre_back(pre, p_idx)
             ql, kl = _dot_back(self.d1, s_idx, c)
+            if self.q_side == 1:
+                ql, kl = kl, ql
             ql = _run_back(q_chain, ql)
             kl = _run_back(k_chain, kl)
         except (ValueError, IndexError):

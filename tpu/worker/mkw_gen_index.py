@@ -186,4 +186,10 @@ _ELEMENTWISE = {
     "le": lambda e, a, b: a <= b, "lt": lambda e, a, b: a < b, "eq": lambda e, a, b: a == b,
     "ne": lambda e, a, b: a != b, "and": lambda e, a, b: a & b, "or": lambda e, a, b: a | b,
     "not": lambda e, a: ~a, "select_n": _select,
+    # Scalar constants computed in the reference (jnp.sqrt(head_dim), 1 / x, ...).
+    "div": lambda e, a, b: (a / b) if np.issubdtype(np.asarray(a).dtype, np.inexact)
+    else np.fix(a / b).astype(np.asarray(a).dtype),
+    "sqrt": lambda e, a: np.sqrt(a), "rsqrt": lambda e, a: 1 / np.sqrt(a),
+    "exp": lambda e, a: np.exp(a), "log": lambda e, a: np.log(a), "abs": lambda e, a: np.abs(a),
+    "integer_pow": lambda e, a: a ** int(e.params["y"]), "pow": lambda e, a, b: a ** b,
 }
