@@ -100,7 +100,13 @@ def test_cancelling_the_progress_cancels_the_run(server, workspace):
     token = resp["result"]["progressToken"]
     server.notify("window/workDoneProgress/cancel", {"token": token})
     values = progress_values(server, token)
-    assert "cancel" in values[-1]["message"].lower()
+    # Stopped, not finished: the outcome says the profile did not run and why, no job is left
+    # running, and no profile summary was made up from a partial run.
+    end = values[-1]["message"]
+    assert end.startswith("Profile did not run on local: ") and "cancel" in end.lower(), end
+    (outcome,) = [d for d in server.diagnostics(uri) if d["code"] == "MK201"]
+    assert outcome["message"].startswith("Profile did not run on local: "), outcome["message"]
+    assert server.request("maxkernel/status")["result"]["runningJobs"]["kernel"] == 0
 
 
 def test_save_lowers_for_tpu_and_maps_the_error_to_its_line(server, workspace):

@@ -138,7 +138,7 @@ def test_auto_run_reports_applies_the_best_variant_and_refuses_after_an_edit(mon
         assert d["range"]["start"]["line"] == next(
             i for i, l in enumerate(text.splitlines()) if "pl.pallas_call(" in l)
         status, best = run_row(store, started["run"])
-        assert status in ("done", "stopped") and best == int(m.group(3))
+        assert status == "done" and best == int(m.group(3))  # runs end done, failed or cancelled
 
         lenses = c.request("textDocument/codeLens", {"textDocument": {"uri": uri}})["result"]
         titles = [l["command"]["title"] for l in lenses]
