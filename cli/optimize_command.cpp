@@ -131,7 +131,8 @@ bool kernels_from_reference(HostSession& session, const agents::RunRecord& run,
   if (!generation) return false;
   std::optional<std::string> entry;
   if (!run.kernel.empty()) entry = run.kernel;
-  std::cerr << "writing a kernel from the reference (templates, no LLM)...\n";
+  std::cerr << "writing a kernel from the reference (templates"
+            << (llm == "none" ? ", no LLM" : "; then the LLM " + llm) << ")...\n";
   const service::GeneratedKernel kernel = service::generate_kernel(
       *session.jobs, run.file, json::parse(run.task_json), *generation, entry);
   if (kernel.ok) {
@@ -139,8 +140,13 @@ bool kernels_from_reference(HostSession& session, const agents::RunRecord& run,
     setup.from_reference.push_back(service::as_proposal(kernel));
     return true;
   }
-  std::cerr << "maxkernel optimize: " << kernel.error << "\n";
-  return llm != "none";  // an LLM can still write it from the reference
+  if (llm == "none") {
+    std::cerr << "maxkernel optimize: " << kernel.error << "\n";
+    return false;
+  }
+  // An LLM can still write it from the reference.
+  std::cerr << "templates: " << kernel.error << "; the LLM writes it from the reference\n";
+  return true;
 }
 
 // Runs (or resumes) the search of `run_id` and prints the outcome. Returns the exit code.

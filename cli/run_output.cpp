@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <utility>
 
 #include "agents/orchestration/selection.h"
 #include "agents/report/report_html.h"
@@ -30,6 +32,20 @@ std::string one_line(std::string s, size_t max) {
   return s;
 }
 
+// The best node against XLA, and the fraction of the roofline it reaches, when the run
+// recorded the reference's score of the same kind (a kernel start; for a reference start the
+// speedup already is vs XLA).
+std::optional<std::pair<double, std::optional<double>>> versus_xla(const agents::RunRecord& run,
+                                                                   const agents::NodeRecord& best) {
+  const json xla = parse_or_empty(run.params_json).value("xla", json::object());
+  if (!best.score_s || *best.score_s <= 0 || !xla.contains("score_s") ||
+      xla.value("time_kind", std::string()) != best.time_kind)
+    return std::nullopt;
+  std::optional<double> roofline;
+  if (xla.contains("roofline_s")) roofline = xla["roofline_s"].get<double>() / *best.score_s;
+  return std::make_pair(xla["score_s"].get<double>() / *best.score_s, roofline);
+}
+
 }  // namespace
 
 json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord>& nodes,
@@ -54,6 +70,12 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                             {"strategy", best->strategy},
                             {"description", best->description}}
                      : json();
+  if (best) {
+    if (auto vs = versus_xla(run, *best)) {
+      out["best"]["speedup_vs_xla"] = vs->first;
+      out["best"]["roofline_fraction"] = vs->second ? json(*vs->second) : json();
+    }
+  }
   json list = json::array();
   for (const agents::NodeRecord& n : nodes) {
     list.push_back({{"id", n.id},
@@ -110,6 +132,10 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
       out << " (a model prediction for the TPU; correctness checked in interpret mode, not a "
              "measured speedup)";
     out << "\n";
+    if (auto vs = versus_xla(run, *best))
+      out << "      " << fixed(vs->first, "%.2fx") << " vs XLA (the reference)"
+          << (vs->second ? ", " + fixed(100 * *vs->second, "%.0f") + "% of the roofline" : "")
+          << "\n";
   }
   out << "cost: " << cost.value("evaluations", 0) << " evaluations (" << cost.value("cache_hits", 0)
       << " from cache), " << fixed(cost.value("host_seconds", 0.0), "%.1f") << " host s, "

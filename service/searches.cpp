@@ -1,5 +1,6 @@
 #include "service/searches.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "agents/orchestration/candidate_evaluator.h"
@@ -37,12 +38,43 @@ bool starts_from_reference(const agents::RunRecord& run) {
   return params.is_object() && params.value("start", std::string()) == "reference";
 }
 
-json timing_options_for(tpu::HostPool& hosts) {
+json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& target) {
   const tpu::WorkerReply hello = hosts.hello();
-  if (hello.ok() && hello.body.value("platform", std::string()) == "cpu")
-    return {
+  const std::string platform = hello.ok() ? hello.body.value("platform", std::string()) : "";
+  json options = json::object();
+  if (platform == "cpu")
+    options["timing"] = {
         {"warmup", 0}, {"min_runs", 1}, {"max_runs", 1}, {"min_seconds", 0}, {"max_seconds", 0}};
-  return json();
+  // On a TPU a measured time below the chip's roofline is a cheat, not a speedup: the worker
+  // flags it (faster_than_hardware) with the fastest peak of any dtype and the HBM bandwidth.
+  if (platform == "tpu" && target.hbm_bandwidth_bytes_per_s && !target.peak_flops_per_s.empty()) {
+    double peak = 0;
+    for (const auto& [dtype, flops] : target.peak_flops_per_s) peak = std::max(peak, flops);
+    options["hardware"] = {{"name", target.name},
+                           {"peak_flops_per_s", peak},
+                           {"hbm_bandwidth_bytes_per_s", *target.hbm_bandwidth_bytes_per_s}};
+  }
+  return options;
+}
+
+void record_xla_baseline(agents::RunStore& runs, const std::string& run_id,
+                         agents::CandidateEvaluator& evaluator,
+                         const std::function<bool()>& cancelled) {
+  auto run = runs.run(run_id);
+  json params = json::parse(run->params_json, nullptr, false);
+  if (!params.is_object() || params.contains("xla")) return;  // a resume keeps the first answer
+  const agents::Evaluation xla = evaluator.evaluate_reference(cancelled);
+  json entry = {{"time_kind", xla.time_kind}};
+  if (xla.score_s) entry["score_s"] = *xla.score_s;
+  if (!xla.error.empty()) entry["error"] = xla.error;
+  const json prediction = xla.metrics.value("prediction", json::object());
+  // The roofline of the minimum work: the reference's FLOPs and the bytes any program moves.
+  if (prediction.contains("compute_s") && prediction.contains("memory_s"))
+    entry["roofline_s"] =
+        std::max(prediction["compute_s"].get<double>(), prediction["memory_s"].get<double>());
+  params["xla"] = entry;
+  run->params_json = params.dump();
+  runs.update_run(*run);
 }
 
 SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowledge::Store* cache,
@@ -59,8 +91,7 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   evaluation.task = json::parse(run->task_json);
   if (!run->kernel.empty()) evaluation.kernel = run->kernel;
   evaluation.use_cache = setup.use_cache;
-  if (json timing = timing_options_for(hosts); !timing.is_null())
-    evaluation.options["timing"] = timing;
+  evaluation.options.update(evaluate_options_for(hosts, *generation));
   const json params = json::parse(run->params_json, nullptr, false);
   if (params.is_object() && params.contains("evaluate") && params["evaluate"].is_object())
     evaluation.options.update(params["evaluate"]);
@@ -82,6 +113,10 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   agents::ReferenceStartExpander start(std::move(setup.from_reference), *expander.expander);
   agents::Expander& expand =
       starts_from_reference(*run) ? static_cast<agents::Expander&>(start) : *expander.expander;
+  // A run from a kernel is also scored against XLA (the reference), once per run, and against
+  // the roofline of the task's minimum work: tables show both next to the speedup over the
+  // kernel as written. Before the search loads the run, whose params it writes back.
+  if (!starts_from_reference(*run)) record_xla_baseline(runs, run_id, evaluator, cancelled);
   agents::GraphSearch search(runs, evaluator, expand, run_id);
 
   SearchOutcome out;

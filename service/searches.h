@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/candidate_evaluator.h"
 #include "agents/orchestration/expander_factory.h"
 #include "agents/orchestration/graph_search.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/search_params.h"
 #include "knowledge/store.h"
+#include "knowledge/tpu_generations.h"
 #include "tpu/host/host_pool.h"
 
 namespace mk::service {
@@ -69,9 +71,17 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
                            SearchSetup setup, const agents::GraphSearch::ProgressSink& on_progress,
                            const std::function<bool()>& cancelled);
 
-// The worker's timing options for a host: on a CPU host the score is the model's prediction and
-// interpret time ranks nothing, so one timed run keeps the record honest without minutes spent
-// in the interpreter. Empty for a host with a device.
-nlohmann::json timing_options_for(tpu::HostPool& hosts);
+// Scores the task's reference (XLA) once for a run and keeps it in the run's params ("xla":
+// score_s, time_kind, roofline_s): what "vs XLA" and the fraction of the roofline are computed
+// from. Nothing when the run already has it.
+void record_xla_baseline(agents::RunStore& runs, const std::string& run_id,
+                         agents::CandidateEvaluator& evaluator,
+                         const std::function<bool()>& cancelled);
+
+// The extra fields of every evaluate request on these hosts: on a CPU host the score is the
+// model's prediction and interpret time ranks nothing, so one timed run keeps the record honest
+// without minutes in the interpreter; on a TPU host the chip's roofline ("hardware"), below
+// which a measured time is flagged rather than called a speedup.
+nlohmann::json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& target);
 
 }  // namespace mk::service

@@ -118,8 +118,12 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
   std::string reason;
   auto reference = reference_document(*doc, reason);
   if (!reference) throw rpc::RpcError(ec::kRequestFailed, "no kernel to write: " + reason);
-  if (!client_.apply_edit)
-    throw rpc::RpcError(ec::kRequestFailed, "the editor cannot apply workspace edits");
+  // Refused before the worker runs, not after: the kernel arrives as versioned document changes.
+  if (!client_.apply_edit || !client_.document_changes)
+    throw rpc::RpcError(ec::kRequestFailed,
+                        client_.apply_edit
+                            ? "the editor cannot apply versioned edits (documentChanges)"
+                            : "the editor cannot apply workspace edits");
 
   Written pending;
   pending.uri = doc->text.uri();
@@ -221,8 +225,6 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
         {{"textDocument", {{"uri", uri}, {"version", nullptr}}}, {"edits", json::array({edit})}});
     where = "in " + file.filename().string();
   }
-  if (!client_.document_changes)
-    return warn("the editor cannot apply versioned edits (documentChanges)");
   json workspace_edit = {{"documentChanges", document_changes}};
   if (client_.change_annotations)
     workspace_edit["changeAnnotations"] = {

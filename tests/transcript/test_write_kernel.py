@@ -156,3 +156,24 @@ def test_a_document_edited_while_the_kernel_is_written_is_left_alone(tmp_path):
     finally:
         c.close()
 
+
+
+def test_an_editor_without_versioned_edits_is_refused_before_any_work(tmp_path):
+    from lsp_client import default_capabilities
+
+    caps = default_capabilities()
+    caps["workspace"]["workspaceEdit"] = {}
+    c = LspClient(server_requests={"workspace/applyEdit": lambda params: {"applied": True}})
+    c.initialize(capabilities=caps, options={"python": str(PYTHON)})
+    try:
+        uri = open_file(c, tmp_path / "scale_bias.py", SCALE_BIAS)
+        command = next(a for a in actions(c, uri, 6)
+                       if a["title"] == "Write a Pallas kernel for this")["command"]
+        answer = c.request("workspace/executeCommand",
+                           {"command": command["command"], "arguments": command["arguments"]})
+        assert "error" in answer, answer
+        assert "documentChanges" in answer["error"]["message"]
+        status = c.request("maxkernel/status")["result"]
+        assert status["runningJobs"]["kernelWriting"] == 0
+    finally:
+        c.close()
