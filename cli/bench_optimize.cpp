@@ -105,7 +105,7 @@ std::string read_text(const fs::path& path) {
 struct TaskRow {
   std::string name, format;
   std::string kernel_class = "-";  // the template that wrote the first kernel, or "none"
-  bool compiled = false;           // a kernel lowered for TPU
+  bool compiled = false;           // a kernel lowered, compiled and ran to a verdict
   bool correct = false;            // the best node is a correct kernel
   std::optional<double> speedup;   // best correct kernel vs XLA
   std::string time_kind;           // "predicted" | "device"
@@ -128,12 +128,9 @@ struct BenchOptions {
   HostOptions host;
 };
 
-bool lowered(const agents::NodeRecord& node) {
-  if (node.status == "correct" || node.status == "incorrect") return true;
-  const json metrics = json::parse(node.metrics_json, nullptr, false);
-  return node.status == "failed" && metrics.is_object() &&
-         metrics.value("stage", std::string()) != "lowering" &&
-         metrics.value("stage", std::string()) != "cancelled";
+// Compiled: the kernel lowered for TPU, compiled and ran to a verdict (right or wrong).
+bool compiled(const agents::NodeRecord& node) {
+  return node.status == "correct" || node.status == "incorrect";
 }
 
 TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::RunStore& runs,
@@ -201,7 +198,7 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
   // The task's answer is its best correct kernel, even one that does not beat XLA.
   for (const agents::NodeRecord& n : outcome.nodes) {
     if (n.id == 0) continue;
-    row.compiled = row.compiled || lowered(n);
+    row.compiled = row.compiled || compiled(n);
     if (n.status == "correct" && n.speedup && (!row.speedup || *n.speedup > *row.speedup)) {
       row.correct = true;
       row.speedup = n.speedup;

@@ -24,3 +24,10 @@ echo "$ maxkernel optimize examples/tiled_matmul_task.py --mode auto --budget it
 "$bin/maxkernel" optimize examples/tiled_matmul_task.py --mode auto --budget iterations=3 \
   --branches 2 --python "$root/.venv/bin/python" --store "$out/store.sqlite" \
   --report "$out/report.html"
+echo
+echo "$ maxkernel optimize examples/linear_gelu_reference.py --budget iterations=1   # no kernel yet"
+# A plain JAX function: the run starts from XLA, writes the first Pallas kernel from templates and
+# tunes it; the best kernel goes beside a copy of the example (the repository stays as it is).
+cp examples/linear_gelu_reference.py "$out/linear_gelu_reference.py"
+"$bin/maxkernel" optimize "$out/linear_gelu_reference.py" --budget iterations=1 --branches 2 \
+  --python "$root/.venv/bin/python" --store "$out/store.sqlite" --report "$out/report_reference.html"

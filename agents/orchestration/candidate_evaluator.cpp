@@ -111,6 +111,7 @@ std::string CandidateEvaluator::lowering_error(const std::string& source,
   request.task = setup_.task;
   request.options = setup_.options;
   request.options["target"] = "tpu";
+  request.options.erase("shrink");  // lowering is always at the task's full shapes
   const tpu::JobResult lowered = jobs_.lower(request, cancelled);
   if (lowered.reply.ok()) return "";
   return from_reply_failure(lowered.reply, "lowering").error;
@@ -130,6 +131,7 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   // 1. The compile check: lowering for TPU raises the block-shape and Mosaic errors.
   tpu::KernelRequest lower_request = request;
   lower_request.options["target"] = "tpu";
+  lower_request.options.erase("shrink");  // lowering is always at the task's full shapes
   const tpu::JobResult lowered = jobs_.lower(lower_request, cancelled);
   if (!lowered.reply.ok()) {
     Evaluation e = from_reply_failure(lowered.reply, "lowering");
@@ -165,7 +167,9 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
                {"predictions", predictions},
                {"speedup_vs_reference", body.value("speedup", json())},
                {"seeds", body.value("seeds", json::array())},
-               {"run_mode", body.value("run_mode", json::object())}};
+               {"run_mode", body.value("run_mode", json::object())},
+               // "shrunk" when correctness was checked on a smaller instance of the task.
+               {"instance", body.value("instance", json())}};
   if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
   if (!body.value("correct", false)) {
     e.status = "incorrect";

@@ -129,3 +129,41 @@ def test_a_file_with_neither_kernel_nor_task_gets_a_clear_error(tmp_path):
     r = optimize(plain, tmp_path / "store.sqlite")
     assert r.returncode == 2
     assert "no pallas_call in plain.py and no task to write one from" in r.stderr
+
+
+LARGE_MATMUL = '''import jax
+import jax.numpy as jnp
+
+
+def reference(x, w, b):
+    return jnp.maximum(x @ w + b, 0.0)
+
+
+def make_inputs(key):
+    kx, kw, kb = jax.random.split(key, 3)
+    return (jax.random.normal(kx, (2048, 2048), jnp.float32),
+            jax.random.normal(kw, (2048, 1024), jnp.float32) / 45.0,
+            jax.random.normal(kb, (1, 1024), jnp.float32))
+'''
+
+
+def test_shrink_checks_correctness_on_a_smaller_instance_and_lowers_at_full_size(tmp_path):
+    task = tmp_path / "linear_relu.py"
+    task.write_text(LARGE_MATMUL)
+    store = tmp_path / "store.sqlite"
+    r = optimize(task, store, "--budget", "iterations=1,evaluations=2", "--shrink", "8")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    generated = out["nodes"][1]
+    assert generated["strategy"] == "generated:matmul_epilogue"
+    assert generated["status"] == "correct", generated
+    assert out["params"]["evaluate"] == {"shrink": 8}
+    with sqlite3.connect(store) as db:
+        metrics = json.loads(db.execute("SELECT metrics_json FROM nodes WHERE run_id = ? AND id = 1",
+                                        (out["run"],)).fetchone()[0])
+    instance = metrics["instance"]
+    assert instance["kind"] == "shrunk" and instance["factor"] == 8
+    assert [list(s) for s in instance["input_shapes"]][:2] == [[256, 256], [256, 128]]
+    # The prediction is for the full-size kernel: its lowering facts are at 2048 x 2048.
+    grid = metrics["pallas_calls"][0]["grid"]
+    assert grid and max(grid) > 1, metrics["pallas_calls"][0]
