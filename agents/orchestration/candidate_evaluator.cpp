@@ -159,7 +159,8 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   const json& body = tested.reply.body;
   e.cache_hit = tested.from_cache;
   const json predictions =
-      tpu::predict_pallas_calls(facts, target_, lowered.reply.body.value("cost", json()));
+      tpu::predict_pallas_calls(facts, target_, lowered.reply.body.value("cost", json()),
+                                lowered.reply.body.value("work", json()));
   e.metrics = {{"correct", body.value("correct", false)},
                {"time_kind", body.value("time_kind", "")},
                {"timing", body.value("timing", json::object())},

@@ -113,9 +113,10 @@ TEST_F(KernelHostTest, CompileSlotsRunInParallel) {
   // Each job waits (inside the worker) for the other's marker file: only parallel slots finish.
   KernelHost host(config_, bundle_);
   auto job = [&](const std::string& mine, const std::string& other) {
-    const std::string code = "    import os, time\n    open(" +
+    // A folder, not a file: the worker's source gate refuses opening a file for writing.
+    const std::string code = "    import os, time\n    os.mkdir(" +
                              json((scratch_ / mine).string()).dump() +
-                             ", 'w').close()\n    t0 = time.time()\n    while not os.path.exists(" +
+                             ")\n    t0 = time.time()\n    while not os.path.exists(" +
                              json((scratch_ / other).string()).dump() +
                              ") and time.time() - t0 < 60: time.sleep(0.01)\n";
     return host.run(Lane::Compile, lower_request(code));
@@ -145,9 +146,10 @@ TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
     pool.add(std::make_unique<KernelHost>(c, bundle_));
   }
   auto job = [&](const std::string& mine, const std::string& other, std::string* chosen) {
-    const std::string code = "    import os, time\n    open(" +
+    // A folder, not a file: the worker's source gate refuses opening a file for writing.
+    const std::string code = "    import os, time\n    os.mkdir(" +
                              json((scratch_ / mine).string()).dump() +
-                             ", 'w').close()\n    t0 = time.time()\n    while not os.path.exists(" +
+                             ")\n    t0 = time.time()\n    while not os.path.exists(" +
                              json((scratch_ / other).string()).dump() +
                              ") and time.time() - t0 < 60: time.sleep(0.01)\n";
     return pool.run(Lane::Timing, lower_request(code), {}, std::nullopt, {}, chosen);

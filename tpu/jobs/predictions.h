@@ -14,8 +14,11 @@ namespace mk::tpu {
 // `program_cost` is the lower reply's top-level "cost": when a program has exactly one
 // pallas_call without its own FLOP count (no cost_estimate), the reference's XLA FLOPs stand in
 // for it (the kernel must compute the same thing), and the entry says so in "assumptions".
+// `work` is the reply's "work" (the worker's count of each kernel's body FLOPs over its grid),
+// preferred to the reference's FLOPs for a kernel without a cost_estimate.
 nlohmann::json predict_pallas_calls(const nlohmann::json& pallas_calls,
                                     const knowledge::TpuGeneration& target,
-                                    const nlohmann::json& program_cost = nlohmann::json());
+                                    const nlohmann::json& program_cost = nlohmann::json(),
+                                    const nlohmann::json& work = nlohmann::json());
 
 }  // namespace mk::tpu
