@@ -431,19 +431,10 @@ int run_bench_optimize(const std::vector<std::string>& args) {
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  std::string error;
-  auto session = open_host_session(options.host, error);
-  if (!session) {
-    std::cerr << "maxkernel bench: " << error << "\n";
-    return 2;
-  }
-  std::unique_ptr<agents::RunStore> runs;
-  try {
-    runs = std::make_unique<agents::RunStore>(store_path_of(options.host));
-  } catch (const std::exception& e) {
-    std::cerr << "maxkernel bench: " << e.what() << "\n";
-    return 2;
-  }
+  auto opened = open_search_session(options.host, "bench");
+  if (!opened) return 2;
+  HostSession* session = opened->hosts.get();
+  agents::RunStore* runs = opened->runs.get();
   if (std::any_of(folders.begin(), folders.end(),
                   [](const TaskFolder& f) { return f.format == "jaxbench"; }))
     std::cerr << "maxkernel bench: JAXBench tasks are scored by JAXBench's convention (tolerance "

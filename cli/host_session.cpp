@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include "service/hosts.h"
 
@@ -41,6 +42,24 @@ std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::
   }
   session->jobs = std::make_unique<tpu::KernelJobs>(*session->host, session->store.get());
   return session;
+}
+
+std::unique_ptr<SearchSession> open_search_session(const HostOptions& options,
+                                                   const std::string& command) {
+  std::string error;
+  auto out = std::make_unique<SearchSession>();
+  out->hosts = open_host_session(options, error);
+  if (!out->hosts) {
+    std::cerr << "maxkernel " << command << ": " << error << "\n";
+    return nullptr;
+  }
+  try {
+    out->runs = std::make_unique<agents::RunStore>(store_path_of(options));
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel " << command << ": " << e.what() << "\n";
+    return nullptr;
+  }
+  return out;
 }
 
 }  // namespace mk::cli

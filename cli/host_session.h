@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/run_store.h"
 #include "knowledge/store.h"
 #include "tpu/host/host_pool.h"
 #include "tpu/jobs/kernel_jobs.h"
@@ -38,6 +39,15 @@ struct HostSession {
 // set aside with a warning and the others do the work.
 std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::string& error,
                                                bool* no_host_answered = nullptr);
+
+// The hosts and the run store a search needs, or nullptr after printing "maxkernel COMMAND:
+// <why>" to stderr (both optimize and bench --optimize exit 2 then).
+struct SearchSession {
+  std::unique_ptr<HostSession> hosts;
+  std::unique_ptr<agents::RunStore> runs;
+};
+std::unique_ptr<SearchSession> open_search_session(const HostOptions& options,
+                                                   const std::string& command);
 
 // The store path the options name (or the default).
 std::filesystem::path store_path_of(const HostOptions& options);

@@ -399,18 +399,10 @@ int run_optimize(const std::vector<std::string>& args) {
     baseline_code = read_text(anchor);  // the root's code: the reference, for the report
   }
   std::signal(SIGPIPE, SIG_IGN);
-  auto session = open_host_session(options.host, error);
-  if (!session) {
-    std::cerr << "maxkernel optimize: " << error << "\n";
-    return 2;
-  }
-  std::unique_ptr<agents::RunStore> runs;
-  try {
-    runs = std::make_unique<agents::RunStore>(store_path_of(options.host));
-  } catch (const std::exception& e) {
-    std::cerr << "maxkernel optimize: " << e.what() << "\n";
-    return 2;
-  }
+  auto opened = open_search_session(options.host, "optimize");
+  if (!opened) return 2;
+  HostSession* session = opened->hosts.get();
+  agents::RunStore* runs = opened->runs.get();
   search.mode = options.mode;
   search.params = options.params;
   search.budget = budget;

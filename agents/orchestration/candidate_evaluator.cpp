@@ -45,9 +45,9 @@ json timed_median(const json& timing, const char* side) {
 // paid for instead of vanishing from the score. 0 when the worker counted nothing outside.
 double outside_work_seconds(const json& lowered_body, const knowledge::TpuGeneration& target,
                             json& metrics) {
-  const json outside =
-      lowered_body.value("work", json::object()).value("candidate", json::object())
-          .value("outside", json::object());
+  const json outside = lowered_body.value("work", json::object())
+                           .value("candidate", json::object())
+                           .value("outside", json::object());
   const double flops = outside.value("flops", 0.0);
   const double bytes = outside.value("bytes", 0.0);
   if (flops <= 0 && bytes <= 0) return 0;

@@ -50,8 +50,8 @@ class TimingLaneTest : public WorkerHostTest {
         ":\n"
         "            time.sleep(0.01)\n"
         "        os.makedirs(os.path.join(" +
-        path(mine + ".log") +
-        ", '%d %d' % (os.path.exists(" + path(other + ".start") + "), os.getpid())))\n";
+        path(mine + ".log") + ", '%d %d' % (os.path.exists(" + path(other + ".start") +
+        "), os.getpid())))\n";
     return {{"op", "evaluate"},
             {"source", scale_add_with(prelude)},
             {"filename", (scratch_ / (mine + ".py")).string()},

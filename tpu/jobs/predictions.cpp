@@ -29,8 +29,7 @@ json predict_pallas_calls(const json& pallas_calls, const knowledge::TpuGenerati
   std::optional<double> reference_flops;
   const std::string source =
       program_cost.is_object() ? program_cost.value("source", std::string()) : "";
-  if (pallas_calls.size() == 1 &&
-      (source.starts_with("reference_xla") || source == "get_flops") &&
+  if (pallas_calls.size() == 1 && (source.starts_with("reference_xla") || source == "get_flops") &&
       program_cost.contains("flops") && program_cost["flops"].is_number())
     reference_flops = program_cost["flops"].get<double>();
   // Better still: the FLOPs the worker counted in each kernel's body over its grid (never the
