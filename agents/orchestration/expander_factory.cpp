@@ -73,8 +73,9 @@ ExpanderBundle make_expander(const ExpanderSetup& setup, const knowledge::TpuGen
   }
   if (setup.evaluator) {
     CandidateEvaluator* evaluator = setup.evaluator;
-    options.lowering_error = [evaluator](const std::string& source) {
-      return evaluator->lowering_error(source);
+    options.lowering_error = [evaluator](const std::string& source,
+                                         const std::function<bool()>& cancelled) {
+      return evaluator->lowering_error(source, cancelled);
     };
   }
   bundle.expander = std::make_unique<LlmExpander>(*bundle.client, std::move(options));

@@ -84,6 +84,13 @@ GraphSearch::GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expande
     if (!cost_.contains(key)) cost_[key] = 0.0;
 }
 
+double GraphSearch::gain_measure() const {
+  // From a reference the root is XLA at 1.0: progress is the best kernel improving, even while
+  // it is still slower than XLA (else patience would stop a search whose kernels are improving).
+  std::lock_guard lock(mutex_);
+  return reference_root_ ? best_kernel_speedup_ : best_speedup_;
+}
+
 SearchProgress GraphSearch::progress(const std::string& message) const {
   SearchProgress p;
   p.round = state_.value("round", 0);
@@ -134,6 +141,8 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
     best_speedup_ = *node.speedup;
     run_.best_node = node.id;
   }
+  if (node.id != 0 && node.speedup && *node.speedup > best_kernel_speedup_)
+    best_kernel_speedup_ = *node.speedup;
   run_.cost_json = cost_.dump();
   store_.update_run(run_);
 }
@@ -297,6 +306,8 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   for (const NodeRecord& n : nodes) {
     if (n.id == 0 && n.finished_at > 0) baseline_score_ = n.score_s;
     if (n.speedup && *n.speedup > best_speedup_) best_speedup_ = *n.speedup;
+    if (n.id != 0 && n.speedup && *n.speedup > best_kernel_speedup_)
+      best_kernel_speedup_ = *n.speedup;
   }
   if (const NodeRecord* best = best_node(nodes)) run_.best_node = best->id;
 
@@ -320,7 +331,16 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     if (n.finished_at == 0) leftover.push_back(n);
   if (!leftover.empty()) {
     spdlog::info("run {}: resuming {} unfinished node(s)", run_.id, leftover.size());
+    const double best_before = gain_measure();  // what the finished nodes had established
     evaluate_nodes(leftover, on_progress, cancelled);
+    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    // They are the children of the round the kill interrupted: that round ends now, as it would
+    // have without the kill, so the resumed run makes the same choices and rounds as a whole one.
+    const int finished_round = state_.value("round", 0) + 1;
+    state_["round"] = finished_round;
+    state_["rounds_without_gain"] =
+        gain_measure() > best_before * (1 + 1e-6) ? 0 : state_.value("rounds_without_gain", 0) + 1;
+    persist_state();
   }
 
   auto out_of_time = [&] {
@@ -339,7 +359,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     std::set<std::string> known;
     for (const NodeRecord& n : nodes) known.insert(n.code_hash);
     std::vector<NodeRecord> children;
-    const double best_before = best_speedup_;
+    const double best_before = gain_measure();
     int evaluations_before = 0;
     {
       std::lock_guard lock(mutex_);
@@ -423,7 +443,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     if (children.empty()) continue;  // every parent was exhausted; selection moves on
     if (cancelled && cancelled()) return finish("cancelled", "cancelled");
     ++round;
-    without_gain = best_speedup_ > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
+    without_gain = gain_measure() > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
     state_["round"] = round;
     state_["rounds_without_gain"] = without_gain;
     persist_state();

@@ -50,6 +50,7 @@ class GraphSearch {
                                          int rounds_without_gain) const;
   void add_cost(const NodeRecord& node);
   SearchProgress progress(const std::string& message) const;
+  double gain_measure() const;  // the figure patience watches
 
   RunStore& store_;
   CandidateEvaluator& evaluator_;
@@ -60,11 +61,12 @@ class GraphSearch {
   nlohmann::json cost_;   // totals, persisted with the run
   nlohmann::json state_;  // round, rounds_without_gain, elapsed_s: persisted in params_json
   std::optional<double> baseline_score_;
-  bool reference_root_ = false;  // the root is the task's reference as XLA runs it
+  bool reference_root_ = false;     // the root is the task's reference as XLA runs it
+  double best_kernel_speedup_ = 0;  // the best non-root node: what "gain" means from a reference
   double best_speedup_ = 1.0;
   double session_start_ = 0;
   std::set<int64_t> exhausted_;
-  std::mutex mutex_;  // guards run_/cost_ while evaluations run on several threads
+  mutable std::mutex mutex_;  // guards run_/cost_ while evaluations run on several threads
 };
 
 }  // namespace mk::agents

@@ -81,7 +81,8 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
     int debugged = 0;
     for (int attempt = 1; options_.lowering_error && attempt <= options_.max_debug_attempts;
          ++attempt) {
-      const std::string error = options_.lowering_error(code.source);
+      const std::string error = options_.lowering_error(code.source, request.cancelled);
+      if (request.cancelled && request.cancelled()) break;
       if (error.empty()) break;
       debug_context.attempts.push_back({code.source, error, "", code.strategy});
       if (options_.retrieve) debug_context.knowledge = options_.retrieve(code.source, error);

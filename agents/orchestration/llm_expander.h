@@ -26,7 +26,10 @@ struct LlmExpanderOptions {
   std::function<std::vector<std::string>(const std::string& source, const std::string& error)>
       retrieve;
   // The lowering error of a candidate ("" when it lowers); null: no debugging before evaluation.
-  std::function<std::string(const std::string& source)> lowering_error;
+  // The compile check before the debugger; `cancelled` is the search's, so a candidate that hangs
+  // while it is traced cannot hold a cancelled run.
+  std::function<std::string(const std::string& source, const std::function<bool()>& cancelled)>
+      lowering_error;
   int max_debug_attempts = 2;
   int token_budget = 12000;
   bool fall_back_to_rules = true;

@@ -1,4 +1,4 @@
-"""Candidates that take the worker down during a search: a segfault (ctypes), os._exit, an
+"""Candidates that take the worker down during a search: a segfault (a wild numpy read), os._exit, an
 endless loop (killed at the host's --timeout) and an address-space blow-up (stopped by the
 worker's RLIMIT_AS from MAXKERNEL_WORKER_LIMITS). Each such node is `failed` with a reason that
 names the fault; the good candidate of the same round is still evaluated and the run finishes.
@@ -10,11 +10,16 @@ import subprocess
 from conftest import maxkernel, python, wait_until, worker_processes
 from fault_fixtures import answer, code, plan, with_block, write
 
-SEGFAULT = "    import ctypes\n    ctypes.string_at(0)\n"
+# A real segfault the source gate lets through (it refuses ctypes): numpy reads 16 TiB past an
+# array through a strided view.
+SEGFAULT = ("    import numpy as np\n"
+            "    np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(1 << 44,)).sum()\n")
 EXIT = "    import os\n    os._exit(7)\n"
 LOOP = "    while True:\n        pass\n"
 # Maps 1 GiB at a time without touching it: only the address-space limit can stop it.
-BLOW_UP = "    import mmap\n    hoard = []\n    while True:\n        hoard.append(mmap.mmap(-1, 1 << 30))\n"
+# Address space taken 1 GiB at a time (bytearrays: the source gate refuses mmap) until the
+# worker's RLIMIT_AS stops it.
+BLOW_UP = "    hoard = []\n    while True:\n        hoard.append(bytearray(1 << 30))\n"
 
 
 def run_with(tmp, kernel, strategies, *extra, env_extra=None):

@@ -61,7 +61,7 @@ def test_a_dropped_link_fails_the_job_clearly_and_the_next_job_reconnects(fresh_
     text = (TASKS / "scale_add.py").read_text()
     marker = "def candidate(x, y):\n"
     assert marker in text
-    hang.write_text(text.replace(marker, marker + f"    open({str(started_marker)!r}, 'w').close()\n"
+    hang.write_text(text.replace(marker, marker + f"    import os\n    os.mkdir({str(started_marker)!r})\n"
                                  "    import time\n    time.sleep(600)\n", 1))
     good = tmp_path / "scale_add.py"
     good.write_text(text)

@@ -2,8 +2,8 @@
 workers (no LLM): `patience` and `target` stop a run when they should; Ctrl-C marks a CLI run
 `cancelled`; a resumed run never evaluates a finished node again and carries its elapsed time
 (and the `seconds` budget counts the time of earlier sessions); a repeated evaluation is answered
-by the evaluation cache. A run interrupted mid-round does NOT yet resume with the same choices
-(strict xfail below: the claim is false today)."""
+by the evaluation cache; a run interrupted mid-round resumes with the same choices and round
+counter (the interrupted round is closed by its leftover children)."""
 import json
 import re
 import signal
@@ -138,12 +138,6 @@ def test_ctrl_c_cancels_a_run_that_resumes_from_the_evaluation_cache(finished):
     assert state["elapsed_s"] <= final["elapsed_s"] <= state["elapsed_s"] + resumed_s + 1
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "claim false (reported to the lead): a run interrupted after a round's children were written "
-    "resumes by evaluating them as leftovers without counting that round "
-    "(agents/orchestration/graph_search.cpp, GraphSearch::run: `round` only advances at the end "
-    "of the loop body), so the resume runs one round more than an uninterrupted run and adds "
-    "nodes it never would have"))
 def test_a_run_interrupted_mid_round_resumes_with_the_same_choices_and_round_counter(finished):
     kernel, store, whole = finished
     # Uncached, so the second child of round 2 is still being evaluated when Ctrl-C lands.

@@ -28,7 +28,9 @@ std::string kernel(int block) {
          "                          grid=(64 // BLOCK,), in_specs=[spec], out_specs=spec)(x)\n";
 }
 
-std::string python_answer(const std::string& code) { return "```python\n" + code + "```"; }
+std::string python_answer(const std::string& code) {
+  return "```python\n" + code + "```";
+}
 
 const std::string kPlan =
     "```json\n{\"strategies\": [{\"name\": \"row_tiles\", \"why\": \"Rows stream once.\","
@@ -64,7 +66,7 @@ LlmExpanderOptions options() {
   o.task_summary = R"({"form": "infile", "path": "/tmp/cumsum.py"})";
   o.target_facts = "TPU v5e";
   // A 12-row block breaks the (8, 128) rule, as the worker's lowering would say.
-  o.lowering_error = [](const std::string& source) -> std::string {
+  o.lowering_error = [](const std::string& source, const std::function<bool()>&) -> std::string {
     return source.find("BLOCK = 12\n") != std::string::npos
                ? "lowering: block shape (12, 256) is not divisible by 8 and 128 (line 4)"
                : "";
