@@ -27,7 +27,7 @@ def big_module(lines):
 def test_status_counts_documents_and_reports_memory(ready):
     s = ready.request("maxkernel/status")["result"]
     assert s["openDocuments"] == 0
-    assert s["runningJobs"] == {"kernel": 0, "optimization": 0, "stepByStep": 0}
+    assert s["runningJobs"] == {"kernel": 0, "optimization": 0, "stepByStep": 0, "kernelWriting": 0}
     assert s["pendingClientRequests"] == 0
     m = s["memory"]
     # The resident set the server reads for itself is the one the kernel reports for it.
