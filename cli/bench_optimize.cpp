@@ -367,9 +367,7 @@ int run_bench_optimize(const std::vector<std::string>& args) {
       else if (a == "--format")
         options.format = value();
       else if (a == "--shrink") {
-        const int factor = std::stoi(value());
-        if (factor < 2) throw std::invalid_argument("--shrink wants a factor >= 2");
-        options.evaluate_options["shrink"] = factor;
+        options.evaluate_options["shrink"] = service::shrink_option(std::stoi(value()));
       } else if (a == "--jobs") {
         const int n = std::stoi(value());
         if (n < 1) throw std::invalid_argument("--jobs wants a positive integer");

@@ -265,9 +265,7 @@ bool parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& 
       else if (a == "--out")
         o.kernel_out = value();
       else if (a == "--shrink") {
-        const int factor = std::stoi(value());
-        if (factor < 2) throw std::invalid_argument("--shrink wants a factor >= 2");
-        o.evaluate_options["shrink"] = factor;
+        o.evaluate_options["shrink"] = service::shrink_option(std::stoi(value()));
       } else if (a == "--no-cache")
         o.use_cache = false;
       else if (a == "--format")

@@ -13,6 +13,11 @@ namespace mk::service {
 
 using nlohmann::json;
 
+json shrink_option(int factor) {
+  if (factor < 2) throw std::invalid_argument("--shrink wants a factor >= 2");
+  return factor;
+}
+
 std::string create_search(agents::RunStore& runs, const NewSearch& search) {
   agents::RunRecord run;
   run.mode = search.mode;

@@ -41,6 +41,10 @@ struct NewSearch {
   nlohmann::json evaluate_options = nlohmann::json::object();
 };
 
+// The evaluate option for correctness on the task shrunk by `factor` (docs/tasks.md); throws
+// std::invalid_argument for a factor below 2.
+nlohmann::json shrink_option(int factor);
+
 // Records the run (status "running") and returns its id.
 std::string create_search(agents::RunStore& runs, const NewSearch& search);
 
