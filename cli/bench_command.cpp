@@ -19,6 +19,7 @@
 #include "agents/report/bench_summary.h"
 #include "agents/report/html.h"
 #include "cli/host_session.h"
+#include "cli/source_file.h"
 #include "knowledge/store.h"
 #include "service/hosts.h"
 #include "source/syntax/normalize.h"
@@ -31,7 +32,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kBenchUsage =
     "usage: maxkernel bench SUITE_DIR [options]\n"
     "  SUITE_DIR          a JAXBench-format suite: one folder per task with baseline.py and the\n"
     "                     candidate optimized.py (candidate.py is accepted too); or one such "
@@ -90,14 +91,6 @@ std::vector<SuiteTask> find_tasks(const fs::path& suite) {
   return tasks;
 }
 
-std::optional<std::string> read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJobs& jobs,
                                       const json& options, bool use_cache, bool& host_failed) {
   report::BenchTaskResult result;
@@ -109,7 +102,7 @@ report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJo
   }
   result.candidate = suite_task.candidate->string();
   result.evaluated = true;
-  const auto source = read_text(*suite_task.candidate);
+  const auto source = read_text_file(*suite_task.candidate);
   if (!source) {
     result.failure = "cannot read " + result.candidate;
     return result;
@@ -342,7 +335,7 @@ int run_bench(const std::vector<std::string>& args) {
       } else if (a == "--no-cache")
         use_cache = false;
       else if (a == "-h" || a == "--help") {
-        std::cout << kUsage;
+        std::cout << kBenchUsage;
         return 0;
       } else if (a.starts_with("-"))
         throw std::invalid_argument("unknown option " + a);
@@ -351,14 +344,14 @@ int run_bench(const std::vector<std::string>& args) {
       else
         throw std::invalid_argument("one SUITE_DIR at a time");
     } catch (const std::exception& e) {
-      std::cerr << "maxkernel bench: " << e.what() << "\n" << kUsage;
+      std::cerr << "maxkernel bench: " << e.what() << "\n" << kBenchUsage;
       return 2;
     }
   }
   if (suite_arg.empty() || (format != "text" && format != "json")) {
     std::cerr << "maxkernel bench: "
               << (suite_arg.empty() ? "give a SUITE_DIR" : "--format is text or json") << "\n"
-              << kUsage;
+              << kBenchUsage;
     return 2;
   }
   std::error_code ec;

@@ -18,6 +18,7 @@
 
 #include "agents/report/html.h"
 #include "cli/host_session.h"
+#include "cli/source_file.h"
 #include "knowledge/tpu_generations.h"
 #include "service/generation.h"
 #include "service/hosts.h"
@@ -31,7 +32,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kBenchOptimizeUsage =
     "usage: maxkernel bench SUITE_DIR --optimize [options]\n"
     "  Runs the agent on every task of the suite, starting from its reference (XLA = 1.0):\n"
     "  a folder per task with kernel_task.yaml (MaxKernel) or baseline.py (JAXBench); a suite\n"
@@ -95,11 +96,6 @@ std::optional<fs::path> shipped_kernel(const TaskFolder& task) {
   for (const char* name : {"optimized.py", "candidate.py", "kernel.py"})
     if (fs::is_regular_file(task.dir / name, ec)) return task.dir / name;
   return std::nullopt;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 struct TaskRow {
@@ -176,7 +172,7 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
   }
   if (auto shipped = shipped_kernel(folder)) {
     agents::Proposal given;
-    given.code = read_text(*shipped);
+    given.code = read_text_file(*shipped).value_or("");
     given.strategy = "given";
     given.description =
         "the Pallas kernel shipped with the task (" + shipped->filename().string() + ")";
@@ -185,8 +181,8 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
   if (setup.from_reference.empty() && options.llm == "none") return row;
   row.run_id = service::create_search(runs, search);
   const service::SearchOutcome outcome =
-      service::drive_search(runs, *session.host, session.store.get(), row.run_id, read_text(anchor),
-                            std::move(setup), {}, {});
+      service::drive_search(runs, *session.host, session.store.get(), row.run_id,
+                            read_text_file(anchor).value_or(""), std::move(setup), {}, {});
   row.stop_reason = outcome.run.stop_reason;
   const json cost = json::parse(outcome.run.cost_json, nullptr, false);
   if (cost.is_object()) {
@@ -387,7 +383,7 @@ int run_bench_optimize(const std::vector<std::string>& args) {
       else if (a == "--no-cache")
         options.use_cache = false;
       else if (a == "-h" || a == "--help") {
-        std::cout << kUsage;
+        std::cout << kBenchOptimizeUsage;
         return 0;
       } else if (a.starts_with("-"))
         throw std::invalid_argument("unknown option " + a);
@@ -396,14 +392,14 @@ int run_bench_optimize(const std::vector<std::string>& args) {
       else
         throw std::invalid_argument("one SUITE_DIR at a time");
     } catch (const std::exception& e) {
-      std::cerr << "maxkernel bench: " << e.what() << "\n" << kUsage;
+      std::cerr << "maxkernel bench: " << e.what() << "\n" << kBenchOptimizeUsage;
       return 2;
     }
   }
   if (suite_arg.empty() || (options.mode != "auto" && options.mode != "graph") ||
       (options.format != "text" && options.format != "json")) {
     std::cerr << "maxkernel bench: give a SUITE_DIR, --mode auto|graph, --format text|json\n"
-              << kUsage;
+              << kBenchOptimizeUsage;
     return 2;
   }
   agents::Budget defaults;

@@ -13,7 +13,7 @@ namespace mk::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCheckUsage =
     "usage: maxkernel check [--target GEN] [--format text|json|sarif] PATH...\n"
     "  Statically checks the Pallas kernels in Python files (folders are searched for *.py).\n"
     "  Exit status: 0 no errors, 1 errors found, 2 bad usage or unreadable input.\n";
@@ -52,10 +52,10 @@ int run_check(const std::vector<std::string>& args) {
     } else if (a.starts_with("--format=")) {
       format = a.substr(9);
     } else if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
+      std::cout << kCheckUsage;
       return 0;
     } else if (a.starts_with("-")) {
-      std::cerr << "maxkernel check: unknown option " << a << "\n" << kUsage;
+      std::cerr << "maxkernel check: unknown option " << a << "\n" << kCheckUsage;
       return 2;
     } else {
       paths.push_back(a);
@@ -72,7 +72,7 @@ int run_check(const std::vector<std::string>& args) {
     return 2;
   }
   if (paths.empty()) {
-    std::cerr << kUsage;
+    std::cerr << kCheckUsage;
     return 2;
   }
   std::vector<std::string> errors;

@@ -19,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kKernelUsage =
     "usage: maxkernel {lower|test|profile} FILE[::KERNEL] [options]\n"
     "  --host NAME        host to run on (default: local); --host a,b: the least busy of them\n"
     "  --hosts FILE       JSON list of hosts ({name, kind: local|ssh|command, ...}; see "
@@ -169,7 +169,7 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
       } else if (a == "--target") {
         target_name = value();
       } else if (a == "-h" || a == "--help") {
-        std::cout << kUsage;
+        std::cout << kKernelUsage;
         return 0;
       } else if (a.starts_with("-")) {
         throw std::invalid_argument("unknown option " + a);
@@ -179,12 +179,12 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
         throw std::invalid_argument("one FILE[::KERNEL] at a time");
       }
     } catch (const std::exception& e) {
-      std::cerr << "maxkernel " << command << ": " << e.what() << "\n" << kUsage;
+      std::cerr << "maxkernel " << command << ": " << e.what() << "\n" << kKernelUsage;
       return 2;
     }
   }
   if (target_spec.empty() || (format != "text" && format != "json")) {
-    std::cerr << kUsage;
+    std::cerr << kKernelUsage;
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cli/source_file.h"
 #include "knowledge/store.h"
 
 namespace mk::cli {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kKnowledgeUsage =
     "usage: maxkernel knowledge <subcommand> [options]\n"
     "  add PATH...                 index .md/.txt/.py files (directories recursively)\n"
     "  search QUERY... [--limit N] [--kind bundled|user]\n"
@@ -108,14 +109,6 @@ bool indexable(const fs::path& p) {
   return ext == ".md" || ext == ".markdown" || ext == ".txt" || ext == ".py";
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int run_add(knowledge::Store& store, const Options& o) {
   if (o.positional.empty()) throw std::invalid_argument("add needs at least one PATH");
   std::vector<fs::path> files;
@@ -148,8 +141,10 @@ int run_add(knowledge::Store& store, const Options& o) {
   for (const fs::path& file : files) {
     const std::string source = fs::weakly_canonical(fs::absolute(file)).string();
     try {
+      const auto text = read_text_file(file);
+      if (!text) throw std::runtime_error("cannot read " + file.string());
       const knowledge::IndexOutcome r =
-          store.add_document(source, read_file(file), knowledge::DocumentKind::user);
+          store.add_document(source, *text, knowledge::DocumentKind::user);
       (r.changed ? indexed : unchanged)++;
       if (r.changed) chunks += r.chunks;
       rows.push_back({{"source", source},
@@ -265,12 +260,12 @@ int run_knowledge(const std::vector<std::string>& args) {
   try {
     o = parse(args);
   } catch (const std::exception& e) {
-    std::cerr << "maxkernel knowledge: " << e.what() << "\n" << kUsage;
+    std::cerr << "maxkernel knowledge: " << e.what() << "\n" << kKnowledgeUsage;
     return 2;
   }
   if (o.subcommand.empty() || o.subcommand == "help" ||
       std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::cout << kUsage;
+    std::cout << kKnowledgeUsage;
     return o.subcommand.empty() && args.empty() ? 2 : 0;
   }
   try {
@@ -280,7 +275,8 @@ int run_knowledge(const std::vector<std::string>& args) {
     if (o.subcommand == "search") return run_search(store, o);
     if (o.subcommand == "lessons") return run_lessons(store, o);
     if (o.subcommand == "record-lesson") return run_record_lesson(store, o);
-    std::cerr << "maxkernel knowledge: unknown subcommand '" << o.subcommand << "'\n" << kUsage;
+    std::cerr << "maxkernel knowledge: unknown subcommand '" << o.subcommand << "'\n"
+              << kKnowledgeUsage;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "maxkernel knowledge " << o.subcommand << ": " << e.what() << "\n";

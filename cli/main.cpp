@@ -17,7 +17,7 @@
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kMainUsage =
     "usage: maxkernel <command> [options]\n"
     "commands:\n"
     "  check     static checks of Pallas kernels (text, JSON or SARIF)\n"
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kUsage;
+    std::cout << kMainUsage;
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
@@ -59,6 +59,6 @@ int main(int argc, char** argv) {
     std::cout << "maxkernel 0.1.0\n";
     return 0;
   }
-  std::cerr << "maxkernel: unknown command '" << command << "'\n" << kUsage;
+  std::cerr << "maxkernel: unknown command '" << command << "'\n" << kMainUsage;
   return 2;
 }

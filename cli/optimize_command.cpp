@@ -105,11 +105,6 @@ class ProgressPrinter {
   bool dirty_ = false;
 };
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Where the best kernel of a run that started from a reference is written: beside the task,
 // never over an existing file (the user's code is never replaced unasked).
 std::filesystem::path kernel_output_path(const std::filesystem::path& anchor,
@@ -394,7 +389,8 @@ int run_optimize(const std::vector<std::string>& args) {
       return 2;
     }
     search.file = anchor;
-    baseline_code = read_text(anchor);  // the root's code: the reference, for the report
+    baseline_code =
+        read_text_file(anchor).value_or("");  // the root's code: the reference, for the report
   }
   std::signal(SIGPIPE, SIG_IGN);
   auto opened = open_search_session(options.host, "optimize");

@@ -14,7 +14,7 @@ namespace mk::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kReportUsage =
     "usage: maxkernel report RUN_ID [-o FILE] [--store PATH]\n"
     "       maxkernel report --latest [-o FILE] [--store PATH]\n"
     "       maxkernel report --list [--store PATH]\n"
@@ -38,7 +38,7 @@ std::string file_name_safe(const std::string& id) {
 }
 
 int usage_error(const std::string& message) {
-  std::cerr << "maxkernel report: " << message << "\n" << kUsage;
+  std::cerr << "maxkernel report: " << message << "\n" << kReportUsage;
   return 2;
 }
 
@@ -54,7 +54,7 @@ int run_report(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
+      std::cout << kReportUsage;
       return 0;
     } else if (a == "-o" || a == "--output" || a == "--store") {
       auto v = value();

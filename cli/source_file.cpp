@@ -40,17 +40,23 @@ std::vector<fs::path> collect_python_files(const std::vector<std::string>& paths
   return out;
 }
 
+std::optional<std::string> read_text_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 AnalysedFile analyse_file(const fs::path& path, const knowledge::TpuGeneration& target) {
   AnalysedFile f;
   f.path = path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  auto text = read_text_file(path);
+  if (!text) {
     f.read_error = "cannot read " + path.string();
     return f;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  f.text = buf.str();
+  f.text = std::move(*text);
   f.lines = text::LineIndex(f.text);
   syntax::PythonTree tree;
   tree.parse(f.text);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct AnalysedFile {
 
   text::Utf16Position position(uint32_t offset) const { return lines.position_of(text, offset); }
 };
+
+// The whole file as bytes, or nullopt when it cannot be opened.
+std::optional<std::string> read_text_file(const std::filesystem::path& path);
 
 // Expands folders to the .py files under them (sorted), keeps files as given.
 std::vector<std::filesystem::path> collect_python_files(const std::vector<std::string>& paths,

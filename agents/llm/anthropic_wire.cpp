@@ -25,7 +25,7 @@ std::string normalise_stop(const std::string& reason, Answer& answer) {
 
 // Anthropic counts cache reads and writes apart from input_tokens; Usage counts every prompt
 // token in input_tokens, the cache reads again in cached_input_tokens.
-void read_usage(const json& usage, Answer& answer) {
+void read_anthropic_usage(const json& usage, Answer& answer) {
   if (!usage.is_object()) return;
   auto number = [&](const char* field) {
     return usage.contains(field) && usage[field].is_number_integer() ? usage[field].get<int64_t>()
@@ -41,7 +41,7 @@ void read_usage(const json& usage, Answer& answer) {
   if (int64_t output = number("output_tokens"); output >= 0) answer.usage.output_tokens = output;
 }
 
-void throw_error_object(const json& error) {
+void throw_anthropic_error(const json& error) {
   std::string type = error.is_object() ? error.value("type", std::string()) : "";
   std::string message = error.is_object() ? error.value("message", std::string()) : error.dump();
   throw LlmError(kind_of_stream_error(type), "anthropic: " + message);
@@ -78,7 +78,7 @@ class AnthropicWire : public WireFormat {
 
   void read_body(const json& body, Answer& answer) const override {
     if (!body.is_object()) malformed("anthropic: the response is not a JSON object");
-    if (body.value("type", std::string()) == "error") throw_error_object(body["error"]);
+    if (body.value("type", std::string()) == "error") throw_anthropic_error(body["error"]);
     if (!body.contains("content") || !body["content"].is_array())
       malformed("anthropic: the response has no content array");
     for (const json& block : body["content"])
@@ -86,7 +86,7 @@ class AnthropicWire : public WireFormat {
         answer.text += block["text"].get<std::string>();
     if (body.contains("stop_reason") && body["stop_reason"].is_string())
       answer.finish_reason = normalise_stop(body["stop_reason"].get<std::string>(), answer);
-    if (body.contains("usage")) read_usage(body["usage"], answer);
+    if (body.contains("usage")) read_anthropic_usage(body["usage"], answer);
     answer.model = body.value("model", config_.model);
     answer.complete = true;
   }
@@ -101,7 +101,7 @@ class AnthropicWire : public WireFormat {
         malformed("anthropic: message_start without a message");
       const json& message = data["message"];
       answer.model = message.value("model", config_.model);
-      if (message.contains("usage")) read_usage(message["usage"], answer);
+      if (message.contains("usage")) read_anthropic_usage(message["usage"], answer);
     } else if (type == "content_block_delta") {
       if (!data.contains("delta") || !data["delta"].is_object())
         malformed("anthropic: content_block_delta without a delta");
@@ -114,11 +114,11 @@ class AnthropicWire : public WireFormat {
           data["delta"]["stop_reason"].is_string())
         answer.finish_reason =
             normalise_stop(data["delta"]["stop_reason"].get<std::string>(), answer);
-      if (data.contains("usage")) read_usage(data["usage"], answer);
+      if (data.contains("usage")) read_anthropic_usage(data["usage"], answer);
     } else if (type == "message_stop") {
       answer.complete = true;
     } else if (type == "error") {
-      throw_error_object(data.contains("error") ? data["error"] : data);
+      throw_anthropic_error(data.contains("error") ? data["error"] : data);
     }
     // ping, content_block_start, content_block_stop and unknown future events carry no text.
   }

@@ -24,7 +24,7 @@ std::string normalise_finish(const std::string& reason, Answer& answer) {
   return lowered;
 }
 
-void throw_error_object(const json& error) {
+void throw_gemini_error(const json& error) {
   std::string status = error.is_object() ? error.value("status", std::string()) : "";
   std::string message = error.is_object() ? error.value("message", std::string()) : error.dump();
   throw LlmError(kind_of_stream_error(status), "gemini: " + message);
@@ -60,7 +60,7 @@ class GeminiWire : public WireFormat {
 
   void read_body(const json& body, Answer& answer) const override {
     if (!body.is_object()) malformed("gemini: the response is not a JSON object");
-    if (body.contains("error")) throw_error_object(body["error"]);
+    if (body.contains("error")) throw_gemini_error(body["error"]);
     if (!body.contains("candidates") && !body.contains("promptFeedback"))
       malformed("gemini: the response has neither candidates nor promptFeedback");
     read_response(body, answer, {});
@@ -71,7 +71,7 @@ class GeminiWire : public WireFormat {
     json chunk = json::parse(event.data, nullptr, false);
     if (chunk.is_discarded() || !chunk.is_object())
       malformed("gemini: a stream event is not a JSON object: " + event.data.substr(0, 120));
-    if (chunk.contains("error")) throw_error_object(chunk["error"]);
+    if (chunk.contains("error")) throw_gemini_error(chunk["error"]);
     read_response(chunk, answer, sink);
   }
 

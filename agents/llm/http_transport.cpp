@@ -33,7 +33,7 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_space(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
     text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
@@ -47,8 +47,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {
     transfer->result->headers.clear();  // a new response (after 100-continue or a redirect)
   } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
-    transfer->result->headers[lower(trim(line.substr(0, colon)))] =
-        std::string(trim(line.substr(colon + 1)));
+    transfer->result->headers[lower(trim_space(line.substr(0, colon)))] =
+        std::string(trim_space(line.substr(colon + 1)));
   }
   return size * count;
 }

@@ -22,7 +22,7 @@ const char* role_name(Role role) {
   return "user";
 }
 
-void read_usage(const json& usage, Answer& answer) {
+void read_openai_usage(const json& usage, Answer& answer) {
   if (!usage.is_object()) return;
   answer.usage.input_tokens = usage.value("prompt_tokens", int64_t{0});
   answer.usage.output_tokens = usage.value("completion_tokens", int64_t{0});
@@ -39,7 +39,7 @@ void read_finish(const json& choice, Answer& answer) {
   }
 }
 
-void throw_error_object(const json& error) {
+void throw_openai_error(const json& error) {
   std::string type = error.is_object() ? error.value("type", std::string()) : "";
   std::string code = error.is_object() && error.contains("code") && error["code"].is_string()
                          ? error["code"].get<std::string>()
@@ -77,7 +77,7 @@ class OpenAiWire : public WireFormat {
   }
 
   void read_body(const json& body, Answer& answer) const override {
-    if (body.contains("error")) throw_error_object(body["error"]);
+    if (body.contains("error")) throw_openai_error(body["error"]);
     if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty())
       malformed("openai: the response has no choices");
     const json& choice = body["choices"][0];
@@ -90,7 +90,7 @@ class OpenAiWire : public WireFormat {
       answer.refusal = message["refusal"].get<std::string>();
     read_finish(choice, answer);
     if (!answer.refusal.empty()) answer.finish_reason = "content_filter";
-    if (body.contains("usage")) read_usage(body["usage"], answer);
+    if (body.contains("usage")) read_openai_usage(body["usage"], answer);
     answer.model = body.value("model", config_.model);
     answer.complete = true;
   }
@@ -103,10 +103,11 @@ class OpenAiWire : public WireFormat {
     json chunk = json::parse(event.data, nullptr, false);
     if (chunk.is_discarded() || !chunk.is_object())
       malformed("openai: a stream event is not a JSON object: " + event.data.substr(0, 120));
-    if (chunk.contains("error")) throw_error_object(chunk["error"]);
+    if (chunk.contains("error")) throw_openai_error(chunk["error"]);
     if (chunk.contains("model") && chunk["model"].is_string())
       answer.model = chunk["model"].get<std::string>();
-    if (chunk.contains("usage") && chunk["usage"].is_object()) read_usage(chunk["usage"], answer);
+    if (chunk.contains("usage") && chunk["usage"].is_object())
+      read_openai_usage(chunk["usage"], answer);
     if (!chunk.contains("choices") || !chunk["choices"].is_array())
       malformed("openai: a stream chunk has no choices array");
     for (const json& choice : chunk["choices"]) {

@@ -15,7 +15,7 @@ namespace {
 
 constexpr milliseconds kWaitStep{20};
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_blanks(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
     text.remove_suffix(1);
@@ -54,7 +54,7 @@ std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string
 
 std::optional<milliseconds> parse_retry_after(std::string_view value,
                                               std::chrono::system_clock::time_point now) {
-  value = trim(value);
+  value = trim_blanks(value);
   if (value.empty()) return std::nullopt;
   if (std::isdigit(static_cast<unsigned char>(value.front()))) {
     double seconds = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "agents/orchestration/rule_expander.h"
+#include "agents/orchestration/sqlite_component.h"
 
 namespace mk::agents {
 
@@ -17,11 +18,7 @@ constexpr const char* kSkip = "Skip";
 constexpr const char* kStop = "Stop";
 constexpr const char* kNextPhasePrefix = "Next phase: ";
 
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using sql::now_seconds;
 
 std::string trim(const std::string& s) {
   const size_t start = s.find_first_not_of(" \t\r\n");

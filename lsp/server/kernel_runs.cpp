@@ -34,13 +34,6 @@ std::string percent_decode(const std::string& s) {
   return out;
 }
 
-const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
-  for (const auto& k : a.model.kernels) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
-}
-
 // Turns a finished evaluate into the diagnostic text and inlay hint the editor shows.
 KernelResult describe_test(const tpu::JobResult& r, const std::string& host) {
   KernelResult out;
@@ -379,7 +372,7 @@ json KernelRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis
       out.push_back(std::move(d));
     }
     if (r.message.empty()) continue;
-    const pallas::Kernel* k = kernel_named(a, r.kernel_name);
+    const pallas::Kernel* k = a.model.kernel_named(r.kernel_name);
     if (!k) continue;
     const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
     out.push_back(
@@ -441,7 +434,7 @@ json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis
   if (it == results_.end()) return out;
   for (const auto& [key, r] : it->second) {
     if (r.hint.empty()) continue;
-    const pallas::Kernel* k = kernel_named(a, r.kernel_name);
+    const pallas::Kernel* k = a.model.kernel_named(r.kernel_name);
     if (!k) continue;
     const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
     out.push_back({{"position", to_range(doc.text, k->call_span)["end"]},

@@ -18,7 +18,7 @@ namespace ec = rpc::error_code;
 
 namespace {
 
-constexpr const char* kAnnotationId = "maxkernel.writtenKernel";
+constexpr const char* kWrittenKernelAnnotation = "maxkernel.writtenKernel";
 constexpr const char* kTitle = "Write a Pallas kernel for this";
 
 // The reference function of each task form: what the kernel is written from.
@@ -198,7 +198,7 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
     while (!body.empty() && body.front() == '\n') body.erase(body.begin());
     edits.push_back(insertion(doc->text, span->end, "\n\n\n" + body + "\n"));
     if (client_.change_annotations)
-      for (json& e : edits) e["annotationId"] = kAnnotationId;
+      for (json& e : edits) e["annotationId"] = kWrittenKernelAnnotation;
     document_changes.push_back(
         {{"textDocument", {{"uri", written.uri}, {"version", written.version}}}, {"edits", edits}});
     where = "after `" + written.function + "`";
@@ -217,8 +217,8 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
          {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
         {"newText", k.source}};
     if (client_.change_annotations) {
-      create["annotationId"] = kAnnotationId;
-      edit["annotationId"] = kAnnotationId;
+      create["annotationId"] = kWrittenKernelAnnotation;
+      edit["annotationId"] = kWrittenKernelAnnotation;
     }
     document_changes.push_back(create);
     document_changes.push_back(
@@ -228,7 +228,7 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
   json workspace_edit = {{"documentChanges", document_changes}};
   if (client_.change_annotations)
     workspace_edit["changeAnnotations"] = {
-        {kAnnotationId,
+        {kWrittenKernelAnnotation,
          {{"label", label}, {"needsConfirmation", true}, {"description", k.description}}}};
   progress_.end(token, k.kernel_class + " kernel written; review the edit " + where);
   context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},

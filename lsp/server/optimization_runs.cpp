@@ -31,7 +31,7 @@ std::string store_error_text(const std::exception& e) {
 }
 
 constexpr const char* kDiagnosticCode = "MK300";
-constexpr const char* kAnnotationId = "maxkernel.bestVariant";
+constexpr const char* kBestVariantAnnotation = "maxkernel.bestVariant";
 
 std::string speedup_text(double speedup) {
   char buf[32];
@@ -84,13 +84,6 @@ OptimizationResult summarise(const agents::RunRecord& run,
     r.message = title + ": the run failed: " + run.stop_reason;
   r.message += cancelled;
   return r;
-}
-
-const pallas::Kernel* kernel_named(const analysis::DocumentAnalysis& a, const std::string& name) {
-  for (const auto& k : a.model.kernels) {
-    if (k.name == name) return &k;
-  }
-  return nullptr;
 }
 
 // One edit that turns `before` into `after`, trimmed to the lines that differ.
@@ -438,13 +431,13 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
                             r->score_kind + ", run " + r->run_id + ")";
   json workspace_edit;
   if (client_.document_changes) {
-    if (client_.change_annotations) edit["annotationId"] = kAnnotationId;
+    if (client_.change_annotations) edit["annotationId"] = kBestVariantAnnotation;
     workspace_edit["documentChanges"] =
         json::array({{{"textDocument", {{"uri", uri}, {"version", r->version}}},
                       {"edits", json::array({edit})}}});
     if (client_.change_annotations)
       workspace_edit["changeAnnotations"] = {
-          {kAnnotationId,
+          {kBestVariantAnnotation,
            {{"label", label},
             {"needsConfirmation", true},
             {"description", "node " + std::to_string(node->id) + ": " + node->description}}}};
@@ -493,7 +486,7 @@ json OptimizationRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAn
   auto it = results_.find(doc.text.uri());
   if (it == results_.end()) return out;
   for (const auto& [name, r] : it->second) {
-    const pallas::Kernel* k = kernel_named(a, name);
+    const pallas::Kernel* k = a.model.kernel_named(name);
     if (!k) continue;
     const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
     out.push_back(
@@ -512,7 +505,7 @@ json OptimizationRuns::code_lenses(OpenDocument& doc, const analysis::DocumentAn
   auto it = results_.find(doc.text.uri());
   if (it == results_.end()) return out;
   for (const auto& [name, r] : it->second) {
-    const pallas::Kernel* k = kernel_named(a, name);
+    const pallas::Kernel* k = a.model.kernel_named(name);
     if (!k) continue;
     const json argument = {{"uri", doc.text.uri()}, {"run", r.run_id}};
     const json range = to_range(doc.text, k->call_span);

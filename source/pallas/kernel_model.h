@@ -122,6 +122,13 @@ struct PallasModel {
   TaskConventions task;
   bool syntax_errors = false;
   friend bool operator==(const PallasModel&, const PallasModel&) = default;
+
+  // The kernel with this name, or nullptr.
+  const Kernel* kernel_named(const std::string& name) const {
+    for (const auto& k : kernels)
+      if (k.name == name) return &k;
+    return nullptr;
+  }
 };
 
 }  // namespace mk::pallas

@@ -5,13 +5,14 @@
 
 #include <string>
 
+#include "tests/unit/utf8_samples.h"
+
 namespace mk::text {
 namespace {
 
-// "é" is 2 bytes / 1 unit, "日" 3 bytes / 1 unit, "😀" 4 bytes / 2 units (a surrogate pair).
-const std::string kE = "\xC3\xA9";
-const std::string kSun = "\xE6\x97\xA5";
-const std::string kSmile = "\xF0\x9F\x98\x80";
+using samples::kE;
+using samples::kSmile;
+using samples::kSun;
 
 TEST(Utf16Length, CountsCodeUnitsPerCodePoint) {
   EXPECT_EQ(utf16_length(""), 0u);

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/utf8_samples.h"
+
 namespace mk::text {
 namespace {
 
-const std::string kE = "\xC3\xA9";              // 2 bytes, 1 unit
-const std::string kSun = "\xE6\x97\xA5";        // 3 bytes, 1 unit
-const std::string kSmile = "\xF0\x9F\x98\x80";  // 4 bytes, 2 units
+using samples::kE;
+using samples::kSmile;
+using samples::kSun;
 
 // ----- reference implementation, written without LineIndex ------------------------------------
 
