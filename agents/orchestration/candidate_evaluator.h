@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "agents/orchestration/evaluator.h"
 #include "knowledge/tpu_generations.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -24,35 +25,24 @@ struct EvaluationSetup {
   nlohmann::json options = nlohmann::json::object();  // extra worker request fields (seeds, timing)
 };
 
-struct Evaluation {
-  std::string status;  // "correct" | "incorrect" | "failed"
-  std::string stage;   // for failures: "lowering", "execution", "correctness", "host", "cancelled"
-  std::string error;   // what went wrong, with line numbers of the candidate where known
-  nlohmann::json locations = nlohmann::json::array();  // the worker's [{line, column, message}]
-  nlohmann::json metrics = nlohmann::json::object();
-  std::optional<double> score_s;  // lower is better
-  std::string time_kind;          // "device" | "predicted" | "" (no score)
-  double host_seconds = 0;
-  bool cache_hit = false;
-  std::string host;  // the host that ran the evaluation ("" for a cache hit or no host)
-};
-
-class CandidateEvaluator {
+// The evaluator of real runs. Its default arguments let direct callers omit `cancelled`.
+class CandidateEvaluator final : public Evaluator {
  public:
   CandidateEvaluator(tpu::KernelJobs& jobs, EvaluationSetup setup,
                      const knowledge::TpuGeneration& target)
       : jobs_(jobs), setup_(std::move(setup)), target_(target) {}
 
-  Evaluation evaluate(const std::string& source, const std::function<bool()>& cancelled = {});
+  Evaluation evaluate(const std::string& source,
+                      const std::function<bool()>& cancelled = {}) override;
   // The task's reference as XLA runs it, the root of a search that starts from a plain JAX
   // function: measured on a host with a device, else predicted at the roofline of its FLOPs and
   // the bytes any program must move (inputs read and outputs written once): an XLA at its best,
   // so a predicted speedup over it is never flattering.
-  Evaluation evaluate_reference(const std::function<bool()>& cancelled = {});
+  Evaluation evaluate_reference(const std::function<bool()>& cancelled = {}) override;
   // Only the compile check: "" when the source lowers for TPU, else the error with its line.
   std::string lowering_error(const std::string& source,
-                             const std::function<bool()>& cancelled = {});
-  const knowledge::TpuGeneration& target() const { return target_; }
+                             const std::function<bool()>& cancelled = {}) override;
+  const knowledge::TpuGeneration& target() const override { return target_; }
 
  private:
   tpu::KernelJobs& jobs_;

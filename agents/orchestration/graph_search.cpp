@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "agents/orchestration/candidate_evaluator.h"  // score_label
 #include "agents/orchestration/selection.h"
 
 namespace mk::agents {
@@ -66,7 +67,7 @@ std::string lineage_history(const std::vector<NodeRecord>& nodes, const NodeReco
 
 }  // namespace
 
-GraphSearch::GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expander& expander,
+GraphSearch::GraphSearch(RunStore& store, Evaluator& evaluator, Expander& expander,
                          std::string run_id)
     : store_(store), evaluator_(evaluator), expander_(expander) {
   auto run = store_.run(run_id);
@@ -137,7 +138,8 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   }
   store_.update_node(node);
   add_cost(node);
-  if (node.speedup && *node.speedup > best_speedup_) {
+  // The root is the best until a node beats it (as best_node() and a resumed run have it).
+  if (node.speedup && (*node.speedup > best_speedup_ || node.id == 0)) {
     best_speedup_ = *node.speedup;
     run_.best_node = node.id;
   }
@@ -326,6 +328,14 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   if (!root.speedup)
     return finish("failed",
                   "the baseline could not be scored (no device time and no model prediction)");
+  // A cancel ends a session at once only while it leaves nodes pending: their resume ends the
+  // round. Once a round's nodes have all finished the round is counted first, else the resume
+  // (with nothing left over) would run one round more than a whole run.
+  auto unfinished = [&] {
+    for (const NodeRecord& n : store_.nodes(run_.id))
+      if (n.finished_at == 0) return true;
+    return false;
+  };
   std::vector<NodeRecord> leftover;
   for (const NodeRecord& n : nodes)
     if (n.finished_at == 0) leftover.push_back(n);
@@ -333,7 +343,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     spdlog::info("run {}: resuming {} unfinished node(s)", run_.id, leftover.size());
     const double best_before = gain_measure();  // what the finished nodes had established
     evaluate_nodes(leftover, on_progress, cancelled);
-    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    if (cancelled && cancelled() && unfinished()) return finish("cancelled", "cancelled");
     // They are the children of the round the kill interrupted: that round ends now, as it would
     // have without the kill, so the resumed run makes the same choices and rounds as a whole one.
     const int finished_round = state_.value("round", 0) + 1;
@@ -441,7 +451,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     queue.close_and_wait();
     queue.rethrow_first_error();
     if (children.empty()) continue;  // every parent was exhausted; selection moves on
-    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    if (cancelled && cancelled() && unfinished()) return finish("cancelled", "cancelled");
     ++round;
     without_gain = gain_measure() > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
     state_["round"] = round;

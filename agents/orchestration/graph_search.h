@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "agents/orchestration/candidate_evaluator.h"
+#include "agents/orchestration/evaluator.h"
 #include "agents/orchestration/expander.h"
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/search_params.h"
@@ -31,8 +31,8 @@ struct SearchProgress {
 class GraphSearch {
  public:
   // `run` must already exist in the store (create_run); its params/budget JSON are authoritative.
-  GraphSearch(RunStore& store, CandidateEvaluator& evaluator, Expander& expander,
-              std::string run_id);
+  // Any Evaluator: CandidateEvaluator in real runs, a scripted one in tests.
+  GraphSearch(RunStore& store, Evaluator& evaluator, Expander& expander, std::string run_id);
 
   using ProgressSink = std::function<void(const SearchProgress&)>;
   // Runs (or resumes) until a stop condition; returns the final run record.
@@ -53,7 +53,7 @@ class GraphSearch {
   double gain_measure() const;  // the figure patience watches
 
   RunStore& store_;
-  CandidateEvaluator& evaluator_;
+  Evaluator& evaluator_;
   Expander& expander_;
   RunRecord run_;
   SearchParams params_;

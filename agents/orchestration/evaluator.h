@@ -1,0 +1,43 @@
+// What a search needs from whatever judges its candidates: a verdict and a score for a source, the
+// same for the task's reference (the root of a search from plain JAX), the compile check alone,
+// and the target the scores are for. CandidateEvaluator is the real one (the worker on a host);
+// the interface lets the search engine run under tests on a scripted one.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "knowledge/tpu_generations.h"
+
+namespace mk::agents {
+
+struct Evaluation {
+  std::string status;  // "correct" | "incorrect" | "failed"
+  std::string stage;   // for failures: "lowering", "execution", "correctness", "host", "cancelled"
+  std::string error;   // what went wrong, with line numbers of the candidate where known
+  nlohmann::json locations = nlohmann::json::array();  // the worker's [{line, column, message}]
+  nlohmann::json metrics = nlohmann::json::object();
+  std::optional<double> score_s;  // lower is better
+  std::string time_kind;          // "device" | "predicted" | "" (no score)
+  double host_seconds = 0;
+  bool cache_hit = false;
+  std::string host;  // the host that ran the evaluation ("" for a cache hit or no host)
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // May be called from several threads at once (the search evaluates children concurrently).
+  // A cancelled evaluation returns stage "cancelled": the search leaves that node pending.
+  virtual Evaluation evaluate(const std::string& source,
+                              const std::function<bool()>& cancelled) = 0;
+  virtual Evaluation evaluate_reference(const std::function<bool()>& cancelled) = 0;
+  // "" when the source lowers for the target, else the error with its line.
+  virtual std::string lowering_error(const std::string& source,
+                                     const std::function<bool()>& cancelled) = 0;
+  virtual const knowledge::TpuGeneration& target() const = 0;
+};
+
+}  // namespace mk::agents
