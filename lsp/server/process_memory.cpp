@@ -6,6 +6,19 @@
 #include <fstream>
 #include <string>
 
+// Under ASan or TSan their allocator serves malloc, and mallinfo2 knows nothing of it; the
+// sanitizer runtime reports its own figures instead, so a sanitized server still has a heap.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MK_SANITIZER_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MK_SANITIZER_HEAP 1
+#endif
+#endif
+#ifdef MK_SANITIZER_HEAP
+#include <sanitizer/allocator_interface.h>
+#endif
+
 namespace mk::server {
 
 ProcessMemory read_process_memory() {
@@ -16,7 +29,10 @@ ProcessMemory read_process_memory() {
     if (line.starts_with("VmRSS:")) m.resident_bytes = std::stoll(line.substr(6)) * 1024;
     if (line.starts_with("Threads:")) m.threads = std::stoi(line.substr(8));
   }
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if defined(MK_SANITIZER_HEAP)
+  m.heap_in_use_bytes = static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+  m.heap_held_bytes = static_cast<int64_t>(__sanitizer_get_heap_size());
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   // Walks every arena under its lock: microseconds for a heap of this size.
   const struct mallinfo2 info = mallinfo2();
   // All zeros when another allocator serves malloc (ASan's, say): unknown, not empty.

@@ -9,11 +9,16 @@ from conftest import KERNEL
 SOURCE = KERNEL.read_text()
 
 
-def with_block(rows, extra=""):
-    """The kernel with another row block, plus optional extra code at the top of candidate()."""
+def with_block(rows, extra="", kernel_extra=""):
+    """The kernel with another row block, plus optional extra code at the top of candidate()
+    (it runs whenever the candidate is traced: lowering and evaluation) and at the top of the
+    kernel body (it runs only when the kernel runs)."""
     code = SOURCE.replace("BLOCK_ROWS = 8\n", f"BLOCK_ROWS = {rows}\n")
     if extra:
         code = code.replace("def candidate(x, b):\n", "def candidate(x, b):\n" + extra)
+    if kernel_extra:
+        code = code.replace("def _kernel(x_ref, b_ref, o_ref):\n",
+                            "def _kernel(x_ref, b_ref, o_ref):\n" + kernel_extra)
     return code
 
 

@@ -1,5 +1,5 @@
 """Candidates that take the worker down during a search: a segfault (a wild numpy read), os._exit, an
-endless loop (killed at the host's --timeout) and an address-space blow-up (stopped by the
+kernel that spins on the device (killed at the host's --timeout) and an address-space blow-up (stopped by the
 worker's RLIMIT_AS from MAXKERNEL_WORKER_LIMITS). Each such node is `failed` with a reason that
 names the fault; the good candidate of the same round is still evaluated and the run finishes.
 The candidates come from a replay fixture, as an LLM would propose them."""
@@ -15,7 +15,10 @@ from fault_fixtures import answer, code, plan, with_block, write
 SEGFAULT = ("    import numpy as np\n"
             "    np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(1 << 44,)).sum()\n")
 EXIT = "    import os\n    os._exit(7)\n"
-LOOP = "    while True:\n        pass\n"
+# A kernel that never finishes on the device: it lowers (the compile check passes quickly) and
+# spins when it runs, so only the evaluation meets the host's --timeout.
+SPIN = ("    spin = jax.lax.while_loop(lambda c: c >= 0, lambda c: c * 0 + 1, 0)\n"
+        "    o_ref[...] = jnp.zeros_like(o_ref) + spin.astype(o_ref.dtype)\n")
 # Maps 1 GiB at a time without touching it: only the address-space limit can stop it.
 # Address space taken 1 GiB at a time (bytearrays: the source gate refuses mmap) until the
 # worker's RLIMIT_AS stops it.
@@ -57,9 +60,9 @@ def test_crashing_candidates_fail_with_the_reason_and_the_run_goes_on(tmp_path, 
 def test_a_hang_is_killed_at_the_timeout_and_a_blow_up_hits_the_memory_limit(tmp_path, kernel):
     nodes, out = run_with(
         tmp_path, kernel,
-        {"loop": with_block(64, LOOP), "hoard": with_block(32, BLOW_UP),
+        {"loop": with_block(64, kernel_extra=SPIN), "hoard": with_block(32, BLOW_UP),
          "row_block_16": with_block(16)},
-        "--timeout", "90", env_extra={"MAXKERNEL_WORKER_LIMITS": '{"address_space_mb": 16384}'})
+        "--timeout", "45", env_extra={"MAXKERNEL_WORKER_LIMITS": '{"address_space_mb": 16384}'})
     assert nodes["loop"]["status"] == "failed" and "timed out" in nodes["loop"]["error"]
     assert nodes["hoard"]["status"] == "failed"
     assert "Cannot allocate memory" in nodes["hoard"]["error"] or "MemoryError" in nodes["hoard"]["error"]

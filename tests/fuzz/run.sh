@@ -17,7 +17,7 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+[[ -f "$build/build.ninja" ]] || cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMAXKERNEL_FUZZ=ON -DMAXKERNEL_SANITIZE=address,undefined "${launcher[@]}" >/dev/null ||
   { echo "fuzz: configure failed"; exit 1; }
 ninja -C "$build" -j "${MAXKERNEL_JOBS:-2}" "${targets[@]/#/fuzz_}" ||
