@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <sqlite3.h>
 
+#include <cstddef>
 #include <fstream>
 #include <string>
 
@@ -16,7 +17,10 @@
 #endif
 #endif
 #ifdef MK_SANITIZER_HEAP
-#include <sanitizer/allocator_interface.h>
+// From the sanitizer runtime's allocator interface (gcc ships no header for it; clang's
+// <sanitizer/allocator_interface.h> declares the same).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+extern "C" size_t __sanitizer_get_heap_size();
 #endif
 
 namespace mk::server {

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tool():
-    default = ROOT / "build" / "bin" / "mk_rewrite_variants"
+    default = Path(os.environ.get("MAXKERNEL_BUILD", ROOT / "build")) / "bin" / "mk_rewrite_variants"
     return os.environ.get("MAXKERNEL_REWRITE_VARIANTS", str(default))
 
 

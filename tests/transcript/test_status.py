@@ -52,7 +52,7 @@ def test_heap_in_use_follows_a_large_document_open_and_close(ready):
     before = memory["heapInUseBytes"]
     text = big_module(60000)  # about 3 MB of Python: its text and syntax tree live in the heap
     ready.open("file:///big.py", text)
-    ready.diagnostics("file:///big.py")
+    ready.diagnostics("file:///big.py", timeout=90)  # 3 MB: tens of seconds under TSan at -O0
     opened = ready.request("maxkernel/status")["result"]["memory"]["heapInUseBytes"]
     assert opened - before > len(text)
     ready.notify("textDocument/didClose", {"textDocument": {"uri": "file:///big.py"}})
