@@ -25,10 +25,9 @@ ninja -C "$build" -j "${MAXKERNEL_JOBS:-2}" "${targets[@]/#/fuzz_}" ||
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-failed=()
-for t in "${targets[@]}"; do
-  bin="$build/bin/fuzz_$t"
-  dict=()
+# One target: its regressions, then fuzzing. Prints its report; fails on any finding.
+fuzz_one() {
+  local t="$1" bin="$build/bin/fuzz_$1" dict=() saved=()
   [[ -f tests/fuzz/$t.dict ]] && dict=(-dict="tests/fuzz/$t.dict")
   # 1. Every input that once crashed must now pass.
   mapfile -t saved < <(find "tests/fuzz/regressions/$t" -type f 2>/dev/null | sort)
@@ -38,17 +37,14 @@ for t in "${targets[@]}"; do
     else
       echo "fuzz $t: a regression input fails again:"
       tail -30 "$build/fuzz-$t-regressions.log"
-      failed+=("$t (regression)")
-      continue
+      return 1
     fi
   fi
-  ((seconds > 0)) || continue
+  ((seconds > 0)) || return 0
   # 2. Fuzz from the seeds; new inputs go to a scratch corpus, never into the repository.
-  work="$build/fuzz-corpus/$t"
-  artifacts="$build/fuzz-artifacts/$t"
+  local work="$build/fuzz-corpus/$t" artifacts="$build/fuzz-artifacts/$t" log="$build/fuzz-$t.log"
   mkdir -p "$work" "$artifacts"
-  log="$build/fuzz-$t.log"
-  seeds=("tests/fuzz/corpus/$t")
+  local seeds=("tests/fuzz/corpus/$t")
   # The Pallas model target also reads the example and corpus kernels where they live.
   [[ $t == pallas_model ]] && seeds+=(examples tests/corpus/good tests/corpus/bad)
   if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2560 -print_final_stats=1 \
@@ -58,8 +54,22 @@ for t in "${targets[@]}"; do
     echo "fuzz $t: FAILED; input kept in $artifacts/"
     grep -E 'ERROR|SUMMARY|violated|Test unit written' "$log" | head -20
     echo "  reproduce: $bin <that file>   (full log: $log)"
-    failed+=("$t")
+    return 1
   fi
+}
+
+# libFuzzer runs one process per target on one core: MAXKERNEL_JOBS targets fuzz at once.
+parallel="${MAXKERNEL_JOBS:-2}"
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+  rm -f "$build/fuzz-$t.status"
+  { fuzz_one "$t"; echo $? >"$build/fuzz-$t.status"; } >"$build/fuzz-$t.report" 2>&1 &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  cat "$build/fuzz-$t.report"
+  [[ "$(cat "$build/fuzz-$t.status" 2>/dev/null)" == 0 ]] || failed+=("$t")
 done
 if ((${#failed[@]} > 0)); then
   echo "fuzz: failed: ${failed[*]}"
