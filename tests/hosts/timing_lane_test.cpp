@@ -111,7 +111,7 @@ TEST_F(TimingLaneTest, CpuHostRunsTwoEvaluatesAtOnce) {
   ASSERT_EQ(hello.body.value("platform", std::string()), "cpu");
   const int expected = automatic_timing_slots(hello.body, config_.compile_slots);
   EXPECT_EQ(host.slots(Lane::Timing), expected);
-  if (expected < 2) GTEST_SKIP() << "one core: the lane stays at one worker";
+  if (expected < 2) GTEST_SKIP() << "declared: one core: the lane stays at one worker";
   // Each candidate saw the other start while it waited: the two evaluations overlapped, in two
   // worker processes; and no worker was started only to say hello.
   EXPECT_EQ(a[0], '1') << a;
