@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds MaxKernel and runs every test suite. Each suite prints its own closing line; the script
 # ends with an overall "N passed, N failed" line and exits non-zero if any suite failed.
-#   MAXKERNEL_SKIP_SANITIZERS=1  skips the ASan/UBSan and TSan builds (quicker local runs)
+#   MAXKERNEL_SKIP_SANITIZERS=1  runs the suites on the plain build/ and skips TSan and fuzzing
+#   MAXKERNEL_TEST_PROCESSES=N   tests at once in the slow pytest suites (default 2)
 # With CI=true (or MAXKERNEL_STRICT_SKIPS=1) a test that skips without declaring why fails
 # (tests/skip_policy.py, the editor runners); the declared skips are listed at the end.
 set -uo pipefail
