@@ -40,14 +40,16 @@ suite "layering: includes follow ARCHITECTURE.md's table" "$py" -m pytest -q tes
 # So each suite below runs against sanitized binaries, the fuzz targets come from the same build,
 # and a second build (ThreadSanitizer, gcc) checks the threaded code and the other compiler.
 # MAXKERNEL_SKIP_SANITIZERS=1 runs the suites on the plain build/ instead and skips TSan and fuzz.
+# Both sanitizer builds: -O0 with line tables (fast to compile, stacks still symbolised), unity.
+sanitized_build=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
+  "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" -DCMAKE_UNITY_BUILD=ON)
 if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" == "1" ]]; then
   check_build=build
   scripts/build.sh build || { echo "build failed"; exit 1; }
 else
   check_build=build-check
   scripts/build.sh "$check_build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" \
-    -DMAXKERNEL_SANITIZE=address,undefined -DMAXKERNEL_FUZZ=ON -DCMAKE_UNITY_BUILD=ON ||
+    "${sanitized_build[@]}" -DMAXKERNEL_SANITIZE=address,undefined -DMAXKERNEL_FUZZ=ON ||
     { echo "build failed"; exit 1; }
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
@@ -89,8 +91,7 @@ if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
   # Two single-threaded property tests (random edits against a fresh parse) take minutes under
   # TSan and have no thread to check; they run under ASan above.
   single_threaded='^(ModelCache\.RandomEditsOverTheCorpusMatchAFreshAnalysis|IncrementalReparse\.RandomTypingEqualsAFreshParse)$'
-  if scripts/build.sh build-tsan -DMAXKERNEL_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug \
-    "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" -DCMAKE_UNITY_BUILD=ON; then
+  if scripts/build.sh build-tsan -DMAXKERNEL_SANITIZE=thread "${sanitized_build[@]}"; then
     suite "unit and hosts under TSan" env -u ASAN_OPTIONS -u UBSAN_OPTIONS \
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
       ctest --test-dir build-tsan --output-on-failure -j 2 -E "$single_threaded"
