@@ -18,10 +18,10 @@
 
 #include "agents/report/bench_summary.h"
 #include "agents/report/html.h"
+#include "cli/argument_reader.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "knowledge/store.h"
-#include "service/hosts.h"
 #include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -290,64 +290,29 @@ json to_json(const fs::path& suite, const std::string& host,
 int run_bench(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--optimize") != args.end())
     return run_bench_optimize(args);
-  std::string suite_arg, hosts_file, python, format = "text", store_path;
-  std::vector<std::string> host_names;  // empty: local
-  double timeout_s = 600;
+  std::string suite_arg, format = "text";
+  HostOptions host_options;
+  host_options.timeout_s = 600;
   bool use_cache = true;
   json options = json::object();  // seeds / timing, the same for every task
   int max_jobs = 0;               // 0: the host's timing workers
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    try {
-      if (a == "--host") {
-        std::string host_error;
-        if (!service::add_host_names(value(), host_names, host_error))
-          throw std::invalid_argument(host_error);
-      } else if (a == "--hosts")
-        hosts_file = value();
-      else if (a == "--python")
-        python = value();
-      else if (a == "--format")
-        format = value();
-      else if (a == "--store")
-        store_path = value();
-      else if (a == "--timeout") {
-        timeout_s = std::stod(value());
-        if (!(timeout_s > 0)) throw std::invalid_argument("--timeout must be positive");
-      } else if (a == "--seeds")
-        options["seeds"] = parse_seeds(value());
-      else if (a == "--timing")
-        options["timing"] = parse_timing(value());
-      else if (a == "--jobs") {
-        const std::string n = value();
-        size_t used = 0;
-        try {
-          max_jobs = std::stoi(n, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != n.size() || max_jobs < 1)
-          throw std::invalid_argument("--jobs wants a positive integer, not '" + n + "'");
-      } else if (a == "--no-cache")
-        use_cache = false;
-      else if (a == "-h" || a == "--help") {
-        std::cout << kBenchUsage;
-        return 0;
-      } else if (a.starts_with("-"))
-        throw std::invalid_argument("unknown option " + a);
-      else if (suite_arg.empty())
-        suite_arg = a;
-      else
-        throw std::invalid_argument("one SUITE_DIR at a time");
-    } catch (const std::exception& e) {
-      std::cerr << "maxkernel bench: " << e.what() << "\n" << kBenchUsage;
-      return 2;
-    }
-  }
+  if (auto status = read_arguments(args, "bench", kBenchUsage, [&](ArgumentReader& r) {
+        if (take_host_option(r, host_options, &use_cache)) return true;
+        if (r.is("--format"))
+          format = r.value();
+        else if (r.is("--seeds"))
+          options["seeds"] = parse_seeds(r.value());
+        else if (r.is("--timing"))
+          options["timing"] = parse_timing(r.value());
+        else if (r.is("--jobs"))
+          max_jobs = r.positive_integer();
+        else if (!r.is_option())
+          take_single_positional(r, suite_arg, "one SUITE_DIR at a time");
+        else
+          return false;
+        return true;
+      }))
+    return *status;
   if (suite_arg.empty() || (format != "text" && format != "json")) {
     std::cerr << "maxkernel bench: "
               << (suite_arg.empty() ? "give a SUITE_DIR" : "--format is text or json") << "\n"
@@ -369,12 +334,6 @@ int run_bench(const std::vector<std::string>& args) {
   std::signal(SIGPIPE, SIG_IGN);
 
   std::string error;
-  HostOptions host_options;
-  host_options.host_names = host_names;
-  host_options.hosts_file = hosts_file;
-  host_options.python = python;
-  host_options.timeout_s = timeout_s;
-  host_options.store_path = store_path;
   bool no_host_answered = false;
   auto session = open_host_session(host_options, error, &no_host_answered);
   if (!session) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "agents/report/html.h"
+#include "cli/argument_reader.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "knowledge/tpu_generations.h"
@@ -344,58 +345,31 @@ int run_bench_optimize(const std::vector<std::string>& args) {
   BenchOptions options;
   options.host.timeout_s = 600;
   std::string suite_arg;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    try {
-      if (a == "--optimize") continue;
-      if (a == "--mode")
-        options.mode = value();
-      else if (a == "--budget")
-        options.budget_spec = value();
-      else if (a == "--llm")
-        options.llm = value();
-      else if (a == "--target")
-        options.target = value();
-      else if (a == "--format")
-        options.format = value();
-      else if (a == "--shrink") {
-        options.evaluate_options["shrink"] = service::shrink_option(std::stoi(value()));
-      } else if (a == "--jobs") {
-        const int n = std::stoi(value());
-        if (n < 1) throw std::invalid_argument("--jobs wants a positive integer");
-        options.jobs = static_cast<size_t>(n);
-      } else if (a == "--host") {
-        std::string error;
-        if (!service::add_host_names(value(), options.host.host_names, error))
-          throw std::invalid_argument(error);
-      } else if (a == "--hosts")
-        options.host.hosts_file = value();
-      else if (a == "--python")
-        options.host.python = value();
-      else if (a == "--timeout")
-        options.host.timeout_s = std::stod(value());
-      else if (a == "--store")
-        options.host.store_path = value();
-      else if (a == "--no-cache")
-        options.use_cache = false;
-      else if (a == "-h" || a == "--help") {
-        std::cout << kBenchOptimizeUsage;
-        return 0;
-      } else if (a.starts_with("-"))
-        throw std::invalid_argument("unknown option " + a);
-      else if (suite_arg.empty())
-        suite_arg = a;
-      else
-        throw std::invalid_argument("one SUITE_DIR at a time");
-    } catch (const std::exception& e) {
-      std::cerr << "maxkernel bench: " << e.what() << "\n" << kBenchOptimizeUsage;
-      return 2;
-    }
-  }
+  if (auto status = read_arguments(args, "bench", kBenchOptimizeUsage, [&](ArgumentReader& r) {
+        if (take_host_option(r, options.host, &options.use_cache)) return true;
+        if (r.is("--optimize"))
+          return true;
+        else if (r.is("--mode"))
+          options.mode = r.value();
+        else if (r.is("--budget"))
+          options.budget_spec = r.value();
+        else if (r.is("--llm"))
+          options.llm = r.value();
+        else if (r.is("--target"))
+          options.target = r.value();
+        else if (r.is("--format"))
+          options.format = r.value();
+        else if (r.is("--shrink"))
+          options.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
+        else if (r.is("--jobs"))
+          options.jobs = static_cast<size_t>(r.positive_integer());
+        else if (!r.is_option())
+          take_single_positional(r, suite_arg, "one SUITE_DIR at a time");
+        else
+          return false;
+        return true;
+      }))
+    return *status;
   if (suite_arg.empty() || (options.mode != "auto" && options.mode != "graph") ||
       (options.format != "text" && options.format != "json")) {
     std::cerr << "maxkernel bench: give a SUITE_DIR, --mode auto|graph, --format text|json\n"

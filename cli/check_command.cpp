@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/argument_reader.h"
 #include "cli/sarif.h"
 #include "cli/source_file.h"
 #include "source/analysis/describe.h"
@@ -43,24 +44,18 @@ int run_check(const std::vector<std::string>& args) {
   std::string target_name = "v5e";
   std::string format = "text";
   std::vector<std::string> paths;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if ((a == "--target" || a == "--format") && i + 1 < args.size()) {
-      (a == "--target" ? target_name : format) = args[++i];
-    } else if (a.starts_with("--target=")) {
-      target_name = a.substr(9);
-    } else if (a.starts_with("--format=")) {
-      format = a.substr(9);
-    } else if (a == "-h" || a == "--help") {
-      std::cout << kCheckUsage;
-      return 0;
-    } else if (a.starts_with("-")) {
-      std::cerr << "maxkernel check: unknown option " << a << "\n" << kCheckUsage;
-      return 2;
-    } else {
-      paths.push_back(a);
-    }
-  }
+  if (auto status = read_arguments(args, "check", kCheckUsage, [&](ArgumentReader& r) {
+        if (r.is("--target"))
+          target_name = r.value();
+        else if (r.is("--format"))
+          format = r.value();
+        else if (!r.is_option())
+          paths.push_back(r.current());
+        else
+          return false;
+        return true;
+      }))
+    return *status;
   if (format != "text" && format != "json" && format != "sarif") {
     std::cerr << "maxkernel check: unknown format '" << format << "' (text, json or sarif)\n";
     return 2;

@@ -5,9 +5,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/argument_reader.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
-#include "service/hosts.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
@@ -127,62 +127,35 @@ void print_profile(const json& b, const std::string& file) {
 }  // namespace
 
 int run_kernel_command(const std::string& command, const std::vector<std::string>& args) {
-  std::string target_spec, hosts_file, python, format = "text", store_path;
-  std::vector<std::string> host_names;
+  std::string target_spec, format = "text";
   std::string target_name = "v5e";
-  double timeout_s = 300;
+  HostOptions host_options;
   bool use_cache = true, native = false;
   json seeds;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    try {
-      if (a == "--host") {
-        std::string error;
-        if (!service::add_host_names(value(), host_names, error))
-          throw std::invalid_argument(error);
-      } else if (a == "--hosts") {
-        hosts_file = value();
-      } else if (a == "--python") {
-        python = value();
-      } else if (a == "--format") {
-        format = value();
-      } else if (a == "--store") {
-        store_path = value();
-      } else if (a == "--timeout") {
-        timeout_s = std::stod(value());
-      } else if (a == "--seeds") {
-        seeds = json::array();
-        std::string list = value();
-        for (size_t p = 0; p < list.size();) {
-          size_t q = list.find(',', p);
-          seeds.push_back(std::stoll(list.substr(p, q - p)));
-          p = q == std::string::npos ? list.size() : q + 1;
+  if (auto status = read_arguments(args, command, kKernelUsage, [&](ArgumentReader& r) {
+        if (take_host_option(r, host_options, &use_cache)) return true;
+        if (r.is("--format")) {
+          format = r.value();
+        } else if (r.is("--seeds")) {
+          seeds = json::array();
+          const std::string list = r.value();
+          for (size_t p = 0; p < list.size();) {
+            const size_t q = list.find(',', p);
+            seeds.push_back(std::stoll(list.substr(p, q - p)));
+            p = q == std::string::npos ? list.size() : q + 1;
+          }
+        } else if (r.is("--native")) {
+          native = true;
+        } else if (r.is("--target")) {
+          target_name = r.value();
+        } else if (!r.is_option()) {
+          take_single_positional(r, target_spec, "one FILE[::KERNEL] at a time");
+        } else {
+          return false;
         }
-      } else if (a == "--no-cache") {
-        use_cache = false;
-      } else if (a == "--native") {
-        native = true;
-      } else if (a == "--target") {
-        target_name = value();
-      } else if (a == "-h" || a == "--help") {
-        std::cout << kKernelUsage;
-        return 0;
-      } else if (a.starts_with("-")) {
-        throw std::invalid_argument("unknown option " + a);
-      } else if (target_spec.empty()) {
-        target_spec = a;
-      } else {
-        throw std::invalid_argument("one FILE[::KERNEL] at a time");
-      }
-    } catch (const std::exception& e) {
-      std::cerr << "maxkernel " << command << ": " << e.what() << "\n" << kKernelUsage;
-      return 2;
-    }
-  }
+        return true;
+      }))
+    return *status;
   if (target_spec.empty() || (format != "text" && format != "json")) {
     std::cerr << kKernelUsage;
     return 2;
@@ -216,12 +189,6 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   if (command == "lower") request.options["target"] = native ? "native" : "tpu";
   if (!seeds.is_null()) request.options["seeds"] = seeds;
 
-  HostOptions host_options;
-  host_options.host_names = host_names;
-  host_options.hosts_file = hosts_file;
-  host_options.python = python;
-  host_options.timeout_s = timeout_s;
-  host_options.store_path = store_path;
   host_options.open_store = command == "test";
   std::string error;
   bool no_host_answered = false;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cli/argument_reader.h"
 #include "cli/source_file.h"
 #include "knowledge/store.h"
 
@@ -59,49 +60,43 @@ T parse_number(const std::string& option, const std::string& text, const char* w
   return v;
 }
 
-Options parse(const std::vector<std::string>& args) {
-  Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--store") {
-      o.store_path = value();
-    } else if (a == "--format") {
-      o.format = value();
+// Nullopt when every argument was taken, else the exit status (0 after --help).
+std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
+  return read_arguments(args, "knowledge", kKnowledgeUsage, [&](ArgumentReader& r) {
+    if (r.is("--store")) {
+      o.store_path = r.value();
+    } else if (r.is("--format")) {
+      o.format = r.value();
       if (o.format != "text" && o.format != "json")
         throw std::invalid_argument("--format must be text or json");
-    } else if (a == "--limit") {
-      o.limit = parse_number<int>(a, value(), "a positive integer");
-      if (o.limit <= 0) throw std::invalid_argument("--limit needs a positive integer");
-    } else if (a == "--kind") {
-      o.kind = value();
+    } else if (r.is("--limit")) {
+      o.limit = r.positive_integer();
+    } else if (r.is("--kind")) {
+      o.kind = r.value();
       if (o.kind != "bundled" && o.kind != "user")
         throw std::invalid_argument("--kind must be bundled or user");
-    } else if (a == "--class") {
-      o.kernel_class = value();
-    } else if (a == "--target") {
-      o.target = value();
-    } else if (a == "--strategy") {
-      o.strategy = value();
-    } else if (a == "--run") {
-      o.run_id = value();
-    } else if (a == "--notes") {
-      o.notes = value();
-    } else if (a == "--effect") {
-      o.effect = parse_number<double>(a, value(), "a number (a speedup ratio)");
+    } else if (r.is("--class")) {
+      o.kernel_class = r.value();
+    } else if (r.is("--target")) {
+      o.target = r.value();
+    } else if (r.is("--strategy")) {
+      o.strategy = r.value();
+    } else if (r.is("--run")) {
+      o.run_id = r.value();
+    } else if (r.is("--notes")) {
+      o.notes = r.value();
+    } else if (r.is("--effect")) {
+      o.effect = parse_number<double>("--effect", r.value(), "a number (a speedup ratio)");
       o.has_effect = true;
-    } else if (a.starts_with("--")) {
-      throw std::invalid_argument("unknown option " + a);
+    } else if (r.is_option()) {
+      return false;
     } else if (o.subcommand.empty()) {
-      o.subcommand = a;
+      o.subcommand = r.current();
     } else {
-      o.positional.push_back(a);
+      o.positional.push_back(r.current());
     }
-  }
-  return o;
+    return true;
+  });
 }
 
 bool indexable(const fs::path& p) {
@@ -257,14 +252,8 @@ int run_record_lesson(knowledge::Store& store, const Options& o) {
 
 int run_knowledge(const std::vector<std::string>& args) {
   Options o;
-  try {
-    o = parse(args);
-  } catch (const std::exception& e) {
-    std::cerr << "maxkernel knowledge: " << e.what() << "\n" << kKnowledgeUsage;
-    return 2;
-  }
-  if (o.subcommand.empty() || o.subcommand == "help" ||
-      std::find(args.begin(), args.end(), "--help") != args.end()) {
+  if (auto status = parse(args, o)) return *status;
+  if (o.subcommand.empty() || o.subcommand == "help") {
     std::cout << kKnowledgeUsage;
     return o.subcommand.empty() && args.empty() ? 2 : 0;
   }

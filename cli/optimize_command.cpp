@@ -15,6 +15,7 @@
 #include "agents/orchestration/run_store.h"
 #include "agents/orchestration/selection.h"
 #include "agents/report/html.h"
+#include "cli/argument_reader.h"
 #include "cli/host_session.h"
 #include "cli/run_output.h"
 #include "cli/source_file.h"
@@ -233,95 +234,71 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
   return final_run.status == "failed" ? 1 : 0;
 }
 
-bool parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& o,
-                         std::string& error) {
+// Nullopt when the options are complete and valid, else the exit status (0 after --help).
+std::optional<int> parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& o) {
   bool depth_given = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    try {
-      if (a == "--mode")
-        o.mode = value();
-      else if (a == "--search")
-        o.search = value();
-      else if (a == "--llm")
-        o.llm = value();
-      else if (a == "--budget")
-        o.budget_spec = value();
-      else if (a == "--target")
-        o.target = value();
-      else if (a == "--report")
-        o.report_path = value();
-      else if (a == "--no-report")
-        o.report = false;
-      else if (a == "--out")
-        o.kernel_out = value();
-      else if (a == "--shrink") {
-        o.evaluate_options["shrink"] = service::shrink_option(std::stoi(value()));
-      } else if (a == "--no-cache")
-        o.use_cache = false;
-      else if (a == "--format")
-        o.format = value();
-      else if (a == "--host") {
-        if (!service::add_host_names(value(), o.host.host_names, error)) return false;
-      } else if (a == "--hosts")
-        o.host.hosts_file = value();
-      else if (a == "--python")
-        o.host.python = value();
-      else if (a == "--store")
-        o.host.store_path = value();
-      else if (a == "--timeout")
-        o.host.timeout_s = std::stod(value());
-      else if (a == "--beam")
-        o.params.beam_size = std::stoul(value());
-      else if (a == "--branches")
-        o.params.branches = std::stoul(value());
-      else if (a == "--depth") {
-        o.params.max_depth = std::stoi(value());
-        depth_given = true;
-      } else if (a == "--keep")
-        o.params.keep_factor = std::stod(value());
-      else if (a == "--concurrency")
-        o.params.concurrency = std::stoul(value());
-      else if (a.starts_with("-"))
-        throw std::invalid_argument("unknown option " + a);
-      else if (o.target_spec.empty())
-        o.target_spec = a;
-      else
-        throw std::invalid_argument("one FILE[::KERNEL] at a time");
-    } catch (const std::exception& e) {
-      error = e.what();
-      return false;
-    }
-  }
-  if (o.target_spec.empty()) return error = "FILE is required", false;
-  if (o.mode != "auto" && o.mode != "graph") return error = "--mode is auto or graph", false;
+  if (auto status = read_arguments(args, "optimize", kOptimizeUsage, [&](ArgumentReader& r) {
+        if (take_host_option(r, o.host, &o.use_cache)) return true;
+        if (r.is("--mode"))
+          o.mode = r.value();
+        else if (r.is("--search"))
+          o.search = r.value();
+        else if (r.is("--llm"))
+          o.llm = r.value();
+        else if (r.is("--budget"))
+          o.budget_spec = r.value();
+        else if (r.is("--target"))
+          o.target = r.value();
+        else if (r.is("--report"))
+          o.report_path = r.value();
+        else if (r.is("--no-report"))
+          o.report = false;
+        else if (r.is("--out"))
+          o.kernel_out = r.value();
+        else if (r.is("--shrink"))
+          o.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
+        else if (r.is("--format"))
+          o.format = r.value();
+        else if (r.is("--beam"))
+          o.params.beam_size = std::stoul(r.value());
+        else if (r.is("--branches"))
+          o.params.branches = std::stoul(r.value());
+        else if (r.is("--depth")) {
+          o.params.max_depth = std::stoi(r.value());
+          depth_given = true;
+        } else if (r.is("--keep"))
+          o.params.keep_factor = std::stod(r.value());
+        else if (r.is("--concurrency"))
+          o.params.concurrency = std::stoul(r.value());
+        else if (!r.is_option())
+          take_single_positional(r, o.target_spec, "one FILE[::KERNEL] at a time");
+        else
+          return false;
+        return true;
+      }))
+    return status;
+  auto usage_error = [](const std::string& why) {
+    std::cerr << "maxkernel optimize: " << why << "\n" << kOptimizeUsage;
+    return 2;
+  };
+  if (o.target_spec.empty()) return usage_error("FILE is required");
+  if (o.mode != "auto" && o.mode != "graph") return usage_error("--mode is auto or graph");
   if (o.search != "beam" && o.search != "parallel" && o.search != "ucb")
-    return error = "--search is beam, parallel or ucb", false;
-  if (o.format != "text" && o.format != "json") return error = "--format is text or json", false;
+    return usage_error("--search is beam, parallel or ucb");
+  if (o.format != "text" && o.format != "json") return usage_error("--format is text or json");
   if (o.params.branches == 0 || o.params.beam_size == 0 || o.params.concurrency == 0)
-    return error = "--beam, --branches and --concurrency must be positive", false;
+    return usage_error("--beam, --branches and --concurrency must be positive");
   o.params.strategy = o.mode == "auto" ? "greedy" : o.search;
   if (o.mode == "auto" && !depth_given) o.params.max_depth = 16;
-  return true;
+  return std::nullopt;
 }
 
 }  // namespace
 
 int run_optimize(const std::vector<std::string>& args) {
   OptimizeOptions options;
+  if (auto status = parse_optimize_args(args, options)) return *status;
   std::string error;
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    std::cout << kOptimizeUsage;
-    return 0;
-  }
-  if (!parse_optimize_args(args, options, error)) {
-    std::cerr << "maxkernel optimize: " << error << "\n" << kOptimizeUsage;
-    return 2;
-  }
   agents::Budget defaults;
   if (options.mode == "auto") {
     defaults.iterations = 8;
@@ -423,34 +400,22 @@ int run_runs(const std::vector<std::string>& args) {
   const std::string verb = args[0];
   OptimizeOptions options;
   std::string run_id;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--store" && has_value)
-      options.host.store_path = args[++i];
-    else if (a == "--host" && has_value) {
-      std::string error;
-      if (!service::add_host_names(args[++i], options.host.host_names, error)) {
-        std::cerr << "maxkernel runs: " << error << "\n";
-        return 2;
-      }
-    } else if (a == "--hosts" && has_value)
-      options.host.hosts_file = args[++i];
-    else if (a == "--python" && has_value)
-      options.host.python = args[++i];
-    else if (a == "--format" && has_value)
-      options.format = args[++i];
-    else if (a == "--report" && has_value)
-      options.report_path = args[++i];
-    else if (a == "--no-report")
-      options.report = false;
-    else if (!a.starts_with("-") && run_id.empty())
-      run_id = a;
-    else {
-      std::cerr << "maxkernel runs: bad argument '" << a << "'\n" << kRunsUsage;
-      return 2;
-    }
-  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (auto status = read_arguments(rest, "runs", kRunsUsage, [&](ArgumentReader& r) {
+        if (take_host_option(r, options.host, &options.use_cache)) return true;
+        if (r.is("--format"))
+          options.format = r.value();
+        else if (r.is("--report"))
+          options.report_path = r.value();
+        else if (r.is("--no-report"))
+          options.report = false;
+        else if (!r.is_option())
+          take_single_positional(r, run_id, "one RUN_ID at a time");
+        else
+          return false;
+        return true;
+      }))
+    return *status;
   std::unique_ptr<agents::RunStore> runs;
   try {
     runs = std::make_unique<agents::RunStore>(store_path_of(options.host));

@@ -8,6 +8,7 @@
 #include "agents/orchestration/run_store.h"
 #include "agents/report/html.h"
 #include "agents/report/report_html.h"
+#include "cli/argument_reader.h"
 #include "knowledge/store.h"
 
 namespace mk::cli {
@@ -47,31 +48,22 @@ int usage_error(const std::string& message) {
 int run_report(const std::vector<std::string>& args) {
   std::string run_id, output, store_path;
   bool latest = false, list = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::cout << kReportUsage;
-      return 0;
-    } else if (a == "-o" || a == "--output" || a == "--store") {
-      auto v = value();
-      if (!v) return usage_error(a + " needs a value");
-      (a == "--store" ? store_path : output) = *v;
-    } else if (a == "--latest") {
-      latest = true;
-    } else if (a == "--list") {
-      list = true;
-    } else if (a.starts_with("-")) {
-      return usage_error("unknown option " + a);
-    } else if (run_id.empty()) {
-      run_id = a;
-    } else {
-      return usage_error("one RUN_ID at a time");
-    }
-  }
+  if (auto status = read_arguments(args, "report", kReportUsage, [&](ArgumentReader& r) {
+        if (r.is("-o") || r.is("--output"))
+          output = r.value();
+        else if (r.is("--store"))
+          store_path = r.value();
+        else if (r.is("--latest"))
+          latest = true;
+        else if (r.is("--list"))
+          list = true;
+        else if (!r.is_option())
+          take_single_positional(r, run_id, "one RUN_ID at a time");
+        else
+          return false;
+        return true;
+      }))
+    return *status;
   if (!list && run_id.empty() == !latest)
     return usage_error(latest ? "give a RUN_ID or --latest, not both"
                               : "give a RUN_ID or --latest");

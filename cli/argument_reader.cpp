@@ -1,0 +1,111 @@
+#include "cli/argument_reader.h"
+
+#include <iostream>
+#include <stdexcept>
+
+#include "service/hosts.h"
+
+namespace mk::cli {
+
+bool ArgumentReader::next() {
+  if (inline_value_) throw std::invalid_argument(name_ + " takes no value");
+  if (next_ >= args_.size()) return false;
+  const std::string& a = args_[next_++];
+  const size_t eq = a.find('=');
+  if (a.starts_with("--") && eq != std::string::npos) {
+    name_ = a.substr(0, eq);
+    inline_value_ = a.substr(eq + 1);
+  } else {
+    name_ = a;
+  }
+  return true;
+}
+
+std::string ArgumentReader::value() {
+  if (inline_value_) {
+    std::string v = std::move(*inline_value_);
+    inline_value_.reset();
+    return v;
+  }
+  if (next_ >= args_.size()) throw std::invalid_argument(name_ + " needs a value");
+  return args_[next_++];
+}
+
+int ArgumentReader::positive_integer() {
+  const std::string text = value();
+  size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || n < 1)
+    throw std::invalid_argument(name_ + " wants a positive integer, not '" + text + "'");
+  return n;
+}
+
+double ArgumentReader::positive_number() {
+  const std::string text = value();
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(v > 0))
+    throw std::invalid_argument(name_ + " wants a positive number, not '" + text + "'");
+  return v;
+}
+
+std::optional<int> read_arguments(const std::vector<std::string>& args, std::string_view command,
+                                  std::string_view usage,
+                                  const std::function<bool(ArgumentReader&)>& take) {
+  ArgumentReader reader(args);
+  try {
+    while (reader.next()) {
+      if (reader.is("-h") || reader.is("--help")) {
+        std::cout << usage;
+        return 0;
+      }
+      if (take(reader)) continue;
+      throw std::invalid_argument(
+          (reader.is_option() ? "unknown option " : "unexpected argument ") + reader.current());
+    }
+    reader.next();  // refuses a trailing "--switch=value"
+  } catch (const std::exception& e) {
+    std::cerr << "maxkernel " << command << ": " << e.what() << "\n" << usage;
+    return 2;
+  }
+  return std::nullopt;
+}
+
+bool take_host_option(ArgumentReader& reader, HostOptions& options, bool* use_cache) {
+  if (reader.is("--host")) {
+    std::string error;
+    if (!service::add_host_names(reader.value(), options.host_names, error))
+      throw std::invalid_argument(error);
+  } else if (reader.is("--hosts")) {
+    options.hosts_file = reader.value();
+  } else if (reader.is("--python")) {
+    options.python = reader.value();
+  } else if (reader.is("--timeout")) {
+    options.timeout_s = reader.positive_number();
+  } else if (reader.is("--store")) {
+    options.store_path = reader.value();
+  } else if (use_cache && reader.is("--no-cache")) {
+    *use_cache = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void take_single_positional(const ArgumentReader& reader, std::string& slot,
+                            const std::string& what) {
+  if (!slot.empty()) throw std::invalid_argument(what);
+  slot = reader.current();
+}
+
+}  // namespace mk::cli

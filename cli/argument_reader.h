@@ -1,0 +1,57 @@
+// How every maxkernel command reads its arguments, so they all take "--name value" and
+// "--name=value", refuse what they do not know the same way and print one shape of usage error:
+// "maxkernel COMMAND: why" and the command's usage on stderr, exit status 2.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/host_session.h"
+
+namespace mk::cli {
+
+class ArgumentReader {
+ public:
+  explicit ArgumentReader(const std::vector<std::string>& args) : args_(args) {}
+
+  // Moves to the next argument; false after the last. Throws when the previous option was
+  // given "=value" but took none.
+  bool next();
+  const std::string& current() const { return name_; }  // "--host" for "--host=a"
+  bool is(std::string_view option) const { return name_ == option; }
+  bool is_option() const { return name_.size() > 1 && name_[0] == '-'; }
+
+  // The current option's value: what follows '=', else the next argument.
+  // Throws std::invalid_argument("--x needs a value") at the end of the arguments.
+  std::string value();
+  int positive_integer();    // "--x wants a positive integer, not 'v'"
+  double positive_number();  // "--x wants a positive number, not 'v'"
+
+ private:
+  const std::vector<std::string>& args_;
+  size_t next_ = 0;
+  std::string name_;
+  std::optional<std::string> inline_value_;
+};
+
+// Calls `take` on each argument in turn; `take` returns false for one it does not know, and
+// throws std::invalid_argument for a wrong value. -h/--help prints `usage` to stdout.
+// Returns nullopt when every argument was taken, else the exit status the command returns:
+// 0 after help, 2 after a usage error (printed as above).
+std::optional<int> read_arguments(const std::vector<std::string>& args, std::string_view command,
+                                  std::string_view usage,
+                                  const std::function<bool(ArgumentReader&)>& take);
+
+// The options of every command that runs kernels: --host (a comma list, or repeated), --hosts,
+// --python, --timeout, --store and, when `use_cache` is given, --no-cache. False for any other.
+bool take_host_option(ArgumentReader& reader, HostOptions& options, bool* use_cache = nullptr);
+
+// Stores the one positional argument a command takes; a second one is a usage error that
+// names `what` ("one FILE[::KERNEL] at a time").
+void take_single_positional(const ArgumentReader& reader, std::string& slot,
+                            const std::string& what);
+
+}  // namespace mk::cli
