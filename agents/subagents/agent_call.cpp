@@ -67,4 +67,11 @@ void call_with_one_retry(llm::Client& client, const llm::ChatRequest& request,
   }
 }
 
+void ask_agent(llm::Client& client, const AgentContext& context, const AgentPrompt& prompt,
+               const std::function<void(const std::string&)>& parse, AgentOutcome& outcome,
+               const llm::CancelFlag& cancelled) {
+  outcome.prompt_version = prompt_template(prompt.agent).version;
+  call_with_one_retry(client, build_request(prompt, context), parse, outcome, cancelled);
+}
+
 }  // namespace mk::agents

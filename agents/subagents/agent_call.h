@@ -41,4 +41,10 @@ void call_with_one_retry(llm::Client& client, const llm::ChatRequest& request,
                          const std::function<void(const std::string&)>& parse,
                          AgentOutcome& outcome, const llm::CancelFlag& cancelled = {});
 
+// What every sub-agent call does: records the template's version in `outcome`, builds the request
+// from `prompt` and `context`, and sends it with one retry.
+void ask_agent(llm::Client& client, const AgentContext& context, const AgentPrompt& prompt,
+               const std::function<void(const std::string&)>& parse, AgentOutcome& outcome,
+               const llm::CancelFlag& cancelled = {});
+
 }  // namespace mk::agents

@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "agents/prompts/prompt_templates.h"
 #include "agents/subagents/subagents.h"
 
 namespace mk::agents {
@@ -41,9 +40,8 @@ TuningSpace tuning_space(llm::Client* client, const AgentContext& context,
                         {"metrics", metrics.empty() ? "(none)" : metrics},
                         {"max_values", std::to_string(kMaxExtraValues)}},
                        1024};
-    result.prompt_version = prompt_template(prompt.agent).version;
-    call_with_one_retry(
-        *client, build_request(prompt, context),
+    ask_agent(
+        *client, context, prompt,
         [&](const std::string& answer) {
           extra = parse_extra_values_answer(answer, names, kMaxExtraValues);
         },

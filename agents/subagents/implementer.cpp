@@ -1,36 +1,47 @@
 // Implementer and Debugger: answers that are whole Python files.
 #include <stdexcept>
 
-#include "agents/prompts/prompt_templates.h"
+#include "agents/subagents/reference_prompt.h"
 #include "agents/subagents/subagents.h"
 
 namespace mk::agents {
 
 namespace {
 
-std::string describe(const Strategy& s) {
-  return s.name + ": " + s.why + " Expected effect: " + s.expected_effect;
-}
-
-}  // namespace
-
-Code implement(llm::Client& client, const AgentContext& context, const Plan& plan,
-               size_t strategy_index, const llm::CancelFlag& cancelled) {
+// The plan's strategy `strategy_index` implemented through the template `agent`, whose "plan"
+// placeholder gets the strategy; `extras` are the template's other values.
+Code implement_with(llm::Client& client, const AgentContext& context, const Plan& plan,
+                    size_t strategy_index, const std::string& agent,
+                    std::map<std::string, std::string> extras, const llm::CancelFlag& cancelled) {
   Code result;
   if (strategy_index >= plan.strategies.size()) {
     result.error = "the plan has no strategy " + std::to_string(strategy_index) + " (it has " +
                    std::to_string(plan.strategies.size()) + ")";
     return result;
   }
-  const Strategy& strategy = plan.strategies[strategy_index];
-  result.strategy = strategy.name;
-  AgentPrompt prompt{"implementer", {{"plan", describe(strategy)}}, 8192};
-  result.prompt_version = prompt_template(prompt.agent).version;
-  call_with_one_retry(
-      client, build_request(prompt, context),
+  const Strategy& s = plan.strategies[strategy_index];
+  result.strategy = s.name;
+  extras["plan"] = s.name + ": " + s.why + " Expected effect: " + s.expected_effect;
+  ask_agent(
+      client, context, {agent, std::move(extras), 8192},
       [&](const std::string& answer) { result.source = parse_python_file_answer(answer); }, result,
       cancelled);
   return result;
+}
+
+}  // namespace
+
+Code implement(llm::Client& client, const AgentContext& context, const Plan& plan,
+               size_t strategy_index, const llm::CancelFlag& cancelled) {
+  return implement_with(client, context, plan, strategy_index, "implementer", {}, cancelled);
+}
+
+// With no kernel yet: the context's kernel_source is the task's plain JAX reference.
+Code implement_from_reference(llm::Client& client, const AgentContext& context,
+                              const ReferenceStart& start, const Plan& plan, size_t strategy_index,
+                              const llm::CancelFlag& cancelled) {
+  return implement_with(client, context, plan, strategy_index, "implementer_from_reference",
+                        reference_prompt_values(start), cancelled);
 }
 
 Code debug(llm::Client& client, const AgentContext& context, const Code& failing,
@@ -49,9 +60,8 @@ Code debug(llm::Client& client, const AgentContext& context, const Code& failing
                       {"attempt", std::to_string(attempt)},
                       {"max_attempts", std::to_string(max_attempts)}},
                      8192};
-  result.prompt_version = prompt_template(prompt.agent).version;
-  call_with_one_retry(
-      client, build_request(prompt, context),
+  ask_agent(
+      client, context, prompt,
       [&](const std::string& answer) {
         std::string fixed = parse_python_file_answer(answer);
         if (fixed == failing.source) {

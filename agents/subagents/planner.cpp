@@ -1,28 +1,41 @@
 // Planner and ProfileAnalyst: JSON answers about what to try next.
 #include "agents/subagents/subagents.h"
 
-#include "agents/prompts/prompt_templates.h"
+#include "agents/subagents/reference_prompt.h"
 
 namespace mk::agents {
 
-Plan plan(llm::Client& client, const AgentContext& context, const llm::CancelFlag& cancelled) {
+namespace {
+
+Plan plan_with(llm::Client& client, const AgentContext& context, AgentPrompt prompt,
+               const llm::CancelFlag& cancelled) {
   Plan result;
-  AgentPrompt prompt{"planner", {}, 2048};
-  result.prompt_version = prompt_template(prompt.agent).version;
-  call_with_one_retry(
-      client, build_request(prompt, context),
+  ask_agent(
+      client, context, prompt,
       [&](const std::string& answer) { result.strategies = parse_plan_answer(answer); }, result,
       cancelled);
   return result;
 }
 
+}  // namespace
+
+Plan plan(llm::Client& client, const AgentContext& context, const llm::CancelFlag& cancelled) {
+  return plan_with(client, context, {"planner", {}, 2048}, cancelled);
+}
+
+// With no kernel yet: the context's kernel_source is the task's plain JAX reference.
+Plan plan_from_reference(llm::Client& client, const AgentContext& context,
+                         const ReferenceStart& start, const llm::CancelFlag& cancelled) {
+  return plan_with(client, context,
+                   {"planner_from_reference", reference_prompt_values(start), 2048}, cancelled);
+}
+
 ProfileAnalysis analyze_profile(llm::Client& client, const AgentContext& context,
                                 const std::string& metrics, const llm::CancelFlag& cancelled) {
   ProfileAnalysis result;
-  AgentPrompt prompt{"profile_analyst", {{"metrics", metrics.empty() ? "(none)" : metrics}}, 2048};
-  result.prompt_version = prompt_template(prompt.agent).version;
-  call_with_one_retry(
-      client, build_request(prompt, context),
+  ask_agent(
+      client, context,
+      {"profile_analyst", {{"metrics", metrics.empty() ? "(none)" : metrics}}, 2048},
       [&](const std::string& answer) { result.analysis = parse_analysis_answer(answer); }, result,
       cancelled);
   return result;

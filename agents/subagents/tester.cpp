@@ -1,5 +1,4 @@
 // Tester: extra input shapes, nothing else.
-#include "agents/prompts/prompt_templates.h"
 #include "agents/subagents/subagents.h"
 
 namespace mk::agents {
@@ -7,10 +6,8 @@ namespace mk::agents {
 ExtraCases extra_test_cases(llm::Client& client, const AgentContext& context, size_t max_shapes,
                             const llm::CancelFlag& cancelled) {
   ExtraCases result;
-  AgentPrompt prompt{"tester", {{"max_shapes", std::to_string(max_shapes)}}, 1024};
-  result.prompt_version = prompt_template(prompt.agent).version;
-  call_with_one_retry(
-      client, build_request(prompt, context),
+  ask_agent(
+      client, context, {"tester", {{"max_shapes", std::to_string(max_shapes)}}, 1024},
       [&](const std::string& answer) { result.shapes = parse_shapes_answer(answer, max_shapes); },
       result, cancelled);
   return result;
