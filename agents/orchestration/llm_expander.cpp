@@ -107,37 +107,46 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
   return out;
 }
 
-std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
-  if (request.parent_is_reference) return write_from_reference(request, {});
+AgentContext LlmExpander::context_for(const ExpansionRequest& request,
+                                      const std::string& history_label) const {
   AgentContext context;
   context.kernel_source = request.parent_code;
   context.kernel_name = request.kernel_name;
   context.task_summary = options_.task_summary;
   context.target_facts = options_.target_facts;
   context.token_budget = options_.token_budget;
-  if (options_.retrieve) context.knowledge = options_.retrieve(request.parent_code, "");
   if (!request.history.empty()) {
     Attempt history;
-    history.strategy = "the path to this kernel";
+    history.strategy = history_label;
     history.metrics = request.history;
     context.attempts.push_back(history);
   }
+  return context;
+}
 
-  llm::Usage spent;
-  std::vector<Proposal> out = accounted(request, spent, [&] {
-    const Plan the_plan = plan(client_, context, request.cancelled);
+std::vector<Proposal> LlmExpander::plan_and_implement(
+    const ExpansionRequest& request, const AgentContext& context, const std::string& planner,
+    const std::function<Plan()>& make_plan, const Implement& implement, llm::Usage& spent) {
+  return accounted(request, spent, [&] {
+    const Plan the_plan = make_plan();
     spent = the_plan.usage;
     if (!the_plan.ok()) {
-      spdlog::warn("planner: {}", the_plan.error);
+      spdlog::warn("{}: {}", planner, the_plan.error);
       return std::vector<Proposal>();
     }
-    return implement_plan(
-        request, context, the_plan,
-        [&](const Plan& p, size_t i) {
-          return implement(client_, context, p, i, request.cancelled);
-        },
-        spent);
+    return implement_plan(request, context, the_plan, implement, spent);
   });
+}
+
+std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
+  if (request.parent_is_reference) return write_from_reference(request, {});
+  AgentContext context = context_for(request, "the path to this kernel");
+  if (options_.retrieve) context.knowledge = options_.retrieve(request.parent_code, "");
+  llm::Usage spent;
+  std::vector<Proposal> out = plan_and_implement(
+      request, context, "planner", [&] { return plan(client_, context, request.cancelled); },
+      [&](const Plan& p, size_t i) { return implement(client_, context, p, i, request.cancelled); },
+      spent);
   if (out.empty() && options_.fall_back_to_rules) {
     spdlog::info("LLM expansion gave nothing new; using the rule-based expander");
     out = rules_.expand(request);
@@ -149,12 +158,7 @@ std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
 std::vector<Proposal> LlmExpander::write_from_reference(
     const ExpansionRequest& request, const std::vector<Proposal>& start_kernels) {
   // The context's source is the task's file: the reference and the inputs it is called with.
-  AgentContext context;
-  context.kernel_source = request.parent_code;
-  context.kernel_name = request.kernel_name;
-  context.task_summary = options_.task_summary;
-  context.target_facts = options_.target_facts;
-  context.token_budget = options_.token_budget;
+  AgentContext context = context_for(request, "the search so far");
   ReferenceStart start;
   start.entry_point = entry_point_of(options_.task_summary, request.kernel_name);
   for (const Proposal& k : start_kernels) {
@@ -165,28 +169,14 @@ std::vector<Proposal> LlmExpander::write_from_reference(
   if (options_.retrieve)
     context.knowledge = options_.retrieve(
         start_kernels.empty() ? request.parent_code : start_kernels.front().code, "");
-  if (!request.history.empty()) {
-    Attempt history;
-    history.strategy = "the search so far";
-    history.metrics = request.history;
-    context.attempts.push_back(history);
-  }
-
   llm::Usage spent;
-  std::vector<Proposal> out = accounted(request, spent, [&] {
-    const Plan the_plan = plan_from_reference(client_, context, start, request.cancelled);
-    spent = the_plan.usage;
-    if (!the_plan.ok()) {
-      spdlog::warn("planner (from the reference): {}", the_plan.error);
-      return std::vector<Proposal>();
-    }
-    return implement_plan(
-        request, context, the_plan,
-        [&](const Plan& p, size_t i) {
-          return implement_from_reference(client_, context, start, p, i, request.cancelled);
-        },
-        spent);
-  });
+  std::vector<Proposal> out = plan_and_implement(
+      request, context, "planner (from the reference)",
+      [&] { return plan_from_reference(client_, context, start, request.cancelled); },
+      [&](const Plan& p, size_t i) {
+        return implement_from_reference(client_, context, start, p, i, request.cancelled);
+      },
+      spent);
   if (out.empty()) spdlog::info("the LLM wrote no new kernel from the reference");
   charge(request, out, spent);
   return out;

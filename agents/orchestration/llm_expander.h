@@ -57,6 +57,15 @@ class LlmExpander : public Expander {
   std::vector<Proposal> implement_plan(const ExpansionRequest& request, const AgentContext& context,
                                        const Plan& plan, const Implement& implement,
                                        llm::Usage& spent);
+  // The context every call shares: the parent's source, the task, the target, and the search's
+  // history under `history_label`.
+  AgentContext context_for(const ExpansionRequest& request, const std::string& history_label) const;
+  // `make_plan`, then implement_plan, with the usage accounted whatever happens; `planner` names
+  // the planner in the warning when the plan is unusable.
+  std::vector<Proposal> plan_and_implement(const ExpansionRequest& request,
+                                           const AgentContext& context, const std::string& planner,
+                                           const std::function<Plan()>& make_plan,
+                                           const Implement& implement, llm::Usage& spent);
 
   llm::Client& client_;
   LlmExpanderOptions options_;
