@@ -36,6 +36,28 @@ local function client_or_error(bufnr)
 end
 
 -- Asks the server for the buffer's code lenses (fresh, not the display cache).
+-- The buffer (nil or 0: the current one) and its MaxKernel client, nil after an error message.
+local function buffer_client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  return bufnr, client_or_error(bufnr)
+end
+
+-- workspace/executeCommand: an error is shown, `on_ok(result)` (optional) runs on success and
+-- `on_reply(err, result)` (optional) runs last either way.
+local function execute(client, bufnr, command, arguments, on_ok, on_reply)
+  local params = { command = command, arguments = arguments }
+  compat.request(client, "workspace/executeCommand", params, function(err, result)
+    if err then
+      notify_error(string.format("%s failed: %s", command, tostring(err.message)))
+    elseif on_ok then
+      on_ok(result)
+    end
+    if on_reply then
+      on_reply(err, result)
+    end
+  end, bufnr)
+end
+
 function M.lenses(client, bufnr, timeout_ms)
   local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
   local response, err = compat.request_sync(client, "textDocument/codeLens", params, timeout_ms or 5000, bufnr)
@@ -94,8 +116,8 @@ end
 
 -- Runs `entry` on the kernel at the cursor of `bufnr`; `on_reply(err, result)` is optional.
 function M.run(entry, bufnr, on_reply)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client = client_or_error(bufnr)
+  local client
+  bufnr, client = buffer_client(bufnr)
   if not client then
     return false
   end
@@ -114,17 +136,9 @@ function M.run(entry, bufnr, on_reply)
   if entry.command == "maxkernel.cancelJob" then
     return M.cancel(client, bufnr, arg, on_reply)
   end
-  local params = { command = entry.command, arguments = { arg } }
-  compat.request(client, "workspace/executeCommand", params, function(request_err, result)
-    if request_err then
-      notify_error(string.format("%s failed: %s", entry.command, tostring(request_err.message)))
-    else
-      describe_reply(entry, result, arg)
-    end
-    if on_reply then
-      on_reply(request_err, result)
-    end
-  end, bufnr)
+  execute(client, bufnr, entry.command, { arg }, function(result)
+    describe_reply(entry, result, arg)
+  end, on_reply)
   return true
 end
 
@@ -150,14 +164,7 @@ function M.cancel(client, bufnr, arg, on_reply)
   end
   if server_offers(client, "maxkernel.cancelJob") then
     arg.job = job_id
-    compat.request(client, "workspace/executeCommand", { command = "maxkernel.cancelJob", arguments = { arg } }, function(err, result)
-      if err then
-        notify_error("maxkernel.cancelJob failed: " .. tostring(err.message))
-      end
-      if on_reply then
-        on_reply(err, result)
-      end
-    end, bufnr)
+    execute(client, bufnr, "maxkernel.cancelJob", { arg }, nil, on_reply)
     return true
   end
   compat.notify(client, "window/workDoneProgress/cancel", { token = jobs[job_id].token })
@@ -171,8 +178,8 @@ end
 -- :MaxKernelSessions: lists HITL sessions (request maxkernel/sessions) and resumes the chosen
 -- one with maxkernel.optimizeStepByStep {session = id}.
 function M.sessions(bufnr, on_reply)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client = client_or_error(bufnr)
+  local client
+  bufnr, client = buffer_client(bufnr)
   if not client then
     return false
   end
@@ -202,17 +209,7 @@ function M.sessions(bufnr, on_reply)
       if not choice then
         return
       end
-      compat.request(client, "workspace/executeCommand", {
-        command = "maxkernel.optimizeStepByStep",
-        arguments = { { session = choice.id, uri = choice.uri } },
-      }, function(run_err, run_result)
-        if run_err then
-          notify_error("resuming session failed: " .. tostring(run_err.message))
-        end
-        if on_reply then
-          on_reply(run_err, run_result)
-        end
-      end, bufnr)
+      execute(client, bufnr, "maxkernel.optimizeStepByStep", { { session = choice.id, uri = choice.uri } }, nil, on_reply)
     end)
   end, bufnr)
   return true
@@ -222,23 +219,17 @@ end
 -- (maxkernel.writeKernel {uri}) on a buffer that defines a task with no pallas_call yet. The
 -- server writes the kernel in the background and proposes it as an edit (maxkernel.edits).
 function M.write_kernel(bufnr, on_reply)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client = client_or_error(bufnr)
+  local client
+  bufnr, client = buffer_client(bufnr)
   if not client then
     return false
   end
-  local params = { command = "maxkernel.writeKernel", arguments = { { uri = vim.uri_from_bufnr(bufnr) } } }
-  compat.request(client, "workspace/executeCommand", params, function(err, result)
-    if err then
-      notify_error("maxkernel.writeKernel failed: " .. tostring(err.message))
-    elseif type(result) == "table" and result.status == "started" then
+  execute(client, bufnr, "maxkernel.writeKernel", { { uri = vim.uri_from_bufnr(bufnr) } }, function(result)
+    if type(result) == "table" and result.status == "started" then
       vim.notify("MaxKernel: writing a Pallas kernel (" .. tostring(result.job) .. "); the edit is proposed when it is ready",
         vim.log.levels.INFO)
     end
-    if on_reply then
-      on_reply(err, result)
-    end
-  end, bufnr)
+  end, on_reply)
   return true
 end
 

@@ -22,25 +22,23 @@ function M.clients(bufnr, name)
 end
 
 -- 0.11 made request/notify methods (client:request); earlier versions take a plain call.
-function M.request(client, method, params, handler, bufnr)
+local function call(client, name, ...)
   if M.has_011 then
-    return client:request(method, params, handler, bufnr)
+    return client[name](client, ...)
   end
-  return client.request(method, params, handler, bufnr)
+  return client[name](...)
+end
+
+function M.request(client, method, params, handler, bufnr)
+  return call(client, "request", method, params, handler, bufnr)
 end
 
 function M.request_sync(client, method, params, timeout_ms, bufnr)
-  if M.has_011 then
-    return client:request_sync(method, params, timeout_ms, bufnr)
-  end
-  return client.request_sync(method, params, timeout_ms, bufnr)
+  return call(client, "request_sync", method, params, timeout_ms, bufnr)
 end
 
 function M.notify(client, method, params)
-  if M.has_011 then
-    return client:notify(method, params)
-  end
-  return client.notify(method, params)
+  return call(client, "notify", method, params)
 end
 
 -- Searches upward from `path` for any of `markers`; returns the folder holding it, or nil.

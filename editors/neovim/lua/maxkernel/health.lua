@@ -2,31 +2,16 @@
 -- host, and whether each configured host answers. vim.health on 0.10+, health#report_* on 0.7.
 local M = {}
 
-local report
-if vim.health and vim.health.start then
-  report = {
-    start = vim.health.start,
-    ok = vim.health.ok,
-    warn = vim.health.warn,
-    error = vim.health.error,
-    info = vim.health.info,
-  }
-elseif vim.health and vim.health.report_start then
-  report = {
-    start = vim.health.report_start,
-    ok = vim.health.report_ok,
-    warn = vim.health.report_warn,
-    error = vim.health.report_error,
-    info = vim.health.report_info,
-  }
-else
-  report = {
-    start = vim.fn["health#report_start"],
-    ok = vim.fn["health#report_ok"],
-    warn = vim.fn["health#report_warn"],
-    error = vim.fn["health#report_error"],
-    info = vim.fn["health#report_info"],
-  }
+-- The reporting functions under their 0.10 names, whichever API this Neovim has.
+local report = {}
+for _, name in ipairs({ "start", "ok", "warn", "error", "info" }) do
+  if vim.health and vim.health.start then
+    report[name] = vim.health[name]
+  elseif vim.health and vim.health.report_start then
+    report[name] = vim.health["report_" .. name]
+  else
+    report[name] = vim.fn["health#report_" .. name]
+  end
 end
 
 -- Runs argv with a time limit; returns exit code (-1 on timeout or failure to start) and output.
