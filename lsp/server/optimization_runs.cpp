@@ -87,7 +87,6 @@ OptimizationResult summarise(const agents::RunRecord& run,
 }
 
 // One edit that turns `before` into `after`, trimmed to the lines that differ.
-// The smallest whole-line replacement that turns the document into `after`.
 TextEdit minimal_edit(const text::TextDocument& doc, const std::string& after) {
   const std::string& before = doc.text();
   size_t prefix = 0;
