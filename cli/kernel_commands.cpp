@@ -1,6 +1,7 @@
 #include "cli/kernel_commands.h"
 
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -8,10 +9,10 @@
 #include "cli/argument_reader.h"
 #include "cli/host_session.h"
 #include "cli/source_file.h"
+#include "service/kernel_checks.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
-#include "tpu/jobs/predictions.h"
 
 namespace mk::cli {
 
@@ -35,93 +36,86 @@ constexpr const char* kKernelUsage =
     "Exit status: 0 success (lowered / correct), 1 the kernel failed (lowering error, wrong\n"
     "result), 2 bad usage or no task, 3 the host failed (unreachable, crashed, timed out).\n";
 
-void print_error(const json& body, const std::string& file) {
-  const json& e = body.value("error", json::object());
-  std::cout << "error (" << e.value("kind", std::string("?"))
-            << "): " << e.value("message", std::string()) << "\n";
-  for (const auto& loc : e.value("locations", json::array())) {
-    std::cout << "  " << file << ":" << loc.value("line", 0) << ":" << loc.value("column", 0)
-              << ": " << loc.value("message", std::string()) << "\n";
-  }
+void print_locations(const service::KernelCheck& c, const std::string& file) {
+  for (const service::SourceLocation& loc : c.locations)
+    std::cout << "  " << file << ":" << loc.line << ":" << loc.column << ": " << loc.message
+              << "\n";
 }
 
-void print_lower(const json& b, const std::string& file) {
-  if (!b.value("ok", false)) return print_error(b, file);
-  std::cout << "lowered for " << b.value("lowered_for", std::string("?")) << ": "
-            << b.value("num_pallas_calls", 0) << " pallas_call(s)\n";
-  for (const auto& call : b.value("pallas_calls", json::array())) {
-    std::cout << "  " << call.value("kernel", std::string("?")) << "  grid "
-              << call.value("grid", json::array()).dump() << "  VMEM/step "
-              << call.value("vmem_bytes_per_step", json()).dump() << " B\n";
-    for (const auto& op : call.value("operands", json::array())) {
-      std::cout << "    " << op.value("role", std::string("")) << " block "
-                << op.value("block_shape", json()).dump() << " of "
-                << op.value("array_shape", json()).dump() << " "
-                << op.value("dtype", std::string("")) << "\n";
+void print_error(const service::KernelCheck& c, const std::string& file) {
+  std::cout << "error (" << (c.error_kind.empty() ? "?" : c.error_kind) << "): " << c.error_message
+            << "\n";
+  print_locations(c, file);
+}
+
+void print_lower(const service::KernelCheck& c, const std::string& file) {
+  if (c.verdict != service::Verdict::Passed) return print_error(c, file);
+  std::cout << "lowered for " << c.lowered_for << ": " << c.num_pallas_calls << " pallas_call(s)\n";
+  for (const service::LoweredCall& call : c.lowered) {
+    std::cout << "  " << call.kernel << "  grid " << call.grid << "  VMEM/step "
+              << call.vmem_bytes_text << " B\n";
+    for (const service::LoweredOperand& op : call.operands) {
+      std::cout << "    " << op.role << " block " << op.block_shape << " of " << op.array_shape
+                << " " << op.dtype << "\n";
     }
   }
-  if (b.contains("cost")) std::cout << "  cost: " << b["cost"].dump() << "\n";
+  if (!c.cost.empty()) std::cout << "  cost: " << c.cost << "\n";
 }
 
-void print_test(const json& b, const std::string& file, bool from_cache) {
-  if (!b.value("ok", false)) return print_error(b, file);
-  const bool correct = b.value("correct", false);
-  std::cout << (correct ? "correct" : "WRONG") << (from_cache ? " (from the evaluation cache)" : "")
-            << "\n";
-  std::cout << "  seeds: " << b.value("seeds", json::array()).dump() << ", both run orders\n";
-  if (!correct && b.contains("failure") && b["failure"].is_object()) {
-    std::cout << "  failure (" << b["failure"].value("kind", std::string("?"))
-              << "): " << b["failure"].value("message", std::string()) << "\n";
+void print_timing(const char* who, const service::TimingStats& s) {
+  std::cout << "  " << who << ": " << analysis::format_seconds(s.median_s) << " median (p10 "
+            << analysis::format_seconds(s.p10_s) << ", p90 " << analysis::format_seconds(s.p90_s)
+            << ", " << s.runs << " runs)\n";
+}
+
+void print_test(const service::KernelCheck& c, const std::string& file) {
+  if (c.verdict == service::Verdict::Failed) return print_error(c, file);
+  const bool correct = c.verdict == service::Verdict::Passed;
+  std::cout << (correct ? "correct" : "WRONG")
+            << (c.from_cache ? " (from the evaluation cache)" : "") << "\n";
+  std::string seeds;
+  for (const std::string& seed : c.seeds) seeds += (seeds.empty() ? "" : ",") + seed;
+  std::cout << "  seeds: [" << seeds << "], both run orders\n";
+  if (!correct) {
+    std::cout << "  failure (" << (c.error_kind.empty() ? "?" : c.error_kind)
+              << "): " << c.error_message << "\n";
+    print_locations(c, file);  // the lines a work verdict names, as the editor shows them
   }
-  if (b.contains("timing") && b["timing"].is_object()) {
-    const json& t = b["timing"];
-    const std::string kind = t.value("time_kind", b.value("time_kind", std::string("?")));
-    auto line = [&](const char* who) {
-      if (!t.contains(who)) return;
-      const json& s = t[who];
-      std::cout << "  " << who << ": " << analysis::format_seconds(s.value("median_s", 0.0))
-                << " median (p10 " << analysis::format_seconds(s.value("p10_s", 0.0)) << ", p90 "
-                << analysis::format_seconds(s.value("p90_s", 0.0)) << ", " << s.value("runs", 0)
-                << " runs)\n";
-    };
-    line("candidate");
-    line("reference");
-    if (kind == "interpret") {
+  if (c.timing) {
+    print_timing("candidate", c.timing->candidate);
+    if (c.timing->reference) print_timing("reference", *c.timing->reference);
+    if (c.timing->time_kind == "interpret") {
       std::cout
           << "  time kind: interpret (Pallas interpret mode on the CPU: correctness is real, the "
              "time is not a kernel speedup)\n";
-    } else if (b.contains("speedup") && b["speedup"].is_number()) {
-      std::cout << "  speedup vs reference: " << b["speedup"].get<double>() << "x (" << kind
+    } else if (c.speedup) {
+      std::cout << "  speedup vs reference: " << *c.speedup << "x (" << c.timing->time_kind
                 << " time)\n";
     }
   }
 }
 
-void print_predictions(const json& predictions) {
-  for (const json& p : predictions) {
-    if (p.contains("unavailable")) {
-      std::cout << "  " << p.value("kernel", std::string("?")) << ": no prediction ("
-                << p["unavailable"].get<std::string>() << ")\n";
+void print_predictions(const std::vector<service::Prediction>& predictions) {
+  for (const service::Prediction& p : predictions) {
+    if (!p.unavailable.empty()) {
+      std::cout << "  " << p.kernel << ": no prediction (" << p.unavailable << ")\n";
       continue;
     }
     char line[256];
     std::snprintf(
         line, sizeof line,
         "  %s: %s %s, %s-bound (compute %s, HBM %s, grid overhead %s; %.3g FLOP/B vs ridge %.3g)\n",
-        p.value("kernel", std::string("?")).c_str(),
-        analysis::format_seconds(p["predicted_s"].get<double>()).c_str(),
-        p["label"].get<std::string>().c_str(), p["bound"].get<std::string>().c_str(),
-        analysis::format_seconds(p["compute_s"].get<double>()).c_str(),
-        analysis::format_seconds(p["memory_s"].get<double>()).c_str(),
-        analysis::format_seconds(p["overhead_s"].get<double>()).c_str(),
-        p["arithmetic_intensity"].get<double>(), p["ridge_intensity"].get<double>());
+        p.kernel.c_str(), analysis::format_seconds(p.predicted_s).c_str(), p.label.c_str(),
+        p.bound.c_str(), analysis::format_seconds(p.compute_s).c_str(),
+        analysis::format_seconds(p.memory_s).c_str(),
+        analysis::format_seconds(p.overhead_s).c_str(), p.arithmetic_intensity, p.ridge_intensity);
     std::cout << line;
   }
 }
 
-void print_profile(const json& b, const std::string& file) {
-  if (!b.value("ok", false)) return print_error(b, file);
-  std::cout << b.dump(2) << "\n";
+void print_profile(const service::KernelCheck& c, const std::string& file) {
+  if (c.verdict != service::Verdict::Passed) return print_error(c, file);
+  std::cout << c.reply_body.dump(2) << "\n";  // the profile's whole summary, as the worker wrote it
 }
 
 }  // namespace
@@ -197,53 +191,42 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     std::cerr << "maxkernel " << command << ": " << error << "\n";
     return no_host_answered ? 3 : 2;
   }
-  tpu::KernelJobs& jobs = *session->jobs;
-  tpu::JobResult result = command == "lower"  ? jobs.lower(request)
-                          : command == "test" ? jobs.test(request, use_cache)
-                                              : jobs.profile(request);
-  // The host that ran it (of several, the one the pool chose); a cache hit names the pool.
-  const std::string host_name = result.host.empty() ? session->host->name() : result.host;
+  const service::KernelOp op = command == "lower"  ? service::KernelOp::Lower
+                               : command == "test" ? service::KernelOp::Test
+                                                   : service::KernelOp::Profile;
+  service::KernelCheckOptions options;
+  options.use_cache = use_cache;
+  options.target = generation;
+  const service::KernelCheck check =
+      service::run_kernel_check(op, *session->host, session->store.get(), request, options);
   session.reset();
 
-  const tpu::WorkerReply& reply = result.reply;
-  const bool infrastructure_failure = reply.status != tpu::WorkerReply::Status::Ok &&
-                                      reply.status != tpu::WorkerReply::Status::Failed;
+  const bool host_failed =
+      check.verdict == service::Verdict::NotRun || check.verdict == service::Verdict::Cancelled;
   if (format == "json") {
-    json out = {{"command", command},
-                {"file", request.file.string()},
-                {"host", host_name},
-                {"status", tpu::to_string(reply.status)},
-                {"from_cache", result.from_cache},
-                {"result", reply.body}};
-    if (!reply.message.empty()) out["message"] = reply.message;
-    if (command == "lower" && reply.body.contains("pallas_calls")) {
-      out["predicted"] = tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation,
-                                                   reply.body.value("cost", json()));
-    }
-    if (infrastructure_failure) out["stderr_tail"] = reply.stderr_tail;
+    json out = {
+        {"command", command},     {"file", request.file.string()},  {"host", check.host},
+        {"status", check.status}, {"from_cache", check.from_cache}, {"result", check.reply_body}};
+    if (!check.message.empty()) out["message"] = check.message;
+    if (op == service::KernelOp::Lower && check.lists_calls) out["predicted"] = check.predicted;
+    if (host_failed) out["stderr_tail"] = check.stderr_tail;
     std::cout << out.dump(2) << "\n";
-  } else if (infrastructure_failure) {
-    std::cout << "host " << host_name << ": " << tpu::to_string(reply.status) << ": "
-              << reply.message << "\n";
-    if (!reply.stderr_tail.empty())
-      std::cout << "worker stderr (last lines):\n" << reply.stderr_tail;
+  } else if (host_failed) {
+    std::cout << "host " << check.host << ": " << check.status << ": " << check.message << "\n";
+    if (!check.stderr_tail.empty())
+      std::cout << "worker stderr (last lines):\n" << check.stderr_tail;
   } else {
     std::cout << request.file.filename().string() << (request.kernel ? "::" + *request.kernel : "")
-              << " on " << host_name << "\n";
-    if (command == "lower") {
-      print_lower(reply.body, request.file.string());
-      if (reply.body.contains("pallas_calls")) {
-        print_predictions(tpu::predict_pallas_calls(reply.body["pallas_calls"], *generation,
-                                                    reply.body.value("cost", json())));
-      }
+              << " on " << check.host << "\n";
+    if (op == service::KernelOp::Lower) {
+      print_lower(check, request.file.string());
+      print_predictions(check.predictions);
     }
-    if (command == "test") print_test(reply.body, request.file.string(), result.from_cache);
-    if (command == "profile") print_profile(reply.body, request.file.string());
+    if (op == service::KernelOp::Test) print_test(check, request.file.string());
+    if (op == service::KernelOp::Profile) print_profile(check, request.file.string());
   }
-  if (infrastructure_failure) return 3;
-  if (!reply.body.value("ok", false)) return 1;
-  if (command == "test" && !reply.body.value("correct", false)) return 1;
-  return 0;
+  if (host_failed) return 3;
+  return check.verdict == service::Verdict::Passed ? 0 : 1;
 }
 
 }  // namespace mk::cli

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The layering table of ARCHITECTURE.md as a check: every C++ file of a layer may include only
 the project folders its row allows, the source engine never sees JSON, knowledge keeps nlohmann
-inside its .cpp files, and nothing outside lsp/ (tests aside) includes lsp/. A product folder
-with no row fails too, so a new folder cannot slip past the table.
+inside its .cpp files, and nothing outside lsp/ (tests aside; service/ and cli/ included) includes
+lsp/. A product folder with no row fails too, so a new folder cannot slip past the table.
 
 Usage: scripts/check_layers.py [ROOT]   (exit 1 and one line per violation)
 """

@@ -27,7 +27,12 @@ std::string seconds_text(double s) {
 
 Finding line_finding(int line, Severity severity, const std::string& code,
                      const std::string& message) {
-  return {line, severity, code, message};
+  Finding f;
+  f.line = line;
+  f.severity = severity;
+  f.code = code;
+  f.message = message;
+  return f;
 }
 
 // The 0-based line of the named kernel's pallas_call in `code` (0 when not found).

@@ -247,7 +247,7 @@ json HitlRuns::diagnostics(const OpenDocument& doc) const {
   json out = json::array();
   auto it = diagnostics_.find(doc.text.uri());
   if (it == diagnostics_.end() || it->second.first != doc.text.version()) return out;
-  for (const service::Finding& f : it->second.second) out.push_back(to_lsp_diagnostic(f));
+  for (const service::Finding& f : it->second.second) out.push_back(to_lsp_diagnostic(doc.text, f));
   return out;
 }
 
@@ -502,16 +502,11 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
   }
   save(s);
   const std::string& text = doc->text.text();
-  const json range = to_range(doc->text, pallas::Span{0, static_cast<uint32_t>(text.size())});
   const std::string title = "MaxKernel: " + s.phase + " (" + s.kernel + ")";
-  json edit = {{"documentChanges",
-                json::array({{{"textDocument", {{"uri", s.uri}, {"version", s.doc_version}}},
-                              {"edits", json::array({{{"range", range},
-                                                      {"newText", s.proposed},
-                                                      {"annotationId", "maxkernel.hitl"}}})}}})},
-               {"changeAnnotations",
-                {{"maxkernel.hitl",
-                  {{"label", title}, {"needsConfirmation", true}, {"description", label}}}}}};
+  const EditAnnotation annotation{"maxkernel.hitl", title, label};
+  json edit = to_workspace_edit(
+      {{s.uri, s.doc_version, false, {text_edit(doc->text, 0, text.size(), s.proposed)}}},
+      /*document_changes=*/true, &annotation);
   const std::string id = s.id;
   outgoing_.send(
       "workspace/applyEdit", {{"label", title}, {"edit", std::move(edit)}},

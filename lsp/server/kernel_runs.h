@@ -17,7 +17,9 @@
 #include "lsp/server/background.h"
 #include "lsp/server/document_store.h"
 #include "lsp/server/progress.h"
+#include "service/finding.h"
 #include "service/hosts.h"
+#include "service/kernel_checks.h"
 #include "tpu/host/host_pool.h"
 
 namespace mk::server {
@@ -35,10 +37,9 @@ struct KernelResult {
   std::string kernel_name;
   std::string site_hash;  // hash of the kernel's pallas_call text when the run started
   int64_t version = 0;
-  int severity = 3;                               // LSP DiagnosticSeverity
-  std::string message;                            // the diagnostic text
-  std::string hint;                               // inlay hint label ("" for none)
-  std::vector<nlohmann::json> extra_diagnostics;  // lowering errors on other lines
+  service::Finding verdict;                     // on the kernel's pallas_call (no message: none)
+  std::string hint;                             // inlay hint label ("" for none)
+  std::vector<service::Finding> line_findings;  // lowering errors on other lines
 };
 
 class KernelRuns {
@@ -70,13 +71,15 @@ class KernelRuns {
   std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                              const knowledge::TpuGeneration& target) const;
   size_t running() const { return jobs_.size(); }
+  // The warm hosts of the current settings, shared with other background jobs (the kernel
+  // writer): the pool outlives a settings change until its last job ends. Main loop only.
+  std::shared_ptr<tpu::HostPool> shared_host(std::string& error);
 
  private:
   struct Job {
     std::string uri, kind, kernel_name, progress;
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
-  tpu::HostPool* host(std::string& error);
   std::optional<nlohmann::json> task_for(OpenDocument& doc, std::string& reason) const;
   void finish(const std::string& job_id, const std::string& uri, KernelResult result);
 
@@ -85,13 +88,13 @@ class KernelRuns {
   HostSettings settings_;
   std::unique_ptr<knowledge::Store> store_;
   bool store_failed_ = false;
-  std::map<std::string, std::unique_ptr<tpu::HostPool>> hosts_;  // by the host setting
+  std::map<std::string, std::shared_ptr<tpu::HostPool>> hosts_;  // by the host setting
   std::map<std::string, Job> jobs_;                              // by job id
   std::map<std::string, std::map<std::string, KernelResult>>
       results_;                           // uri -> "kind:kernel" -> result
   std::map<std::string, bool> lowering_;  // uri -> a newer save arrived while lowering
-  std::map<std::string, std::pair<int64_t, nlohmann::json>>
-      lowered_;  // uri -> (version, pallas_calls)
+  std::map<std::string, std::pair<int64_t, std::vector<service::LoweredCall>>>
+      lowered_;  // uri -> (version, the lowered pallas_calls)
 
   int next_job_ = 1;
   BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go

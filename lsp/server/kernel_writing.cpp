@@ -6,8 +6,8 @@
 
 #include "knowledge/tpu_generations.h"
 #include "lsp/protocol/json_rpc.h"
+#include "lsp/server/lsp_convert.h"
 #include "service/generation.h"
-#include "service/hosts.h"
 #include "source/syntax/module_layout.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -63,13 +63,8 @@ std::optional<ReferenceDocument> reference_document(OpenDocument& doc, std::stri
   return r;
 }
 
-json position_json(const text::Utf16Position& p) {
-  return {{"line", p.line}, {"character", p.character}};
-}
-
-json insertion(const text::TextDocument& doc, size_t offset, const std::string& text) {
-  const json at = position_json(doc.position_of(offset));
-  return {{"range", {{"start", at}, {"end", at}}}, {"newText", text}};
+TextEdit insertion(const text::TextDocument& doc, size_t offset, const std::string& text) {
+  return text_edit(doc, offset, offset, text);
 }
 
 std::string unique_name(const std::set<std::string>& taken, const std::string& base) {
@@ -105,7 +100,7 @@ json KernelWriting::code_actions(OpenDocument& doc) const {
 }
 
 void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
-                            const HostSettings& hosts, const std::string& target) {
+                            const std::string& target) {
   const json& args = params.raw("arguments");
   if (!args.is_array() || args.empty() || !args[0].is_object())
     params.fail("arguments", "expected [{uri}]");
@@ -144,18 +139,20 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
                       params.optional_raw("workDoneToken"));
   progress_.report(token, "tracing the reference and matching a template");
   ++*running_;
-  pool_.submit([this, hosts, pending, entry, task = reference->task, generation, token,
+  // The warm hosts of the Test/Profile lenses, borrowed on the main loop; the job keeps them
+  // alive (a settings change meanwhile retires them only when it ends).
+  std::string host_error;
+  std::shared_ptr<tpu::HostPool> hosts = context_.borrow_hosts(host_error);
+  pool_.submit([this, hosts, host_error, pending, entry, task = reference->task, generation, token,
                 running = running_, post = context_.post]() mutable {
-    std::string error;
-    auto pool = service::open_hosts(host_choice_of(hosts), /*verify=*/false, error);
-    if (!pool) {
+    if (!hosts) {
       pending.kernel.error_kind = "host";
-      pending.kernel.error = "no host: " + error;
+      pending.kernel.error = "no host: " + host_error;
     } else {
-      tpu::KernelJobs jobs(*pool, nullptr);
+      tpu::KernelJobs jobs(*hosts, nullptr);
       pending.kernel = service::generate_kernel(jobs, pending.anchor, task, *generation, entry);
-      pool->shutdown();
     }
+    hosts.reset();  // before the main loop hears of it: nothing holds the pool past the job
     post([this, token, pending] { finish(token, pending); });
     --*running;
   });
@@ -171,7 +168,7 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
   if (!k.ok) return warn("no kernel written for `" + written.function + "`: " + k.error);
   const std::string label =
       "MaxKernel: Pallas kernel for `" + written.function + "` (" + k.kernel_class + " template)";
-  json document_changes = json::array();
+  DocumentEdits changes;
   std::string where;
   if (written.form == "infile") {
     OpenDocument* doc = context_.find_document(written.uri);
@@ -183,24 +180,21 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
     const std::string& text = doc->text.text();
     auto span = syntax::top_level_function(doc->tree, text, written.function);
     if (!span) return warn("`" + written.function + "` is no longer a top-level function");
-    json edits = json::array();
+    changes.uri = written.uri;
+    changes.version = written.version;
     std::string imports;
     for (const std::string& line : k.imports)
       if (text.find(line) == std::string::npos) imports += line + "\n";
     if (!imports.empty()) {
       const uint32_t at = syntax::end_of_imports(doc->tree, text);
-      edits.push_back(at == 0
-                          ? insertion(doc->text, 0, imports)
-                          : insertion(doc->text, at, "\n" + imports.substr(0, imports.size() - 1)));
+      changes.edits.push_back(
+          at == 0 ? insertion(doc->text, 0, imports)
+                  : insertion(doc->text, at, "\n" + imports.substr(0, imports.size() - 1)));
     }
     std::string body = k.body;
     while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
     while (!body.empty() && body.front() == '\n') body.erase(body.begin());
-    edits.push_back(insertion(doc->text, span->end, "\n\n\n" + body + "\n"));
-    if (client_.change_annotations)
-      for (json& e : edits) e["annotationId"] = kWrittenKernelAnnotation;
-    document_changes.push_back(
-        {{"textDocument", {{"uri", written.uri}, {"version", written.version}}}, {"edits", edits}});
+    changes.edits.push_back(insertion(doc->text, span->end, "\n\n\n" + body + "\n"));
     where = "after `" + written.function + "`";
   } else {
     // A task's reference stays as it is: the kernel goes in a new file beside it.
@@ -208,28 +202,14 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
     std::filesystem::path file = dir / (written.anchor.stem().string() + "_pallas.py");
     for (int n = 2; std::filesystem::exists(file); ++n)
       file = dir / (written.anchor.stem().string() + "_pallas_" + std::to_string(n) + ".py");
-    const std::string uri = file_uri(file);
-    json create = {{"kind", "create"},
-                   {"uri", uri},
-                   {"options", {{"overwrite", false}, {"ignoreIfExists", false}}}};
-    json edit = {
-        {"range",
-         {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
-        {"newText", k.source}};
-    if (client_.change_annotations) {
-      create["annotationId"] = kWrittenKernelAnnotation;
-      edit["annotationId"] = kWrittenKernelAnnotation;
-    }
-    document_changes.push_back(create);
-    document_changes.push_back(
-        {{"textDocument", {{"uri", uri}, {"version", nullptr}}}, {"edits", json::array({edit})}});
+    changes.uri = file_uri(file);
+    changes.create = true;
+    changes.edits.push_back({{0, 0}, {0, 0}, k.source});
     where = "in " + file.filename().string();
   }
-  json workspace_edit = {{"documentChanges", document_changes}};
-  if (client_.change_annotations)
-    workspace_edit["changeAnnotations"] = {
-        {kWrittenKernelAnnotation,
-         {{"label", label}, {"needsConfirmation", true}, {"description", k.description}}}};
+  const EditAnnotation annotation{kWrittenKernelAnnotation, label, k.description};
+  const json workspace_edit = to_workspace_edit({changes}, /*document_changes=*/true,
+                                                client_.change_annotations ? &annotation : nullptr);
   progress_.end(token, k.kernel_class + " kernel written; review the edit " + where);
   context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
                    [notify = context_.notify, label](const json* result, const rpc::Error* error) {

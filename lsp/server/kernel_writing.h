@@ -18,6 +18,7 @@
 #include "lsp/server/document_store.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
+#include "tpu/host/host_pool.h"
 
 namespace mk::server {
 
@@ -29,6 +30,8 @@ class KernelWriting {
     std::function<OpenDocument*(const std::string& uri)> find_document;
     std::function<void(const std::string& method, nlohmann::json params)> notify;
     std::function<void(const std::string& method, nlohmann::json params, ResponseHandler)> request;
+    // The server's warm hosts (KernelRuns::shared_host), asked on the main loop.
+    std::function<std::shared_ptr<tpu::HostPool>(std::string& error)> borrow_hosts;
   };
   static constexpr const char* kCommand = "maxkernel.writeKernel";
 
@@ -39,8 +42,7 @@ class KernelWriting {
   // The action on a reference with no kernel (none elsewhere).
   nlohmann::json code_actions(OpenDocument& doc) const;
   // Starts writing; answers {"status": "started", "job", "progressToken"} at once.
-  void execute(const rpc::ParamReader& params, rpc::Reply reply, const HostSettings& hosts,
-               const std::string& target);
+  void execute(const rpc::ParamReader& params, rpc::Reply reply, const std::string& target);
   size_t running() const { return running_->load(); }
 
  private:

@@ -67,7 +67,8 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
            [this](const std::string& method, json params, KernelWriting::ResponseHandler h) {
              outgoing_.send(method, std::move(params), std::move(h),
                             options_.client_request_timeout);
-           }},
+           },
+           [this](std::string& error) { return runs_.shared_host(error); }},
           progress_),
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
@@ -495,9 +496,7 @@ void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
   const std::string md =
       analysis::hover_markdown(*k, target()) + runs_.hover_addendum(doc, *k, target());
 
-  reply.result(
-      {{"contents", {{"kind", client_.markdown_hover ? "markdown" : "plaintext"}, {"value", md}}},
-       {"range", to_range(doc.text, k->call_span)}});
+  reply.result(to_hover(doc.text, k->call_span, md, client_.markdown_hover));
 }
 
 void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {
@@ -526,8 +525,7 @@ void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) 
     return optimizations_.execute(command, params, reply,
                                   {host_settings(), settings_.budget, settings_.target,
                                    llm_spec_of(settings_.llm), llm_api_key_});
-  if (command == KernelWriting::kCommand)
-    return writing_.execute(params, reply, host_settings(), settings_.target);
+  if (command == KernelWriting::kCommand) return writing_.execute(params, reply, settings_.target);
   throw rpc::RpcError(ec::kInvalidParams, "params.command: unknown command '" + command + "'");
 }
 

@@ -1,5 +1,7 @@
 #include "lsp/server/lsp_convert.h"
 
+#include <algorithm>
+
 #include "lsp/server/commands.h"
 #include "source/analysis/describe.h"
 #include "source/analysis/doc_links.h"
@@ -29,7 +31,7 @@ json to_diagnostics(const text::TextDocument& doc, const analysis::DocumentAnaly
   json out = json::array();
   for (const analysis::Finding& f : a.findings) {
     out.push_back({{"range", to_range(doc, f.span)},
-                   {"severity", static_cast<int>(f.severity)},
+                   {"severity", to_lsp_severity(f.severity)},
                    {"code", f.code},
                    {"codeDescription", {{"href", analysis::diagnostic_doc_url(f.code)}}},
                    {"source", "maxkernel"},
@@ -42,15 +44,10 @@ json to_code_lenses(const text::TextDocument& doc, const analysis::DocumentAnaly
   json out = json::array();
   for (size_t i = 0; i < a.model.kernels.size(); ++i) {
     const pallas::Kernel& k = a.model.kernels[i];
-    const json range = to_range(doc, k.call_span);
     const json argument = {
         {"uri", doc.uri()}, {"kernel", i}, {"name", k.name}, {"version", doc.version()}};
-    for (const KernelCommand& c : kernel_commands()) {
-      out.push_back(
-          {{"range", range},
-           {"command",
-            {{"title", c.title}, {"command", c.id}, {"arguments", json::array({argument})}}}});
-    }
+    for (const KernelCommand& c : kernel_commands())
+      out.push_back(to_code_lens(doc, k.call_span, c.title, c.id, argument));
   }
   return out;
 }
@@ -62,11 +59,7 @@ json to_inlay_hints(const text::TextDocument& doc, const analysis::DocumentAnaly
     if (k.site_span.end < range_start || k.site_span.start > range_end) continue;
     for (const analysis::InlayLabel& l : analysis::inlay_labels(k, target)) {
       if (l.offset < range_start || l.offset > range_end) continue;
-      out.push_back({{"position", to_position(doc, l.offset)},
-                     {"label", l.label},
-                     {"kind", 1},
-                     {"paddingLeft", true},
-                     {"tooltip", l.tooltip}});
+      out.push_back(to_inlay_hint(doc, l.offset, l.label, l.tooltip));
     }
   }
   return out;
@@ -108,14 +101,136 @@ const pallas::Kernel* kernel_at(const analysis::DocumentAnalysis& a, size_t offs
   return best;
 }
 
-json to_lsp_diagnostic(const service::Finding& finding) {
-  return {{"range",
-           {{"start", {{"line", finding.line}, {"character", 0}}},
-            {"end", {{"line", finding.line}, {"character", 1000}}}}},
-          {"severity", static_cast<int>(finding.severity)},
-          {"code", finding.code},
-          {"source", "maxkernel"},
-          {"message", finding.message}};
+int to_lsp_severity(service::Severity severity) {
+  switch (severity) {
+    case service::Severity::Error:
+      return 1;
+    case service::Severity::Warning:
+      return 2;
+    case service::Severity::Information:
+      return 3;
+    case service::Severity::Hint:
+      return 4;
+  }
+  return 1;
+}
+
+int to_lsp_severity(analysis::Severity severity) {
+  switch (severity) {
+    case analysis::Severity::Error:
+      return to_lsp_severity(service::Severity::Error);
+    case analysis::Severity::Warning:
+      return to_lsp_severity(service::Severity::Warning);
+    case analysis::Severity::Information:
+      return to_lsp_severity(service::Severity::Information);
+    case analysis::Severity::Hint:
+      return to_lsp_severity(service::Severity::Hint);
+  }
+  return 1;
+}
+
+namespace {
+
+// A whole line (0-based): where a finding that names only its line is shown.
+json whole_line(int line) {
+  return {{"start", {{"line", line}, {"character", 0}}},
+          {"end", {{"line", line}, {"character", 1000}}}};
+}
+
+json to_position(const text::Utf16Position& p) {
+  return {{"line", p.line}, {"character", p.character}};
+}
+
+}  // namespace
+
+json to_lsp_diagnostic(const text::TextDocument& doc, const service::Finding& finding) {
+  json out = {{"range", finding.span ? to_range(doc, *finding.span) : whole_line(finding.line)},
+              {"severity", to_lsp_severity(finding.severity)},
+              {"code", finding.code},
+              {"source", finding.source},
+              {"message", finding.message}};
+  if (!finding.related.empty()) {
+    json related = json::array();
+    for (const service::SourceLocation& loc : finding.related) {
+      related.push_back(
+          {{"location", {{"uri", doc.uri()}, {"range", whole_line(std::max(1, loc.line) - 1)}}},
+           {"message", loc.message}});
+    }
+    out["relatedInformation"] = std::move(related);
+  }
+  if (!finding.data.empty()) {
+    json data = json::object();
+    for (const auto& [key, value] : finding.data) data[key] = value;
+    out["data"] = std::move(data);
+  }
+  return out;
+}
+
+json to_inlay_hint(const text::TextDocument& doc, size_t offset, const std::string& label,
+                   const std::string& tooltip) {
+  return {{"position", to_position(doc, offset)},
+          {"label", label},
+          {"kind", 1},
+          {"paddingLeft", true},
+          {"tooltip", tooltip}};
+}
+
+json to_hover(const text::TextDocument& doc, pallas::Span span, const std::string& markdown,
+              bool markdown_kind) {
+  return {{"contents", {{"kind", markdown_kind ? "markdown" : "plaintext"}, {"value", markdown}}},
+          {"range", to_range(doc, span)}};
+}
+
+json to_code_lens(const text::TextDocument& doc, pallas::Span span, const std::string& title,
+                  const std::string& command, const json& argument) {
+  return {{"range", to_range(doc, span)},
+          {"command",
+           {{"title", title}, {"command", command}, {"arguments", json::array({argument})}}}};
+}
+
+TextEdit text_edit(const text::TextDocument& doc, size_t start, size_t end, std::string new_text) {
+  return {doc.position_of(start), doc.position_of(end), std::move(new_text)};
+}
+
+json to_workspace_edit(const std::vector<DocumentEdits>& documents, bool document_changes,
+                       const EditAnnotation* annotation) {
+  auto edits_of = [&](const DocumentEdits& d, bool annotate) {
+    json edits = json::array();
+    for (const TextEdit& e : d.edits) {
+      json edit = {{"range", {{"start", to_position(e.start)}, {"end", to_position(e.end)}}},
+                   {"newText", e.new_text}};
+      if (annotate) edit["annotationId"] = annotation->id;
+      edits.push_back(std::move(edit));
+    }
+    return edits;
+  };
+  json out = json::object();
+  if (!document_changes) {
+    json changes = json::object();
+    for (const DocumentEdits& d : documents) changes[d.uri] = edits_of(d, false);
+    out["changes"] = std::move(changes);
+    return out;
+  }
+  json changes = json::array();
+  for (const DocumentEdits& d : documents) {
+    if (d.create) {
+      json create = {{"kind", "create"},
+                     {"uri", d.uri},
+                     {"options", {{"overwrite", false}, {"ignoreIfExists", false}}}};
+      if (annotation) create["annotationId"] = annotation->id;
+      changes.push_back(std::move(create));
+    }
+    changes.push_back(
+        {{"textDocument", {{"uri", d.uri}, {"version", d.version ? json(*d.version) : json()}}},
+         {"edits", edits_of(d, annotation != nullptr)}});
+  }
+  out["documentChanges"] = std::move(changes);
+  if (annotation)
+    out["changeAnnotations"] = {{annotation->id,
+                                 {{"label", annotation->label},
+                                  {"needsConfirmation", true},
+                                  {"description", annotation->description}}}};
+  return out;
 }
 
 }  // namespace mk::server

@@ -87,7 +87,7 @@ OptimizationResult summarise(const agents::RunRecord& run,
 }
 
 // One edit that turns `before` into `after`, trimmed to the lines that differ.
-json minimal_edit(const text::TextDocument& doc, const std::string& after) {
+TextEdit minimal_edit(const text::TextDocument& doc, const std::string& after) {
   const std::string& before = doc.text();
   size_t prefix = 0;
   while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix])
@@ -98,12 +98,20 @@ json minimal_edit(const text::TextDocument& doc, const std::string& after) {
   while (suffix < limit && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix])
     ++suffix;
   while (suffix > 0 && before[before.size() - suffix - 1] != '\n') --suffix;
-  const text::Utf16Position start = doc.position_of(prefix);
-  const text::Utf16Position end = doc.position_of(before.size() - suffix);
-  return {{"range",
-           {{"start", {{"line", start.line}, {"character", start.character}}},
-            {"end", {{"line", end.line}, {"character", end.character}}}}},
-          {"newText", after.substr(prefix, after.size() - suffix - prefix)}};
+  return text_edit(doc, prefix, before.size() - suffix,
+                   after.substr(prefix, after.size() - suffix - prefix));
+}
+
+// The results of the document's kernels that are still in it, each with its kernel.
+using ResultsByUri = std::map<std::string, std::map<std::string, OptimizationResult>>;
+std::vector<std::pair<const OptimizationResult*, const pallas::Kernel*>> shown_results(
+    const ResultsByUri& results, const std::string& uri, const analysis::DocumentAnalysis& a) {
+  std::vector<std::pair<const OptimizationResult*, const pallas::Kernel*>> out;
+  auto it = results.find(uri);
+  if (it == results.end()) return out;
+  for (const auto& [name, r] : it->second)
+    if (const pallas::Kernel* k = a.model.kernel_named(name)) out.emplace_back(&r, k);
+  return out;
 }
 
 }  // namespace
@@ -426,24 +434,13 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
     return refuse(store_error_text(e));
   }
   if (!node) return refuse("node " + std::to_string(*r->best_node) + " is not in the run store");
-  json edit = minimal_edit(doc->text, node->code);
   const std::string label = "Apply best variant (" + speedup_text(*r->best_speedup) + " " +
                             r->score_kind + ", run " + r->run_id + ")";
-  json workspace_edit;
-  if (client_.document_changes) {
-    if (client_.change_annotations) edit["annotationId"] = kBestVariantAnnotation;
-    workspace_edit["documentChanges"] =
-        json::array({{{"textDocument", {{"uri", uri}, {"version", r->version}}},
-                      {"edits", json::array({edit})}}});
-    if (client_.change_annotations)
-      workspace_edit["changeAnnotations"] = {
-          {kBestVariantAnnotation,
-           {{"label", label},
-            {"needsConfirmation", true},
-            {"description", "node " + std::to_string(node->id) + ": " + node->description}}}};
-  } else {
-    workspace_edit["changes"] = json::object({{uri, json::array({edit})}});
-  }
+  const EditAnnotation annotation{kBestVariantAnnotation, label,
+                                  "node " + std::to_string(node->id) + ": " + node->description};
+  const json workspace_edit = to_workspace_edit(
+      {{uri, r->version, false, {minimal_edit(doc->text, node->code)}}}, client_.document_changes,
+      client_.change_annotations ? &annotation : nullptr);
   context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
                    [reply, run = r->run_id](const json* result, const rpc::Error* error) {
                      if (error)
@@ -483,43 +480,27 @@ json OptimizationRuns::open_report(const std::string& uri, const std::string& ru
 
 json OptimizationRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
   json out = json::array();
-  auto it = results_.find(doc.text.uri());
-  if (it == results_.end()) return out;
-  for (const auto& [name, r] : it->second) {
-    const pallas::Kernel* k = a.model.kernel_named(name);
-    if (!k) continue;
-    const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
-    out.push_back(
-        {{"range", to_range(doc.text, k->call_span)},
-         {"severity", stale ? 4 : 3},
-         {"code", kDiagnosticCode},
-         {"source", "maxkernel"},
-         {"message", (stale ? "[stale: the kernel changed since this run] " : "") + r.message},
-         {"data", {{"run", r.run_id}, {"uri", doc.text.uri()}}}});
+  for (const auto& [r, k] : shown_results(results_, doc.text.uri(), a)) {
+    const bool stale = kernel_site_hash(doc, *k) != r->site_hash;
+    service::Finding f;
+    f.span = k->call_span;
+    f.severity = stale ? service::Severity::Hint : service::Severity::Information;
+    f.code = kDiagnosticCode;
+    f.message = (stale ? "[stale: the kernel changed since this run] " : "") + r->message;
+    f.data = {{"run", r->run_id}, {"uri", doc.text.uri()}};
+    out.push_back(to_lsp_diagnostic(doc.text, f));
   }
   return out;
 }
 
 json OptimizationRuns::code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
   json out = json::array();
-  auto it = results_.find(doc.text.uri());
-  if (it == results_.end()) return out;
-  for (const auto& [name, r] : it->second) {
-    const pallas::Kernel* k = a.model.kernel_named(name);
-    if (!k) continue;
-    const json argument = {{"uri", doc.text.uri()}, {"run", r.run_id}};
-    const json range = to_range(doc.text, k->call_span);
-    if (r.best_speedup)
-      out.push_back({{"range", range},
-                     {"command",
-                      {{"title", "Best " + speedup_text(*r.best_speedup)},
-                       {"command", "maxkernel.applyBestVariant"},
-                       {"arguments", json::array({argument})}}}});
-    out.push_back({{"range", range},
-                   {"command",
-                    {{"title", "Report"},
-                     {"command", "maxkernel.openReport"},
-                     {"arguments", json::array({argument})}}}});
+  for (const auto& [r, k] : shown_results(results_, doc.text.uri(), a)) {
+    const json argument = {{"uri", doc.text.uri()}, {"run", r->run_id}};
+    if (r->best_speedup)
+      out.push_back(to_code_lens(doc.text, k->call_span, "Best " + speedup_text(*r->best_speedup),
+                                 "maxkernel.applyBestVariant", argument));
+    out.push_back(to_code_lens(doc.text, k->call_span, "Report", "maxkernel.openReport", argument));
   }
   return out;
 }

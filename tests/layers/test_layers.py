@@ -68,3 +68,14 @@ def test_a_folder_without_a_row_fails(tmp_path):
     r = run(tree(tmp_path, {**BASE, "gadgets/thing.cpp": "int x;\n"}))
     assert r.returncode == 1
     assert "gadgets/thing.cpp: no row of the layering table covers this folder" in r.stdout
+
+
+def test_the_service_layer_never_includes_lsp_or_the_cli(tmp_path):
+    r = run(tree(tmp_path, {**BASE,
+                            "service/checks.h": '#include "lsp/server/lsp_convert.h"\n',
+                            "service/checks.cpp": '#include "lsp/protocol/json_rpc.h"\n#include "cli/run_output.h"\n',
+                            "cli/run_output.h": "#pragma once\n"}))
+    assert r.returncode == 1
+    assert "service/checks.h:1: includes lsp/server/lsp_convert.h: only lsp/ knows LSP" in r.stdout
+    assert "service/checks.cpp:1: includes lsp/protocol/json_rpc.h: only lsp/ knows LSP" in r.stdout
+    assert "service/checks.cpp:2: includes cli/run_output.h: service may not use cli" in r.stdout

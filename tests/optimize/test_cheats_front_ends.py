@@ -105,13 +105,17 @@ def test_maxkernel_test_flags_work_done_outside_the_kernel(tmp_path, name):
         assert f["locations"][0]["line"] == line
     assert body["timing"] is None and body["speedup"] is None  # never timed, never a speedup
 
-    # The text form, here from the evaluation cache: the same verdict, nothing lost. (It prints
-    # the message but not the verdict's line, which only the JSON has.)
+    # The text form, here from the evaluation cache: the same verdict, nothing lost, the
+    # verdict's line included (the location the editor's Test lens carries too).
     r = maxkernel_test(path, tmp_path / "store.sqlite")
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     lines = r.stdout.splitlines()
     assert lines[0] == f"{name} on local" and lines[1].startswith("WRONG")
-    assert f"  failure (work_outside_kernel): {message}" in lines
+    failure = lines.index(f"  failure (work_outside_kernel): {message}")
+    if located:
+        assert lines[failure + 1] == f"  {path}:{line}:1: {message}", lines
+    else:
+        assert not any(l.startswith(f"  {path}:") for l in lines), lines
     assert not any(l.strip().startswith(("candidate:", "speedup")) for l in lines)
 
 

@@ -99,11 +99,19 @@ def test_test_lens_shows_the_gate_refusal_with_its_line(server, tmp_path, name):
 
 @pytest.mark.parametrize("name", sorted(OUTSIDE))
 def test_test_lens_flags_work_done_outside_the_kernel(server, tmp_path, name):
-    uri, text, _ = open_cheat(server, tmp_path, name)
+    uri, text, line = open_cheat(server, tmp_path, name)
     verdict, end = run_test_lens(server, uri)
     assert verdict["severity"] == ERROR
     assert verdict["message"] == f"Test failed on local (work_outside_kernel): {OUTSIDE[name]}"
     assert verdict["range"]["start"]["line"] == pallas_call_line(text)
+    # The line the work verdict names (the XLA matmul; a host callback names none) comes along
+    # as related information, the same location `maxkernel test` prints.
+    related = verdict.get("relatedInformation", [])
+    if name == "xla_matmul_copy.py":
+        assert [(r["location"]["uri"], r["location"]["range"]["start"]["line"], r["message"])
+                for r in related] == [(uri, line - 1, OUTSIDE[name])]
+    else:
+        assert related == []
     assert "interpret" not in verdict["message"] and "median" not in verdict["message"]  # never timed
     assert end.startswith("Test failed on local (work_outside_kernel): ")
     hints = server.request("textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": {

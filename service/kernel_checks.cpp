@@ -1,0 +1,335 @@
+#include "service/kernel_checks.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "source/analysis/vmem.h"
+#include "tpu/jobs/predictions.h"
+
+namespace mk::service {
+
+using nlohmann::json;
+
+namespace {
+
+// Reads of a reply that may lack any field (or not be an object at all) without throwing.
+const json& field(const json& j, const char* key) {
+  static const json none;
+  if (!j.is_object()) return none;
+  auto it = j.find(key);
+  return it == j.end() ? none : *it;
+}
+
+std::string text_of(const json& j, const char* key, const std::string& fallback = "") {
+  const json& v = field(j, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
+double number_of(const json& j, const char* key, double fallback = 0) {
+  const json& v = field(j, key);
+  return v.is_number() ? v.get<double>() : fallback;
+}
+
+int64_t integer_of(const json& j, const char* key, int64_t fallback = 0) {
+  const json& v = field(j, key);
+  return v.is_number() ? v.get<int64_t>() : fallback;
+}
+
+// A field as the worker wrote it: JSON text ("null" when absent).
+std::string dump_of(const json& j, const char* key) {
+  return field(j, key).dump();
+}
+
+std::vector<SourceLocation> locations_of(const json& error) {
+  std::vector<SourceLocation> out;
+  const json& locations = field(error, "locations");
+  if (!locations.is_array()) return out;
+  for (const json& loc : locations) {
+    SourceLocation l;
+    l.line = static_cast<int>(integer_of(loc, "line"));
+    l.column = static_cast<int>(integer_of(loc, "column"));
+    l.message = text_of(loc, "message");
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+TimingStats stats_of(const json& s) {
+  return {number_of(s, "median_s"), number_of(s, "p10_s"), number_of(s, "p90_s"),
+          integer_of(s, "runs")};
+}
+
+std::string percent(double share) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
+Prediction prediction_of(const json& p) {
+  Prediction out;
+  out.kernel = text_of(p, "kernel", "?");
+  if (!field(p, "predicted_s").is_number()) {
+    out.unavailable = text_of(p, "unavailable", "no prediction");
+    return out;
+  }
+  out.predicted_s = number_of(p, "predicted_s");
+  out.compute_s = number_of(p, "compute_s");
+  out.memory_s = number_of(p, "memory_s");
+  out.overhead_s = number_of(p, "overhead_s");
+  out.arithmetic_intensity = number_of(p, "arithmetic_intensity");
+  out.ridge_intensity = number_of(p, "ridge_intensity");
+  out.label = text_of(p, "label");
+  out.bound = text_of(p, "bound");
+  return out;
+}
+
+LoweredCall lowered_call_of(const json& call) {
+  LoweredCall out;
+  out.kernel = text_of(call, "kernel", "?");
+  out.line = static_cast<int>(integer_of(field(call, "location"), "line"));
+  const json& grid = field(call, "grid");
+  out.grid = grid.is_null() ? "[]" : grid.dump();
+  const json& vmem = field(call, "vmem_bytes_per_step");
+  if (vmem.is_number()) out.vmem_bytes_per_step = vmem.get<int64_t>();
+  out.vmem_bytes_text = vmem.dump();
+  const json& operands = field(call, "operands");
+  if (operands.is_array()) {
+    for (const json& op : operands) {
+      out.operands.push_back({text_of(op, "role"), dump_of(op, "block_shape"),
+                              dump_of(op, "array_shape"), text_of(op, "dtype")});
+    }
+  }
+  out.facts = call;
+  return out;
+}
+
+// The reply's failure or error: the kernel's own fault, with the lines the worker names.
+void read_fault(const json& fault, KernelCheck& out) {
+  out.error_kind = text_of(fault, "kind");
+  out.error_message = text_of(fault, "message");
+  out.locations = locations_of(fault);
+}
+
+bool host_failed(const tpu::WorkerReply& reply) {
+  return !reply.ok() && reply.status != tpu::WorkerReply::Status::Failed;
+}
+
+void read_test(const tpu::JobResult& r, KernelCheck& out) {
+  const json& b = r.reply.body;
+  Finding& s = out.summary;
+  s.code = "MK200";
+  s.source = "maxkernel (test)";
+  const std::string& host = out.host;
+  if (host_failed(r.reply)) {
+    s.severity = out.verdict == Verdict::Cancelled ? Severity::Information : Severity::Warning;
+    s.message = "Test did not run on " + host + ": " + out.status + ": " + r.reply.message;
+    return;
+  }
+  if (!field(b, "ok").is_boolean() || !b["ok"].get<bool>()) {
+    out.verdict = Verdict::Failed;
+    read_fault(field(b, "error"), out);
+    const std::string kind = out.error_kind.empty() ? "error" : out.error_kind;
+    s.severity = Severity::Error;
+    s.message = "Test could not run (" + kind + "): " + out.error_message;
+    s.related = out.locations;
+    out.hint = " test: " + kind;
+    return;
+  }
+  const json& seeds = field(b, "seeds");
+  if (seeds.is_array())
+    for (const json& seed : seeds) out.seeds.push_back(seed.dump());
+  const json& timing = field(b, "timing");
+  if (timing.is_object() && timing.contains("candidate")) {
+    TestTiming t;
+    t.time_kind = text_of(timing, "time_kind", text_of(b, "time_kind", "?"));
+    t.candidate = stats_of(timing["candidate"]);
+    if (timing.contains("reference")) t.reference = stats_of(timing["reference"]);
+    out.timing = t;
+  }
+  if (field(b, "speedup").is_number()) out.speedup = b["speedup"].get<double>();
+  const std::string cached = r.from_cache ? " (cached)" : "";
+  const json& correct = field(b, "correct");
+  if (!correct.is_boolean() || !correct.get<bool>()) {
+    out.verdict = Verdict::Wrong;
+    read_fault(field(b, "failure"), out);
+    s.severity = Severity::Error;
+    s.message = "Test failed on " + host + cached + " (" +
+                (out.error_kind.empty() ? "wrong" : out.error_kind) + "): " + out.error_message;
+    s.related = out.locations;
+    out.hint = " wrong (" + (out.error_kind.empty() ? "?" : out.error_kind) + ")";
+    return;
+  }
+  out.verdict = Verdict::Passed;
+  s.severity = Severity::Information;
+  s.message = "Test passed on " + host + cached + ": " + std::to_string(out.seeds.size()) +
+              " fresh input sets, both run orders";
+  if (!out.timing) return;
+  const TestTiming& t = *out.timing;
+  const std::string cand = analysis::format_seconds(t.candidate.median_s);
+  s.message += "; candidate " + cand + " median (p10 " +
+               analysis::format_seconds(t.candidate.p10_s) + ", p90 " +
+               analysis::format_seconds(t.candidate.p90_s) + ")";
+  if (t.reference) s.message += ", reference " + analysis::format_seconds(t.reference->median_s);
+  if (t.time_kind == "interpret") {
+    s.message +=
+        " [interpret time on the CPU: correctness is real, the time is not a kernel speedup]";
+    out.hint = " " + cand + " interpret · " + host;
+  } else if (out.speedup) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fx", *out.speedup);
+    s.message += std::string("; ") + buf + " vs the reference";
+    out.hint = " " + cand + " · " + buf + " vs XLA · " + text_of(b, "device_kind", host);
+  } else {
+    out.hint = " " + cand + " · " + host;
+  }
+}
+
+void read_profile(const tpu::JobResult& r, KernelCheck& out) {
+  const json& b = r.reply.body;
+  Finding& s = out.summary;
+  s.code = "MK201";
+  s.source = "maxkernel (profile)";
+  if (!r.reply.ok()) {
+    if (!host_failed(r.reply)) {
+      out.verdict = Verdict::Failed;
+      read_fault(field(b, "error"), out);
+    }
+    s.severity = Severity::Warning;
+    s.message = "Profile did not run on " + out.host + ": " +
+                (r.reply.message.empty() ? out.error_message : r.reply.message);
+    return;
+  }
+  out.verdict = Verdict::Passed;
+  const json& summary = field(b, "summary");
+  out.measured = text_of(summary, "measured");
+  out.pallas_share = number_of(summary, "pallas_share");
+  out.pallas_time_s = number_of(summary, "pallas_time_us") * 1e-6;
+  const std::string share = percent(out.pallas_share);
+  s.severity = Severity::Information;
+  s.message = "Profile on " + out.host + " (" + (out.measured.empty() ? "?" : out.measured) +
+              " events): " + share + " of the time in Pallas kernels (" +
+              analysis::format_seconds(out.pallas_time_s) + ")";
+  if (out.measured == "host") s.message += " [CPU interpret mode: host time, not device time]";
+  out.hint = " profile: " + share + " in Pallas";
+}
+
+void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuGeneration* target) {
+  const json& b = r.reply.body;
+  Finding& s = out.summary;
+  s.code = "MK100";
+  s.source = "maxkernel (lower)";
+  if (host_failed(r.reply)) {
+    s.severity = Severity::Warning;
+    s.message = "Lowering did not run on " + out.host + ": " + out.status + ": " + r.reply.message;
+    return;
+  }
+  const json& calls = field(b, "pallas_calls");
+  if (calls.is_array()) {
+    out.lists_calls = true;
+    for (const json& call : calls) out.lowered.push_back(lowered_call_of(call));
+    if (target) {
+      out.predicted = tpu::predict_pallas_calls(calls, *target, field(b, "cost"));
+      for (const json& p : out.predicted) out.predictions.push_back(prediction_of(p));
+    }
+  }
+  if (!field(b, "ok").is_boolean() || !b["ok"].get<bool>()) {
+    out.verdict = Verdict::Failed;
+    read_fault(field(b, "error"), out);
+    s.severity = Severity::Error;
+    s.message = "lowering for TPU failed (" + (out.error_kind.empty() ? "error" : out.error_kind) +
+                "): " + out.error_message;
+    if (!out.locations.empty()) {
+      // The deepest frame in the user's file comes first: the error goes on that line.
+      Finding f = s;
+      f.line = std::max(1, out.locations.front().line) - 1;
+      out.line_findings.push_back(std::move(f));
+    }
+    return;
+  }
+  out.verdict = Verdict::Passed;
+  out.lowered_for = text_of(b, "lowered_for", "?");
+  out.num_pallas_calls = static_cast<int>(integer_of(b, "num_pallas_calls"));
+  if (b.contains("cost")) out.cost = b["cost"].dump();
+  s.severity = Severity::Information;
+  s.message = "lowered for " + out.lowered_for + ": " + std::to_string(out.num_pallas_calls) +
+              " pallas_call(s)";
+}
+
+}  // namespace
+
+const char* to_string(KernelOp op) {
+  switch (op) {
+    case KernelOp::Lower:
+      return "lower";
+    case KernelOp::Test:
+      return "test";
+    case KernelOp::Profile:
+      return "profile";
+  }
+  return "?";
+}
+
+KernelCheck read_kernel_check(KernelOp op, const tpu::JobResult& result, const std::string& host,
+                              const knowledge::TpuGeneration* target) {
+  KernelCheck out;
+  out.op = op;
+  out.host = result.host.empty() ? host : result.host;
+  out.from_cache = result.from_cache;
+  out.status = tpu::to_string(result.reply.status);
+  out.message = result.reply.message;
+  out.reply_body = result.reply.body;
+  if (host_failed(result.reply)) {
+    out.verdict = result.reply.status == tpu::WorkerReply::Status::Cancelled ? Verdict::Cancelled
+                                                                             : Verdict::NotRun;
+    out.stderr_tail = result.reply.stderr_tail;
+  }
+  switch (op) {
+    case KernelOp::Test:
+      read_test(result, out);
+      break;
+    case KernelOp::Profile:
+      read_profile(result, out);
+      break;
+    case KernelOp::Lower:
+      read_lower(result, out, target);
+      break;
+  }
+  return out;
+}
+
+KernelCheck run_kernel_check(KernelOp op, tpu::JobRunner& hosts, knowledge::Store* store,
+                             const tpu::KernelRequest& request, const KernelCheckOptions& options) {
+  tpu::KernelJobs jobs(hosts, store);
+  tpu::KernelJobs::Progress progress;
+  if (options.on_progress) {
+    progress = [report = options.on_progress](const json& event) {
+      report(text_of(event, "stage", text_of(event, "status")));
+    };
+  }
+  tpu::JobResult result;
+  switch (op) {
+    case KernelOp::Lower:
+      result = jobs.lower(request, options.cancelled);
+      break;
+    case KernelOp::Test:
+      result = jobs.test(request, options.use_cache, options.cancelled, progress);
+      break;
+    case KernelOp::Profile:
+      result = jobs.profile(request, options.cancelled, progress);
+      break;
+  }
+  return read_kernel_check(op, result, hosts.name(), options.target);
+}
+
+Prediction predict_call(const LoweredCall& call, const knowledge::TpuGeneration& target) {
+  const json predictions = tpu::predict_pallas_calls(json::array({call.facts}), target);
+  if (predictions.empty()) {
+    Prediction none;
+    none.kernel = call.kernel;
+    none.unavailable = "no prediction";
+    return none;
+  }
+  return prediction_of(predictions[0]);
+}
+
+}  // namespace mk::service
