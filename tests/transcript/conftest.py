@@ -1,10 +1,5 @@
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-from lsp_client import LspClient  # noqa: E402
+from lsp_client import LspClient  # tests/lsp_client, on sys.path through tests/conftest.py
 
 
 @pytest.fixture
