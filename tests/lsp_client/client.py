@@ -54,6 +54,15 @@ class LspClient:
             method,
         )["params"]
 
+    def progress_values(self, token, timeout=10, until_kind="end"):
+        """Every `$/progress` value of `token`, up to the first of kind `until_kind`."""
+        values = []
+        while True:
+            p = self.wait_notification("$/progress", lambda p: p["token"] == token, timeout=timeout)
+            values.append(p["value"])
+            if p["value"]["kind"] == until_kind:
+                return values
+
     def wait_stderr(self, substring, timeout=10):
         self.conn.wait_stderr(substring, timeout)
 
@@ -79,6 +88,13 @@ class LspClient:
     def open(self, uri, text, version=1, language="python"):
         self.notify("textDocument/didOpen",
                     {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}})
+
+    def open_file(self, path):
+        """Opens the file's text as version 1 and waits for its diagnostics; returns (uri, text)."""
+        text = Path(path).read_text()
+        self.open(Path(path).as_uri(), text)
+        self.diagnostics(Path(path).as_uri(), version=1)
+        return Path(path).as_uri(), text
 
     def diagnostics(self, uri, version=None, timeout=10):
         return self.wait_notification(

@@ -209,31 +209,44 @@ class Connection:
         return rid, self.write(msg)
 
     # ----- waiting ---------------------------------------------------------------------------
-    def wait_stamped(self, predicate, timeout=None, what="message", take=True):
-        """Returns (arrival time, message) of the first queued message matching `predicate`,
-        removed from the inbox unless take=False; messages before it stay queued."""
+    def _wait_until(self, ready, timeout, failure):
+        """The first result of ready() that is not None, reading (with a reader thread: sleeping)
+        in between; failure(timeout) is raised once `timeout` seconds (None: the default) pass."""
         timeout = self.timeout if timeout is None else timeout
         deadline = clock() + timeout
-        checked = 0
         with self.changed if self.threaded else _NO_LOCK:
             while True:
-                for i in range(checked, len(self.inbox)):
-                    t, m = self.inbox[i]
-                    if predicate(m):
-                        if take:
-                            del self.inbox[i]
-                        return t, m
-                checked = len(self.inbox)
-                if self.out_closed:
-                    raise ServerClosed(f"{self.name}: server closed its output while waiting for {what}")
+                found = ready()
+                if found is not None:
+                    return found
                 left = deadline - clock()
                 if left <= 0:
-                    raise ServerTimeout(f"{self.name}: no {what} within {timeout}s; stderr tail:\n"
-                                        + "".join(self.stderr_lines[-20:]))
+                    raise failure(timeout)
                 if self.threaded:
                     self.changed.wait(left)
                 else:
                     self.pump(left)
+
+    def wait_stamped(self, predicate, timeout=None, what="message", take=True):
+        """Returns (arrival time, message) of the first queued message matching `predicate`,
+        removed from the inbox unless take=False; messages before it stay queued."""
+        checked = 0
+
+        def match():
+            nonlocal checked
+            for i in range(checked, len(self.inbox)):
+                t, m = self.inbox[i]
+                if predicate(m):
+                    if take:
+                        del self.inbox[i]
+                    return t, m
+            checked = len(self.inbox)
+            if self.out_closed:
+                raise ServerClosed(f"{self.name}: server closed its output while waiting for {what}")
+            return None
+
+        return self._wait_until(match, timeout, lambda s: ServerTimeout(
+            f"{self.name}: no {what} within {s}s; stderr tail:\n" + "".join(self.stderr_lines[-20:])))
 
     def wait_response(self, rid, timeout=None, take=True):
         return self.wait_stamped(lambda m: m.get("id") == rid and "method" not in m, timeout,
@@ -241,35 +254,27 @@ class Connection:
 
     def wait_stderr(self, substring, timeout=None):
         """Waits until the server has logged a line containing `substring`."""
-        timeout = self.timeout if timeout is None else timeout
-        deadline = clock() + timeout
-        with self.changed if self.threaded else _NO_LOCK:
-            while not any(substring in line for line in self.stderr_lines):
-                left = deadline - clock()
-                if left <= 0 or (self.err_closed and not self.threaded):
-                    raise ServerTimeout(f"{self.name}: server never logged {substring!r}; stderr: "
-                                        + "".join(self.stderr_lines[-20:]))
-                if self.threaded:
-                    self.changed.wait(left)
-                else:
-                    self.pump(left)
+        def logged():
+            if any(substring in line for line in self.stderr_lines):
+                return True
+            if self.err_closed and not self.threaded:
+                raise ServerClosed(f"{self.name}: server closed its stderr before logging {substring!r}")
+            return None
+
+        self._wait_until(logged, timeout, lambda s: ServerTimeout(
+            f"{self.name}: server never logged {substring!r} within {s}s; stderr: " + "".join(self.stderr_lines[-20:])))
 
     def wait_closed(self, timeout=None):
         """Waits until the server has closed its output; returns every message still queued."""
-        timeout = self.timeout if timeout is None else timeout
-        deadline = clock() + timeout
-        with self.changed if self.threaded else _NO_LOCK:
-            while not self.out_closed:
-                left = deadline - clock()
-                if left <= 0:
-                    raise ServerTimeout(f"{self.name}: the server's output did not end within {timeout}s")
-                if self.threaded:
-                    self.changed.wait(left)
-                else:
-                    self.pump(left)
+        def closed():
+            if not self.out_closed:
+                return None
             messages = [m for _, m in self.inbox]
             self.inbox.clear()
             return messages
+
+        return self._wait_until(closed, timeout, lambda s: ServerTimeout(
+            f"{self.name}: the server's output did not end within {s}s"))
 
     # ----- the process -----------------------------------------------------------------------
     def close_and_wait(self, timeout=None):

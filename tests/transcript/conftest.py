@@ -13,3 +13,13 @@ def client():
 def ready(client):
     client.initialize()
     return client
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """An initialized server whose store is a fresh file of this test's."""
+    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
+    c = LspClient()
+    c.initialize()
+    yield c
+    c.close()
