@@ -194,15 +194,20 @@ def reopen_cycles(server, uri, text, n):
     return lat, version
 
 
+def send_edit(server, uri, version, line, character, text):
+    """One incremental didChange (an insertion); returns the time of its write."""
+    pos = {"line": line, "character": character}
+    return server.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+
+
 def run_edits_push(server, uri, edits, first_version):
     """Each edit: didChange(version v) -> wait publishDiagnostics(version v)."""
     lat, counts = [], []
-    for n, (line, ch, text) in enumerate(edits):
+    for n, edit in enumerate(edits):
         v = first_version + 1 + n
-        pos = {"line": line, "character": ch}
-        t0 = server.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": v},
-            "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+        t0 = send_edit(server, uri, v, *edit)
         t1, m = server.wait_diagnostics(uri, v)
         lat.append(t1 - t0)
         counts.append(len(m["params"]["diagnostics"]))
@@ -213,12 +218,9 @@ def run_edits_pull(server, uri, edits, first_version):
     """Each edit: didChange(version v), then textDocument/diagnostic at once; timed from the
     didChange write to the response."""
     lat, counts = [], []
-    for n, (line, ch, text) in enumerate(edits):
+    for n, edit in enumerate(edits):
         v = first_version + 1 + n
-        pos = {"line": line, "character": ch}
-        t0 = server.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": v},
-            "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+        t0 = send_edit(server, uri, v, *edit)
         rid, _ = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
         t1, m = server.wait_stamped(lambda m: m.get("id") == rid and "method" not in m, what="diagnostic response")
         if "error" in m:
@@ -226,6 +228,16 @@ def run_edits_pull(server, uri, edits, first_version):
         lat.append(t1 - t0)
         counts.append(len(m["result"].get("items", [])))
     return lat, counts
+
+
+def finish(server, res):
+    """Records the end of a session in `res`: the messages that arrived but were never waited
+    for (e.g. the empty diagnostics sent on didClose: method and, for diagnostics, the version
+    they carried) and the peak RSS; then shuts the server down and records its exit code."""
+    res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
+                                 for m in server.unawaited()]
+    res["peak_rss_kib"] = server.peak_rss_kib()
+    res["exit_code"] = server.shutdown()
 
 
 def bench_maxkernel(args, binary, work, uri, text, kernels, edits):
@@ -284,10 +296,7 @@ def bench_maxkernel(args, binary, work, uri, text, kernels, edits):
         res["inlayhint_s"] = inlay
         res["inlayhint_hints_per_window"] = {"min": min(n_hints), "max": max(n_hints),
                                              "mean": statistics.fmean(n_hints)}
-        res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
-                                     for m in s.unawaited()]
-        res["peak_rss_kib"] = s.peak_rss_kib()
-        res["exit_code"] = s.shutdown()
+        finish(s, res)
     finally:
         s.kill()
     res["server_requests"] = sorted({r["method"] for r in s.received_server_requests})
@@ -320,12 +329,7 @@ def bench_ruff(args, work, uri, text, edits, pull):
             lat, counts = run_edits_push(s, uri, edits, version)
         res["change_s"] = lat
         res["change_diagnostic_counts"] = sorted(set(counts))
-        # Messages that arrived but were never waited for (e.g. the empty diagnostics sent on
-        # didClose): method and, for diagnostics, the version they carried.
-        res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
-                                     for m in s.unawaited()]
-        res["peak_rss_kib"] = s.peak_rss_kib()
-        res["exit_code"] = s.shutdown()
+        finish(s, res)
     finally:
         s.kill()
     res["server_requests"] = sorted({r["method"] for r in s.received_server_requests})
