@@ -71,7 +71,7 @@ class Connection:
     # ----- reading ---------------------------------------------------------------------------
     def pump(self, timeout):
         """Waits up to `timeout` seconds (None: no limit) for I/O and handles whatever is ready.
-        Returns False when nothing was. Single-threaded mode only."""
+        Returns False when nothing was. With reader_thread=True only that thread calls it."""
         want_write = bool(self.outgoing)
         if want_write:
             self.sel.register(self.in_fd, selectors.EVENT_WRITE, "in")
