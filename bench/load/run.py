@@ -31,9 +31,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-import lsp_io  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # the shared LSP client: tests/lsp_client
+import proc_stats  # noqa: E402
 import workload  # noqa: E402
-from lsp_io import ProtocolError, clock  # noqa: E402
+from lsp_client import Connection, ProtocolError, clock  # noqa: E402
 import report as report_mod  # noqa: E402
 from report import print_summary, summarize  # noqa: E402
 
@@ -229,11 +230,11 @@ class Bench:
         self.sent[rid] = (method, t0)
 
     def sample(self):
-        st = self.conn.status()
+        st = proc_stats.status(self.conn.proc.pid)
         if st is None:
             raise ProtocolError("the server exited during the run; stderr tail:\n"
-                                + "\n".join(self.conn.stderr_lines[-15:]))
-        workers, workers_rss = lsp_io.descendants(self.conn.proc.pid)
+                                + "".join(self.conn.stderr_lines[-15:]))
+        workers, workers_rss = proc_stats.descendants(self.conn.proc.pid)
         load1 = float(open("/proc/loadavg").read().split()[0])
         self.rss.append((clock() - self.t_start, st["VmRSS"], st["Threads"], workers, workers_rss, load1,
                          st.get("main_run_ns"), st.get("main_wait_ns")))
@@ -303,8 +304,8 @@ def start_server(args, binary, work):
     env["MAXKERNEL_STORE"] = str(work / "store.sqlite")
     env["MAXKERNEL_WORKER_DIR"] = str(ROOT / "tpu" / "worker")  # the binary runs from a copy
     holder = {}
-    conn = lsp_io.Connection([str(binary), "--log-level", args.log_level], work, env,
-                             lambda msg: holder["bench"].server_request(msg) if "bench" in holder else None)
+    conn = Connection([str(binary), "--log-level", args.log_level], cwd=work, env=env, timeout=args.timeout,
+                      on_server_request=lambda msg: holder["bench"].server_request(msg) if "bench" in holder else None)
     return conn, holder
 
 
@@ -358,7 +359,7 @@ def main():
                 "workspaceFolders": [{"uri": work.as_uri(), "name": "load"}],
                 "initializationOptions": {"python": args.python, "lowerOnSave": False,
                                           "budget": {"maxIterations": args.auto_iterations, "patience": 1}}})
-            init = conn.wait_reply(rid, args.timeout)
+            init = conn.wait_response(rid, args.timeout, take=False)
             if "error" in init:
                 raise ProtocolError(f"initialize failed: {init['error']}")
             conn.notify("initialized", {})
@@ -391,7 +392,7 @@ def main():
             if args.keep_dir:
                 shutil.copytree(work, args.keep_dir, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("maxkernel-lsp"))
-                Path(args.keep_dir, "server.stderr").write_text("\n".join(conn.stderr_lines) + "\n")
+                Path(args.keep_dir, "server.stderr").write_text("".join(conn.stderr_lines))
 
     report = summarize(args, bench, run_info)
     report.update({
@@ -406,7 +407,7 @@ def main():
         "exit_code": exit_code,
         "slow_turn_warnings": [line.strip() for line in conn.stderr_lines if "slow main-loop turn" in line][:50],
         "stderr_lines": len(conn.stderr_lines),
-        "stderr_tail": conn.stderr_lines[-20:],
+        "stderr_tail": [line.rstrip("\n") for line in conn.stderr_lines[-20:]],
     })
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

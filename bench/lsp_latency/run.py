@@ -18,200 +18,46 @@ Stdlib only, single-threaded: all waits are select() calls with timeouts; there 
 Writes bench/out/lsp_latency.json and prints a markdown table. See README.md.
 """
 import argparse
-import collections
 import datetime
 import hashlib
 import json
 import os
 import platform
 import random
-import selectors
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))  # the shared LSP client: tests/lsp_client
 import corpus_gen  # noqa: E402
+from lsp_client import Connection, ProtocolError, clock  # noqa: E402
 
-clock = time.perf_counter
+# ----- the client: tests/lsp_client's Connection, single-threaded ----------------------------
 
-
-class ProtocolError(RuntimeError):
-    pass
-
-
-# ----- a minimal LSP client over stdio ------------------------------------------------------
-
-class Server:
-    """Speaks Content-Length framed JSON-RPC to a child process, single-threaded.
-
-    All I/O goes through select() with a timeout: the benchmark blocks until the server's
-    stdout (or stderr) is readable, parses whatever frames are complete, and stamps each with
-    clock() at the read that completed it. Writes are interleaved with reads, so a big
-    didOpen can never deadlock against a server that is writing. Requests from the server
-    (workspace/configuration, client/registerCapability, ...) are answered as they arrive.
-    A single thread also keeps the measurements free of the GIL hand-over delays (up to
-    sys.getswitchinterval(), 5 ms) that a reader thread adds to some replies.
+class Server(Connection):
+    """One server under measurement. The Connection does all I/O through select() with a
+    timeout: the benchmark blocks until the server's stdout (or stderr) is readable, parses
+    whatever frames are complete, and stamps each with clock() at the read that completed it.
+    Writes are interleaved with reads, so a big didOpen can never deadlock against a server that
+    is writing. Requests from the server (workspace/configuration, client/registerCapability,
+    ...) are answered as they arrive. A single thread also keeps the measurements free of the
+    GIL hand-over delays (up to sys.getswitchinterval(), 5 ms) that a reader thread adds to
+    some replies.
     """
 
     def __init__(self, name, argv, cwd, timeout):
-        self.name = name
-        self.timeout = timeout
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
-        self.out_fd, self.err_fd, self.in_fd = (self.proc.stdout.fileno(), self.proc.stderr.fileno(),
-                                                self.proc.stdin.fileno())
-        os.set_blocking(self.in_fd, False)
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.out_fd, selectors.EVENT_READ, "out")
-        self.sel.register(self.err_fd, selectors.EVENT_READ, "err")
-        self.buf = bytearray()
-        self.err_buf = bytearray()
-        self.out_closed = False
-        self.pending = collections.deque()  # (arrival time, message) not yet waited for
-        self.stderr_lines = []
-        self.server_requests = []
-        self.next_id = 1
-        self.outgoing = bytearray()
-
-    # --- low-level I/O ---
-    def _pump(self, deadline):
-        """Waits (until deadline at most) for I/O and handles what is ready. Returns False on
-        timeout."""
-        left = deadline - clock()
-        if left <= 0:
-            return False
-        want_write = bool(self.outgoing)
-        if want_write:
-            try:
-                self.sel.register(self.in_fd, selectors.EVENT_WRITE, "in")
-            except KeyError:
-                pass
-        events = self.sel.select(left)
-        if want_write:
-            self.sel.unregister(self.in_fd)
-        if not events:
-            return False
-        for key, _ in events:
-            if key.data == "in":
-                try:
-                    n = os.write(self.in_fd, self.outgoing[:1 << 16])
-                    del self.outgoing[:n]
-                except BlockingIOError:
-                    pass
-            elif key.data == "err":
-                chunk = os.read(self.err_fd, 1 << 16)
-                if not chunk:
-                    self.sel.unregister(self.err_fd)
-                    continue
-                self.err_buf += chunk
-                *done, rest = self.err_buf.split(b"\n")
-                self.stderr_lines += [l.decode(errors="replace") + "\n" for l in done]
-                self.err_buf = bytearray(rest)
-            else:
-                chunk = os.read(self.out_fd, 1 << 20)
-                t = clock()
-                if not chunk:
-                    self.sel.unregister(self.out_fd)
-                    self.out_closed = True
-                    continue
-                self.buf += chunk
-                self._parse(t)
-        return True
-
-    def _parse(self, t):
-        while True:
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            headers = {}
-            for line in bytes(self.buf[:end]).decode("ascii").split("\r\n"):
-                key, _, value = line.partition(":")
-                headers[key.strip().lower()] = value.strip()
-            try:
-                length = int(headers["content-length"])
-            except (KeyError, ValueError):
-                raise ProtocolError(f"{self.name}: bad frame header {headers}")
-            if len(self.buf) < end + 4 + length:
-                return
-            body = bytes(self.buf[end + 4:end + 4 + length])
-            del self.buf[:end + 4 + length]
-            msg = json.loads(body)
-            if "method" in msg and "id" in msg:
-                self._answer(msg)
-            else:
-                self.pending.append((t, msg))
-
-    def _answer(self, msg):
-        self.server_requests.append(msg["method"])
-        result = None
-        if msg["method"] == "workspace/configuration":
-            result = [None for _ in msg.get("params", {}).get("items", [])]
-        self._queue({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-
-    def _queue(self, payload):
-        body = json.dumps(payload).encode()
-        self.outgoing += b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-    def write(self, payload):
-        """Sends one message (answering/reading meanwhile if the pipe is full); returns the
-        time the first byte was handed to the kernel."""
-        self._queue(payload)
-        t = clock()
-        try:
-            n = os.write(self.in_fd, self.outgoing[:1 << 16])
-            del self.outgoing[:n]
-        except BlockingIOError:
-            pass
-        deadline = clock() + self.timeout
-        while self.outgoing:
-            if not self._pump(deadline) and clock() >= deadline:
-                raise ProtocolError(f"{self.name}: could not write for {self.timeout}s")
-        return t
-
-    # --- messages ---
-    def notify(self, method, params=None):
-        msg = {"jsonrpc": "2.0", "method": method}
-        if params is not None:  # JSON-RPC: params, when present, is an object or an array
-            msg["params"] = params
-        return self.write(msg)
-
-    def send_request(self, method, params=None):
-        rid = self.next_id
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            msg["params"] = params
-        return rid, self.write(msg)
-
-    def wait_for(self, predicate, what):
-        """Returns (arrival time, message) of the first message matching predicate; others
-        stay pending."""
-        deadline = clock() + self.timeout
-        checked = 0
-        while True:
-            for i in range(checked, len(self.pending)):
-                t, m = self.pending[i]
-                if predicate(m):
-                    del self.pending[i]
-                    return t, m
-            checked = len(self.pending)
-            if self.out_closed:
-                raise ProtocolError(f"{self.name}: server closed its output while waiting for {what}")
-            if not self._pump(deadline) and clock() >= deadline:
-                tail = "".join(self.stderr_lines[-15:])
-                raise ProtocolError(f"{self.name}: no {what} within {self.timeout}s; stderr tail:\n{tail}")
+        super().__init__(argv, cwd=cwd, timeout=timeout, name=name, server_requests={
+            "workspace/configuration": lambda params: [None for _ in (params or {}).get("items", [])]})
 
     def request(self, method, params=None):
         """Returns (latency seconds, result). Errors raise."""
         rid, t0 = self.send_request(method, params)
-        t1, m = self.wait_for(lambda m: m.get("id") == rid and "method" not in m, f"response to {method}")
+        t1, m = self.wait_stamped(lambda m: m.get("id") == rid and "method" not in m, what=f"response to {method}")
         if "error" in m:
             raise ProtocolError(f"{self.name}: {method} failed: {m['error']}")
         return t1 - t0, m.get("result")
@@ -223,7 +69,11 @@ class Server:
                 return False
             p = m.get("params", {})
             return p.get("uri") == uri and p.get("version") == version
-        return self.wait_for(match, f"publishDiagnostics(version={version})")
+        return self.wait_stamped(match, what=f"publishDiagnostics(version={version})")
+
+    def unawaited(self):
+        """Messages that arrived but were never waited for (server requests aside)."""
+        return [m for _, m in self.inbox if not ("method" in m and "id" in m)]
 
     def initialize(self, capabilities, root):
         root_uri = Path(root).as_uri()
@@ -249,26 +99,10 @@ class Server:
         exit code. Killing is only the fallback for a server that hangs."""
         self.request("shutdown")
         self.notify("exit")
-        deadline = clock() + self.timeout
-        while self.proc.poll() is None:
-            if not self.out_closed:
-                self._pump(deadline)
-            else:
-                try:
-                    self.proc.wait(max(0.0, deadline - clock()))
-                except subprocess.TimeoutExpired:
-                    pass
-            if clock() >= deadline and self.proc.poll() is None:
-                raise ProtocolError(f"{self.name}: did not exit within {self.timeout}s of exit")
-        if self.err_buf:
-            self.stderr_lines.append(self.err_buf.decode(errors="replace"))
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.sel.close()
+        code = self.close_and_wait()
+        if code is None:
+            raise ProtocolError(f"{self.name}: did not exit within {self.timeout}s of exit")
+        return code
 
 
 def client_capabilities(pull_diagnostics=False):
@@ -360,15 +194,20 @@ def reopen_cycles(server, uri, text, n):
     return lat, version
 
 
+def send_edit(server, uri, version, line, character, text):
+    """One incremental didChange (an insertion); returns the time of its write."""
+    pos = {"line": line, "character": character}
+    return server.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+
+
 def run_edits_push(server, uri, edits, first_version):
     """Each edit: didChange(version v) -> wait publishDiagnostics(version v)."""
     lat, counts = [], []
-    for n, (line, ch, text) in enumerate(edits):
+    for n, edit in enumerate(edits):
         v = first_version + 1 + n
-        pos = {"line": line, "character": ch}
-        t0 = server.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": v},
-            "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+        t0 = send_edit(server, uri, v, *edit)
         t1, m = server.wait_diagnostics(uri, v)
         lat.append(t1 - t0)
         counts.append(len(m["params"]["diagnostics"]))
@@ -379,19 +218,26 @@ def run_edits_pull(server, uri, edits, first_version):
     """Each edit: didChange(version v), then textDocument/diagnostic at once; timed from the
     didChange write to the response."""
     lat, counts = [], []
-    for n, (line, ch, text) in enumerate(edits):
+    for n, edit in enumerate(edits):
         v = first_version + 1 + n
-        pos = {"line": line, "character": ch}
-        t0 = server.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": v},
-            "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+        t0 = send_edit(server, uri, v, *edit)
         rid, _ = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
-        t1, m = server.wait_for(lambda m: m.get("id") == rid and "method" not in m, "diagnostic response")
+        t1, m = server.wait_stamped(lambda m: m.get("id") == rid and "method" not in m, what="diagnostic response")
         if "error" in m:
             raise ProtocolError(f"{server.name}: textDocument/diagnostic failed: {m['error']}")
         lat.append(t1 - t0)
         counts.append(len(m["result"].get("items", [])))
     return lat, counts
+
+
+def finish(server, res):
+    """Records the end of a session in `res`: the messages that arrived but were never waited
+    for (e.g. the empty diagnostics sent on didClose: method and, for diagnostics, the version
+    they carried) and the peak RSS; then shuts the server down and records its exit code."""
+    res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
+                                 for m in server.unawaited()]
+    res["peak_rss_kib"] = server.peak_rss_kib()
+    res["exit_code"] = server.shutdown()
 
 
 def bench_maxkernel(args, binary, work, uri, text, kernels, edits):
@@ -450,13 +296,10 @@ def bench_maxkernel(args, binary, work, uri, text, kernels, edits):
         res["inlayhint_s"] = inlay
         res["inlayhint_hints_per_window"] = {"min": min(n_hints), "max": max(n_hints),
                                              "mean": statistics.fmean(n_hints)}
-        res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
-                                     for _, m in s.pending]
-        res["peak_rss_kib"] = s.peak_rss_kib()
-        res["exit_code"] = s.shutdown()
+        finish(s, res)
     finally:
         s.kill()
-    res["server_requests"] = sorted(set(s.server_requests))
+    res["server_requests"] = sorted({r["method"] for r in s.received_server_requests})
     res["slow_turn_warnings"] = [l.strip() for l in s.stderr_lines if "slow main-loop turn" in l]
     res["stderr_lines"] = len(s.stderr_lines)
     return res
@@ -474,7 +317,7 @@ def bench_ruff(args, work, uri, text, edits, pull):
             t0 = s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python",
                                                                      "version": 1, "text": text}})
             rid, _ = s.send_request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
-            t1, m = s.wait_for(lambda m: m.get("id") == rid and "method" not in m, "diagnostic response")
+            t1, m = s.wait_stamped(lambda m: m.get("id") == rid and "method" not in m, what="diagnostic response")
             res["open_cold_s"] = [t1 - t0]
             res["open_diagnostics"] = len(m["result"].get("items", []))
             lat, counts = run_edits_pull(s, uri, edits, 1)
@@ -486,15 +329,10 @@ def bench_ruff(args, work, uri, text, edits, pull):
             lat, counts = run_edits_push(s, uri, edits, version)
         res["change_s"] = lat
         res["change_diagnostic_counts"] = sorted(set(counts))
-        # Messages that arrived but were never waited for (e.g. the empty diagnostics sent on
-        # didClose): method and, for diagnostics, the version they carried.
-        res["unawaited_messages"] = [[m.get("method", "response"), m.get("params", {}).get("version")]
-                                     for _, m in s.pending]
-        res["peak_rss_kib"] = s.peak_rss_kib()
-        res["exit_code"] = s.shutdown()
+        finish(s, res)
     finally:
         s.kill()
-    res["server_requests"] = sorted(set(s.server_requests))
+    res["server_requests"] = sorted({r["method"] for r in s.received_server_requests})
     return res
 
 

@@ -9,7 +9,7 @@ once per candidate and compares it with the warm worker's `evaluate`.
     python fresh_eval.py --task task.py --candidate cand_03.py \
         --seeds 11,22,33 --timing '{"warmup": 1, "min_runs": 5, "min_seconds": 0, "max_seconds": 0.5}'
 
-The work mirrors the worker's `evaluate` (tpu/worker/mkw_ops.py op_evaluate,
+The work mirrors the worker's `evaluate` (tpu/worker/mkw_op_evaluate.py, mkw_check.py,
 mkw_run.py) step for step, with the same counts of kernel runs:
 
 1. input sets from `make_inputs(jax.random.key(seed))` per seed, host copies
@@ -24,14 +24,16 @@ mkw_run.py) step for step, with the same counts of kernel runs:
 4. candidate compiled ahead of time inside the interpret context;
 5. per seed: candidate, reference, reference, candidate, each on fresh
    copies of the inputs, inputs checked for mutation after each candidate
-   run, each output compared with the golden outputs using the worker's rule
-   |c - r| <= atol * max(1, max|r|) + rtol * |r| (plus finiteness);
+   run, each output compared with the golden outputs by the worker's own
+   comparison (mkw_run.compare, imported from tpu/worker: the task's TOLERANCES
+   or the per-dtype defaults, |c - r| <= atol * max(1, max|r|) + rtol * |r|,
+   finiteness, exact integers);
 6. timing of candidate and reference with the same loop as mkw_run.time_fn
    (warmup, then until min_runs and min_seconds, capped by max_runs /
    max_seconds, block_until_ready around every run), inputs rotating over
    the input sets.
 
-Standard library + JAX/numpy only.  Exit status 0 when a JSON result was
+Standard library + JAX/numpy + the worker's mkw_run (for its comparison) only.  Exit status 0 when a JSON result was
 printed (correct or not), 1 on an unexpected error (JSON with "error").
 """
 
@@ -48,6 +50,8 @@ import os
 import statistics
 import sys
 import types
+
+WORKER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tpu", "worker")
 
 DEFAULT_TIMING = {"warmup": 1, "min_runs": 5, "min_seconds": 0.1, "max_runs": 200, "max_seconds": 3.0}
 
@@ -69,6 +73,8 @@ def main(argv=None) -> int:
     import jax.numpy as jnp
     import numpy as np
     from jax.experimental.pallas import tpu as pltpu
+    sys.path.insert(0, WORKER_DIR)
+    import mkw_run  # the worker's output comparison, so both paths judge a candidate alike
     phases["import_s"] = time.perf_counter() - t
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -100,8 +106,8 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     task = load(args.task, "task")
     reference, make_inputs = task["reference"], task["make_inputs"]
-    tol = task.get("TOLERANCES") or {}
-    rtol, atol = float(tol.get("rtol", 1e-5)), float(tol.get("atol", 1e-5))
+    tol = task.get("TOLERANCES")  # None: the worker's per-dtype defaults
+    plat = mkw_run.platform()
     sets, pristine = [], []
     for seed in seeds:
         v = make_inputs(jax.random.key(seed))
@@ -171,8 +177,8 @@ def main(argv=None) -> int:
             if probs:
                 msg = ("input_mutated", "; ".join(probs))
             else:
-                msg = _compare(np, to_host(c), golden[i], rtol, atol) or \
-                    _compare(np, r, golden[i], rtol, atol, reference=True)
+                msg = _compare(mkw_run, c, golden[i], tol, plat) or \
+                    _compare(mkw_run, r, golden[i], tol, plat, reference=True)
             if msg and failure is None:
                 failure = {"kind": msg[0], "seed": seed, "message": msg[1]}
     phases["checks_s"] = time.perf_counter() - t
@@ -217,34 +223,16 @@ def _count_pallas(closed) -> int:
     return seen
 
 
-def _compare(np, cand, ref, rtol, atol, reference=False):
-    """The worker's rule (mkw_run.compare): shape/dtype equal, finite where the
-    reference is finite, |c - r| <= atol * max(1, max|r|) + rtol * |r|."""
-    what = "reference_changed" if reference else "mismatch"
-    if len(cand) != len(ref):
-        return ("shape_mismatch", "output count differs")
-    for i, (c, r) in enumerate(zip(cand, ref)):
-        if c.shape != r.shape:
-            return ("shape_mismatch", f"output {i}: {c.shape} != {r.shape}")
-        if c.dtype != r.dtype:
-            return ("dtype_mismatch", f"output {i}: {c.dtype} != {r.dtype}")
-        cf, rf = c.astype(np.float64), r.astype(np.float64)
-        rfin, cfin = np.isfinite(rf), np.isfinite(cf)
-        scale = max(1.0, float(np.max(np.abs(rf[rfin])))) if rfin.any() else 1.0
-        atol_eff = atol * scale
-        nonfinite = rfin & ~cfin
-        special_bad = ~rfin & ~((np.isnan(rf) & np.isnan(cf)) | (rf == cf))
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.abs(cf - rf)
-            both = rfin & cfin
-            tol_bad = both & (err > atol_eff + rtol * np.abs(rf))
-        max_abs = float(np.max(err[both])) if both.any() else 0.0
-        if nonfinite.any():
-            return ("nonfinite" if not reference else what, f"output {i}: {int(nonfinite.sum())} non-finite")
-        n_bad = int(tol_bad.sum()) + int(special_bad.sum())
-        if n_bad:
-            return (what, f"output {i}: {n_bad} of {c.size} outside tolerance; max abs error {max_abs:.4g}")
-    return None
+def _compare(mkw_run, cand, golden, tol, plat, reference=False):
+    """(kind, message) when `cand` differs from the golden outputs by the worker's rule, as
+    the worker's checks word it (mkw_check.check_candidate); None when it matches."""
+    cmp = mkw_run.compare(cand, golden, tol, plat)
+    if cmp["ok"]:
+        return None
+    if reference:
+        return ("reference_changed", "the reference no longer reproduces its own outputs after the "
+                                     "candidate ran: " + cmp["message"])
+    return (cmp["kind"], cmp["message"])
 
 
 def _percentile(s, q):

@@ -11,7 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 KERNEL = ROOT / "tests" / "optimize" / "kernels" / "scale_rows.py"
-sys.path.insert(0, str(ROOT / "tests" / "transcript"))  # lsp_client
 sys.path.insert(0, str(HERE))
 
 

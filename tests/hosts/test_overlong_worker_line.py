@@ -5,13 +5,10 @@ more than the 64 MiB cap), the worker is killed and replaced, and the next Test 
 server passes. The worker is the real one behind fake_workers/overlong_proxy.py on a command
 host; the proxy misbehaves once (a marker file), then passes everything through."""
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TASKS, pids_with_cmdline, venv_python, wait_until
-
-sys.path.insert(0, str(ROOT / "tests" / "transcript"))
+from conftest import TASKS, pids_with_cmdline, venv_python, wait_until
 from lsp_client import LspClient
 
 PROXY = Path(__file__).resolve().parent / "fake_workers" / "overlong_proxy.py"

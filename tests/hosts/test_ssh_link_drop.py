@@ -6,20 +6,16 @@ repeated behind the user's back), no worker is left on the host side, and the ne
 same server and host connects afresh and passes."""
 import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import (
-    ROOT,
     TASKS,
     descendants,
     pids_with_cmdline,
     venv_python,
     wait_until,
 )
-
-sys.path.insert(0, str(ROOT / "tests" / "transcript"))
 from lsp_client import LspClient
 
 

@@ -1,10 +1,5 @@
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-from lsp_client import LspClient  # noqa: E402
+from lsp_client import LspClient  # tests/lsp_client, on sys.path through tests/conftest.py
 
 
 @pytest.fixture
@@ -18,3 +13,13 @@ def client():
 def ready(client):
     client.initialize()
     return client
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """An initialized server whose store is a fresh file of this test's."""
+    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
+    c = LspClient()
+    c.initialize()
+    yield c
+    c.close()

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lsp_client import LspClient
 
 CHEATS = Path(__file__).resolve().parents[1] / "worker" / "tasks" / "cheats"
 ERROR = 1
@@ -29,15 +28,6 @@ OUTSIDE = {
                       "8,192 bytes, 100% of the size of the reference's outputs; results computed in Python on "
                       "the host are not the kernel's"),
 }
-
-
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
-    c = LspClient()
-    c.initialize()
-    yield c
-    c.close()
 
 
 def open_cheat(c, tmp_path, name):

@@ -6,7 +6,6 @@ answered. `$/cancelRequest` sent as a request still cancels its target, then is 
 Each test takes every first answer, then ends the session and checks that nothing else was
 answered (a second answer, or an answer with id null).
 """
-import queue
 from collections import Counter
 
 METHOD_NOT_FOUND = -32601
@@ -15,21 +14,16 @@ REQUEST_CANCELLED = -32800
 
 def leftover_answers_until_exit(client, timeout=10):
     """Shuts the server down and returns a Counter of the response ids nobody has taken yet
-    (stashed, or read until the server's output ends). A test has already taken each first
+    (queued, or read until the server's output ends). A test has already taken each first
     answer with wait_response, so any id counted here was answered twice."""
     rid = client.send_request("shutdown")
     client.wait_response(rid, timeout)
     client.notify("exit")
     assert client.proc.wait(timeout) == 0
-    seen = list(client.stash)
-    while True:
-        try:
-            m = client.inbox.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("the server's output did not end after exit")
-        if m is None:
-            break
-        seen.append(m)
+    try:
+        seen = client.wait_closed(timeout)
+    except TimeoutError:
+        raise AssertionError("the server's output did not end after exit") from None
     return Counter(m.get("id") for m in seen if "method" not in m)
 
 

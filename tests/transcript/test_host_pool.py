@@ -36,32 +36,17 @@ def start(monkeypatch, tmp_path, options):
     return c
 
 
-def open_file(c, path):
-    c.open(path.as_uri(), path.read_text())
-    c.diagnostics(path.as_uri(), version=1)
-    return path.as_uri()
-
-
-def progress_values(c, token):
-    values = []
-    while True:
-        p = c.wait_notification("$/progress", lambda p: p["token"] == token, timeout=RUN_TIMEOUT)
-        values.append(p["value"])
-        if p["value"]["kind"] == "end":
-            return values
-
-
 def test_a_graph_search_spreads_over_the_hosts_the_setting_lists(monkeypatch, tmp_path):
     kernel = tmp_path / "scale_rows.py"
     shutil.copy(KERNEL, kernel)
     c = start(monkeypatch, tmp_path, {"host": ["a", "b"], "hosts": [local_host("a"), local_host("b")],
                                       "budget": {"maxEvaluations": 5, "maxIterations": 10}})
     try:
-        uri = open_file(c, kernel)
+        uri = c.open_file(kernel)[0]
         started = c.request("workspace/executeCommand", {
             "command": "maxkernel.graphSearch",
             "arguments": [{"uri": uri, "kernel": 0, "strategy": "parallel"}]})["result"]
-        values = progress_values(c, started["progressToken"])
+        values = c.progress_values(started["progressToken"], RUN_TIMEOUT)
         messages = [v.get("message", "") for v in values]
         assert any(m.startswith(f"run {started['run']} on a,b") for m in messages), messages
         with sqlite3.connect(tmp_path / "store.sqlite") as db:
@@ -83,10 +68,10 @@ def test_the_test_lens_fails_over_from_an_unreachable_host(monkeypatch, tmp_path
     c = start(monkeypatch, tmp_path, {"host": "dead, a",
                                       "hosts": [closed_port_host("dead", tmp_path), local_host("a")]})
     try:
-        uri = open_file(c, task)
+        uri = c.open_file(task)[0]
         started = c.request("workspace/executeCommand", {
             "command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})["result"]
-        values = progress_values(c, started["progressToken"])
+        values = c.progress_values(started["progressToken"], RUN_TIMEOUT)
         assert values[1]["message"] == "on dead,a", values
         assert "Test passed on a" in values[-1]["message"], values
     finally:

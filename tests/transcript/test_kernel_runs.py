@@ -4,8 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from lsp_client import LspClient
-
 TASKS = Path(__file__).resolve().parents[1] / "worker" / "tasks" / "infile"
 
 
@@ -16,40 +14,15 @@ def workspace(tmp_path):
     return tmp_path
 
 
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAXKERNEL_STORE", str(tmp_path / "store.sqlite"))
-    c = LspClient()
-    c.initialize()
-    yield c
-    c.close()
-
-
-def open_file(c, path):
-    text = path.read_text()
-    c.open(path.as_uri(), text)
-    c.diagnostics(path.as_uri(), version=1)
-    return path.as_uri(), text
-
-
-def progress_values(c, token, until_kind="end", timeout=120):
-    values = []
-    while True:
-        p = c.wait_notification("$/progress", lambda p: p["token"] == token, timeout=timeout)
-        values.append(p["value"])
-        if p["value"]["kind"] == until_kind:
-            return values
-
-
 def test_test_lens_reports_a_verdict_with_progress_and_goes_stale_on_edit(server, workspace):
-    uri, text = open_file(server, workspace / "scale_add.py")
+    uri, text = server.open_file(workspace / "scale_add.py")
     resp = server.request("workspace/executeCommand",
                           {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
     token = resp["result"]["progressToken"]
     assert resp["result"]["status"] == "started"
     # The server created the progress token with the client before reporting on it.
     assert any(r["method"] == "window/workDoneProgress/create" for r in server.received_server_requests)
-    values = progress_values(server, token)
+    values = server.progress_values(token, 120)
     assert values[0]["kind"] == "begin" and values[0]["cancellable"] is True
     assert "Test passed" in values[-1]["message"]
 
@@ -85,21 +58,21 @@ def test_a_cheating_kernel_fails_its_test(server, workspace):
     path = workspace / "zeros_with_task.py"
     path.write_text(cheat)
 
-    uri, _ = open_file(server, path)
+    uri, _ = server.open_file(path)
     resp = server.request("workspace/executeCommand",
                           {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
-    progress_values(server, resp["result"]["progressToken"])
+    server.progress_values(resp["result"]["progressToken"], 120)
     (verdict,) = [d for d in server.diagnostics(uri) if d["code"] == "MK200"]
     assert verdict["severity"] == 1 and "Test failed" in verdict["message"]
 
 
 def test_cancelling_the_progress_cancels_the_run(server, workspace):
-    uri, _ = open_file(server, workspace / "scale_add.py")
+    uri, _ = server.open_file(workspace / "scale_add.py")
     resp = server.request("workspace/executeCommand",
                           {"command": "maxkernel.profile", "arguments": [{"uri": uri, "kernel": 0}]})
     token = resp["result"]["progressToken"]
     server.notify("window/workDoneProgress/cancel", {"token": token})
-    values = progress_values(server, token)
+    values = server.progress_values(token, 120)
     # Stopped, not finished: the outcome says the profile did not run and why, no job is left
     # running, and no profile summary was made up from a partial run.
     end = values[-1]["message"]
@@ -111,7 +84,7 @@ def test_cancelling_the_progress_cancels_the_run(server, workspace):
 
 def test_save_lowers_for_tpu_and_maps_the_error_to_its_line(server, workspace):
     path = workspace / "bad_block.py"
-    uri, text = open_file(server, path)
+    uri, text = server.open_file(path)
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
     diags = server.wait_notification(
         "textDocument/publishDiagnostics",
@@ -125,7 +98,7 @@ def test_save_lowers_for_tpu_and_maps_the_error_to_its_line(server, workspace):
 def test_test_without_a_task_says_why(server, tmp_path):
     path = tmp_path / "lonely.py"
     path.write_text((Path(__file__).resolve().parents[2] / "examples" / "softmax_rows.py").read_text())
-    uri, _ = open_file(server, path)
+    uri, _ = server.open_file(path)
     resp = server.request("workspace/executeCommand",
                           {"command": "maxkernel.test", "arguments": [{"uri": uri, "kernel": 0}]})
     assert resp["error"]["code"] == -32803
@@ -134,7 +107,7 @@ def test_test_without_a_task_says_why(server, tmp_path):
 
 def test_save_adds_exact_facts_and_a_labelled_prediction_to_the_hover(server, workspace):
     path = workspace / "scale_add.py"
-    uri, text = open_file(server, path)
+    uri, text = server.open_file(path)
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
     server.diagnostics(uri)  # re-published once the lowering has come back
     line = next(i for i, l in enumerate(text.splitlines()) if "PALLAS_CALL_LINE" in l)

@@ -39,7 +39,7 @@ def test_a_dropped_reply_is_answered_with_internal_error_once(ready):
     assert resp["error"]["code"] == -32603
     # exactly once: the next request's answer is the next response we see with an id
     assert ready.request("shutdown")["result"] is None
-    assert not any(m.get("id") == rid for m in ready.stash)
+    assert not any(m.get("id") == rid for m in ready.queued())
 
 
 def test_exit_after_shutdown_is_zero(ready):

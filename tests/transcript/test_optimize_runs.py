@@ -1,14 +1,12 @@
 """Auto and graph-search runs from the editor, through the real server, real JAX workers and a
 real SQLite run store: progress, the MK300 result, the "Apply best variant" quick fix (a versioned,
 annotated workspace edit), refusal after an edit, cancel, exit during a run, and the report."""
-import os
 import re
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-
 from lsp_client import LspClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,25 +36,9 @@ def start_server(monkeypatch, store, budget, on_apply=None):
     return c
 
 
-def open_file(c, path):
-    text = path.read_text()
-    c.open(path.as_uri(), text)
-    c.diagnostics(path.as_uri(), version=1)
-    return path.as_uri(), text
-
-
 def execute(c, command, argument, timeout=30):
     return c.request("workspace/executeCommand", {"command": command, "arguments": [argument]},
                      timeout=timeout)
-
-
-def progress_values(c, token):
-    values = []
-    while True:
-        p = c.wait_notification("$/progress", lambda p: p["token"] == token, timeout=RUN_TIMEOUT)
-        values.append(p["value"])
-        if p["value"]["kind"] == "end":
-            return values
 
 
 def mk300(c, uri):
@@ -108,7 +90,7 @@ def apply_text_edit(text, edit):
 
 
 def block_rows(text):
-    return int(re.search(r"^BLOCK_ROWS = (\d+)$", text, re.M).group(1))
+    return int(re.search(r"^BLOCK_ROWS = (\d+)$", text, re.MULTILINE).group(1))
 
 
 def test_auto_run_reports_applies_the_best_variant_and_refuses_after_an_edit(monkeypatch, store, kernel):
@@ -120,10 +102,10 @@ def test_auto_run_reports_applies_the_best_variant_and_refuses_after_an_edit(mon
 
     c = start_server(monkeypatch, store, {"maxIterations": 1}, on_apply=accept)
     try:
-        uri, text = open_file(c, kernel)
+        uri, text = c.open_file(kernel)
         started = execute(c, "maxkernel.optimizeAuto", {"uri": uri, "kernel": 0})["result"]
         assert started["status"] == "started" and started["job"] and started["run"]
-        values = progress_values(c, started["progressToken"])
+        values = c.progress_values(started["progressToken"], RUN_TIMEOUT)
         assert values[0]["kind"] == "begin" and values[0]["cancellable"] is True
         reports = [v for v in values if v["kind"] == "report" and v["message"].startswith("iteration")]
         assert reports and "predicted (model, v5e)" in reports[-1]["message"]
@@ -184,10 +166,10 @@ def test_auto_run_reports_applies_the_best_variant_and_refuses_after_an_edit(mon
 def test_graph_search_beam_ends_with_a_result_that_goes_stale(monkeypatch, store, kernel):
     c = start_server(monkeypatch, store, {"maxIterations": 1})
     try:
-        uri, text = open_file(c, kernel)
+        uri, text = c.open_file(kernel)
         started = execute(c, "maxkernel.graphSearch",
                           {"uri": uri, "kernel": 0, "strategy": "beam"})["result"]
-        values = progress_values(c, started["progressToken"])
+        values = c.progress_values(started["progressToken"], RUN_TIMEOUT)
         assert values[0]["kind"] == "begin" and values[-1]["kind"] == "end"
         assert any(v.get("message", "").startswith("iteration 1/1") for v in values)
         d = mk300(c, uri)
@@ -218,7 +200,7 @@ def wait_for_worker(c, store, token):
 def test_cancel_stops_the_run_resumably_and_leaves_no_worker(monkeypatch, store, kernel, how):
     c = start_server(monkeypatch, store, {"maxIterations": 6})
     try:
-        uri, _ = open_file(c, kernel)
+        uri, _ = c.open_file(kernel)
         started = execute(c, "maxkernel.optimizeAuto", {"uri": uri, "kernel": 0})["result"]
         wait_for_worker(c, store, started["progressToken"])
         if how == "cancelJob":
@@ -226,7 +208,7 @@ def test_cancel_stops_the_run_resumably_and_leaves_no_worker(monkeypatch, store,
             assert answer == {"status": "cancelling", "job": started["job"]}
         else:
             c.notify("window/workDoneProgress/cancel", {"token": started["progressToken"]})
-        values = progress_values(c, started["progressToken"])
+        values = c.progress_values(started["progressToken"], RUN_TIMEOUT)
         assert "cancelled" in values[-1]["message"]
         assert run_row(store, started["run"])[0] == "cancelled"
         assert "cancelled" in mk300(c, uri)["message"]
@@ -240,7 +222,7 @@ def test_cancel_stops_the_run_resumably_and_leaves_no_worker(monkeypatch, store,
 def test_exit_during_a_run_cancels_it_and_stops_its_workers(monkeypatch, store, kernel):
     c = start_server(monkeypatch, store, {"maxIterations": 6})
     try:
-        uri, _ = open_file(c, kernel)
+        uri, _ = c.open_file(kernel)
         started = execute(c, "maxkernel.optimizeAuto", {"uri": uri, "kernel": 0})["result"]
         wait_for_worker(c, store, started["progressToken"])
         assert c.shutdown_and_exit(timeout=60) == 0
@@ -253,7 +235,7 @@ def test_exit_during_a_run_cancels_it_and_stops_its_workers(monkeypatch, store, 
 def test_bad_input_is_refused_with_a_clear_error(monkeypatch, store, kernel, tmp_path):
     c = start_server(monkeypatch, store, {"maxIterations": "many"})
     try:
-        uri, _ = open_file(c, kernel)
+        uri, _ = c.open_file(kernel)
         resp = execute(c, "maxkernel.optimizeAuto", {"uri": uri, "kernel": 0})
         assert resp["error"]["code"] == -32602
         assert "maxkernel.budget.maxIterations must be a non-negative integer" in resp["error"]["message"]
@@ -261,7 +243,7 @@ def test_bad_input_is_refused_with_a_clear_error(monkeypatch, store, kernel, tmp
         assert resp["error"]["code"] == -32602 and "kernel" in resp["error"]["message"]
         lonely = tmp_path / "lonely.py"
         lonely.write_text((ROOT / "examples" / "softmax_rows.py").read_text())
-        lonely_uri, _ = open_file(c, lonely)
+        lonely_uri, _ = c.open_file(lonely)
         resp = execute(c, "maxkernel.graphSearch", {"uri": lonely_uri, "kernel": 0})
         assert resp["error"]["code"] == -32803 and "make_inputs" in resp["error"]["message"]
         resp = execute(c, "maxkernel.applyBestVariant", {"uri": uri, "run": "r-none"})

@@ -353,12 +353,16 @@ class Server:
                 if token.cancelled:
                     raise C.Cancelled("cancelled before it started")
                 if self._ops is None:
-                    import mkw_ops
-                    mkw_ops.WORKDIR["path"] = self.workdir
+                    import mkw_scratch
+                    mkw_scratch.WORKDIR["path"] = self.workdir
                     import mkw_generate
+                    import mkw_op_autotune
+                    import mkw_op_evaluate
+                    import mkw_op_lower
+                    import mkw_op_profile
                     import mkw_reference
-                    self._ops = {"lower": mkw_ops.op_lower, "evaluate": mkw_ops.op_evaluate,
-                                 "profile": mkw_ops.op_profile, "autotune": mkw_ops.op_autotune,
+                    self._ops = {"lower": mkw_op_lower.op_lower, "evaluate": mkw_op_evaluate.op_evaluate,
+                                 "profile": mkw_op_profile.op_profile, "autotune": mkw_op_autotune.op_autotune,
                                  "generate": mkw_generate.op_generate,
                                  "reference": mkw_reference.op_reference}
                 progress = C.Progress(self.writer.send, rid, op)

@@ -222,9 +222,9 @@ def load_trace_events(path: str) -> list:
 
 _WATCHED_MODULES = ("builtins", "time", "statistics", "math", "numpy", "jax", "jax.numpy", "jax.tree_util",
                     "jax.profiler", "jax.random", "jax._src.api", "jax._src.array",
-                    "mkw_common", "mkw_run", "mkw_ops", "mkw_facts", "mkw_golden", "mkw_tasks", "mkw_clock",
-                    "mkw_gate", "mkw_work", "mkw_profile", "mkw_traffic", "mkw_yaml", "maxkernel_worker",
-                    "__main__")
+                    "mkw_common", "mkw_run", "mkw_prepared", "mkw_check", "mkw_timing", "mkw_facts", "mkw_golden",
+                    "mkw_tasks", "mkw_clock", "mkw_gate", "mkw_work", "mkw_profile", "mkw_traffic", "mkw_yaml",
+                    "maxkernel_worker", "__main__")
 _WATCHED_SYS = ("modules", "meta_path", "path_hooks", "settrace", "setprofile", "stderr", "__stderr__")
 _WATCHED_CLASSES = (_ArrayImpl,) + tuple(c for c in _ArrayImpl.__mro__[1:] if c is not object)
 # Keys that change as a matter of course (interactive `_`, module reload bookkeeping).

@@ -22,9 +22,9 @@ import jax
 import mkw_common as C
 import mkw_gen_common as G
 import mkw_gen_expr as E
-import mkw_ops
 import mkw_run
 import mkw_tasks
+import mkw_trace
 from mkw_gen_common import GenContext, NoTemplate
 
 NO_TEMPLATE = "no_template"
@@ -357,8 +357,8 @@ def lower_generated(gen: G.Generated, ctx: GenContext, task, filename: str) -> d
             raise TypeError(f"the generated module defines no function `{gen.entry}`")
         args, kwargs = mkw_run.abstract_inputs(task)
         bound, dyn_args, dyn_kwargs, _ = mkw_run.bind_static(fn, args, kwargs)
-        traced, _ = mkw_ops.trace_candidate(bound, dyn_args, dyn_kwargs, filename, gen.source)
-        mkw_ops.lower_tpu(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
+        traced, _ = mkw_trace.trace_candidate(bound, dyn_args, dyn_kwargs, filename, gen.source)
+        mkw_trace.lower_tpu(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
                           gen.source)
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):

@@ -1,6 +1,6 @@
 """Frozen references kept across evaluates: the warm worker's per-task saving.
 
-A frozen reference (mkw_ops.Golden: the input sets of the requested seeds,
+A frozen reference (Golden: the input sets of the requested seeds,
 their pristine host copies, the compiled reference and its outputs) depends
 only on the task's reference module, the seeds, the run mode and the
 platform.  When several candidates of one task are evaluated with the same
@@ -23,8 +23,11 @@ import collections
 import copy
 import hashlib
 import os
+import time
 
 import jax
+import mkw_common as C
+import mkw_run
 import numpy as np
 
 # Entries kept (least recently used goes first); 0 turns the cache off.
@@ -114,3 +117,64 @@ def _private_copy(golden):
 
 def clear() -> None:
     _entries.clear()
+
+
+# ---------------------------------------------------------------------------
+# The frozen reference itself.
+
+class Golden:
+    """The frozen reference: input sets and the reference's outputs,
+    computed before any candidate code is executed."""
+
+    def __init__(self, task, seeds, plat, mode, cancel):
+        self.task = task
+        self.sets: list[mkw_run.InputSet] = []
+        self.outputs: list[list[np.ndarray]] = []
+        self.warnings: list[str] = []
+        self.mode = mode
+        ref_name = task.reference_name
+        for seed in seeds:
+            cancel.check()
+            s = mkw_run.make_input_set(task, seed)
+            self.sets.append(s)
+            self.warnings.extend(s.warnings)
+        a0, k0 = self.sets[0].args, self.sets[0].kwargs
+        try:
+            with mode.context():
+                t0 = time.perf_counter()
+                ref = self.sets[0].bind(task.reference_fn)
+                self.ref_compiled = jax.jit(ref).trace(*a0, **k0).lower().compile()
+                self.compile_s = time.perf_counter() - t0
+                for s in self.sets:
+                    cancel.check()
+                    a, k = s.clone()
+                    self.outputs.append(mkw_run.to_host(self.ref_compiled(*a, **k)))
+        except C.WorkerError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise C.from_exception(C.TASK, e, task.ref_module.filename, source=task.ref_module.source,
+                                   prefix=f"the reference `{ref_name}` failed",
+                                   file=task.ref_module.filename) from None
+        for i, outs in enumerate(self.outputs):
+            for j, o in enumerate(outs):
+                if o.size > 1 and np.issubdtype(o.dtype, np.number) and np.all(o == o.flat[0]):
+                    self.warnings.append(f"reference output {j} is constant for seed {self.sets[i].seed}")
+
+    def run_ref(self, s: mkw_run.InputSet):
+        a, k = s.clone()
+        with self.mode.context():
+            return mkw_run.to_host(self.ref_compiled(*a, **k))
+
+
+def frozen(task, seeds, plat, mode, cancel):
+    """(Golden, reused): the cached one for this task, seeds and mode, else a new one."""
+    key = key_for(task, seeds, plat, mode)
+    golden, warning = lookup(key)
+    if golden is not None:
+        golden.task = task
+        return golden, True
+    golden = Golden(task, seeds, plat, mode, cancel)
+    store(key, golden)
+    if warning:
+        golden.warnings.append(warning)
+    return golden, False

@@ -20,6 +20,7 @@ import os
 import re
 
 import jax
+import mkw_eqn
 import mkw_facts
 from jax.extend import core as _jex_core
 
@@ -64,18 +65,9 @@ def scoped_function(closed_jaxpr):
                 sub = eqn.params["jaxpr"]
                 outs = ev(sub.jaxpr, sub.consts, inv)
             else:
-                params = eqn.primitive.get_bind_params(eqn.params)
                 with ctx:
-                    if isinstance(params, tuple):  # older JAX: (subfuns, params)
-                        subfuns, params = params
-                        outs = eqn.primitive.bind(*subfuns, *inv, **params)
-                    else:
-                        outs = eqn.primitive.bind(*inv, **params)
-            if not eqn.primitive.multiple_results:
-                outs = [outs]
-            for v, o in zip(eqn.outvars, outs):
-                if type(v).__name__ != "DropVar":
-                    env[v] = o
+                    outs = mkw_eqn.bind(eqn, inv)
+            mkw_eqn.store_results(env, eqn, outs)
         return [read(v) for v in jaxpr.outvars]
 
     def fn(*flat_args):

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import jax
 import mkw_common as C
-import mkw_ops
+import mkw_cost
+import mkw_golden
+import mkw_prepared
 import mkw_run
 import mkw_tasks
+import mkw_trace
 
 
 def _nbytes(x) -> int:
@@ -37,7 +40,7 @@ def _xla_cost(task) -> dict:
         raise C.from_exception(C.TASK, e, task.ref_module.filename, source=task.ref_module.source,
                                prefix=f"the reference `{task.reference_name}` does not trace",
                                file=task.ref_module.filename) from None
-    cost = mkw_ops._cost_dict(lowered.cost_analysis())
+    cost = mkw_cost.cost_dict(lowered.cost_analysis())
     if cost is None:
         raise C.WorkerError(C.TASK, "XLA reported no cost analysis for the reference")
     cost["backend"] = jax.default_backend()
@@ -46,7 +49,7 @@ def _xla_cost(task) -> dict:
     # "bytes accessed" counts unfused intermediates and would flatter a kernel.
     outs = jax.eval_shape(bound, *dyn_args, **dyn_kwargs)
     cost["min_bytes"] = sum(_nbytes(x) for x in jax.tree_util.tree_leaves((dyn_args, dyn_kwargs, outs)))
-    cost["input_shapes"] = mkw_ops._describe_avals(dyn_args, dyn_kwargs)
+    cost["input_shapes"] = mkw_trace.describe_avals(dyn_args, dyn_kwargs)
     return cost
 
 
@@ -62,7 +65,7 @@ def op_reference(req, cancel, progress) -> dict:
         cancel.check()
         if plat in ("tpu", "gpu"):
             mode = mkw_run.choose_mode(plat, [], "none")  # the reference has no kernel to interpret
-            golden = mkw_ops.Golden(task, mkw_ops._seeds_from(req, 3), plat, mode, cancel)
+            golden = mkw_golden.Golden(task, mkw_prepared.seeds_from(req, 3), plat, mode, cancel)
             cfg = mkw_run.timing_config(req.get("timing") if isinstance(req.get("timing"), dict) else None,
                                         mode)
             sets = [(s.args, s.kwargs) for s in golden.sets]

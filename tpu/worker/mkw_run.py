@@ -341,9 +341,7 @@ def abstract_value(task: mkw_tasks.Task):
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise C.from_exception(C.TASK, e, task.inputs_module.filename,
-                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
-                               source=task.inputs_module.source, file=task.inputs_module.filename) from None
+        raise task.inputs_error(e) from None
 
 
 def _synthesize(base, rng: np.random.Generator, warnings: list[str], index: int):
@@ -418,9 +416,7 @@ def make_input_set(task: mkw_tasks.Task, seed: int) -> InputSet:
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise C.from_exception(C.TASK, e, task.inputs_module.filename,
-                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
-                               source=task.inputs_module.source, file=task.inputs_module.filename) from None
+        raise task.inputs_error(e) from None
     s = InputSet(seed, args, kwargs, warnings)
     warnings.extend(_degenerate_warnings(s.leaves(), seed))
     s.snapshot()

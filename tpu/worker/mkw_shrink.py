@@ -33,6 +33,7 @@ import hashlib
 import jax
 import jax.numpy as jnp
 import mkw_common as C
+import mkw_eqn
 import mkw_run
 import numpy as np
 
@@ -306,17 +307,8 @@ def _eval_shrunk(jaxpr, consts, args, smap):
             raise _CannotShrink(f"it uses `{name}`, a primitive with a nested program")
         else:
             params = {k: (_map_size(v, smap) if k in _SIZE_PARAMS else v) for k, v in eqn.params.items()}
-            bind = eqn.primitive.get_bind_params(params)
-            if isinstance(bind, tuple):  # older JAX: (subfuns, params)
-                subfuns, bind = bind
-                outs = eqn.primitive.bind(*subfuns, *invals, **bind)
-            else:
-                outs = eqn.primitive.bind(*invals, **bind)
-        if not eqn.primitive.multiple_results:
-            outs = [outs]
-        for v, o in zip(eqn.outvars, outs):
-            if type(v).__name__ != "DropVar":
-                env[v] = o
+            outs = mkw_eqn.bind(eqn, invals, params)
+        mkw_eqn.store_results(env, eqn, outs)
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -415,9 +407,7 @@ def _learn_stats(task) -> list[dict]:
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise C.from_exception(C.TASK, e, task.inputs_module.filename,
-                               prefix=f"the task's inputs function `{task.inputs_name}` failed",
-                               source=task.inputs_module.source, file=task.inputs_module.filename) from None
+        raise task.inputs_error(e) from None
     stats = []
     for kind, st in zip(kinds, raw):
         st = {k: np.asarray(v).item() for k, v in st.items()}

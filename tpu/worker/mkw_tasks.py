@@ -13,9 +13,11 @@ Three forms (docs/tasks.md):
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import os
 import re
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -40,33 +42,32 @@ FP8_TOLERANCE = (1.25e-1, 1.25e-1)
 KEY_PARAM_NAMES = ("key", "rng", "prng_key", "rng_key", "prng", "seed_key")
 
 
+@dataclasses.dataclass(eq=False, kw_only=True)
 class Task:
     """A resolved task: the frozen reference module and how to use it."""
 
-    def __init__(self, *, form, ref_module, reference_fn, inputs_fn, inputs_name,
-                 reference_name, default_entry, tolerances=None, task_dir=None,
-                 candidate_source=None, candidate_filename=None, reference_frozen=True,
-                 get_flops=None, description=None, inputs_convention="plain"):
-        self.form = form
-        self.ref_module = ref_module
-        self.reference_fn = reference_fn
-        self.inputs_fn = inputs_fn
-        self.inputs_name = inputs_name
-        self.reference_name = reference_name
-        self.default_entry = default_entry
-        self.tolerances = tolerances  # dict or None (per-dtype defaults)
-        self.task_dir = task_dir
-        self.candidate_source = candidate_source
-        self.candidate_filename = candidate_filename
-        self.reference_frozen = reference_frozen
-        self.get_flops = get_flops
-        self.description = description
-        self.inputs_takes_key = takes_key(inputs_fn)
-        # "dynamic_static": the inputs function returns (dynamic_args, static_args) (MaxKernel).
-        self.inputs_convention = inputs_convention
+    form: str
+    ref_module: C.UserModule
+    reference_fn: Callable
+    inputs_fn: Callable
+    inputs_name: str
+    reference_name: str
+    default_entry: str | None
+    tolerances: dict | None = None  # None: the per-dtype defaults
+    task_dir: str | None = None
+    candidate_source: str | None = None
+    candidate_filename: str | None = None
+    reference_frozen: bool = True
+    get_flops: Callable | None = None
+    description: str | None = None
+    # "dynamic_static": the inputs function returns (dynamic_args, static_args) (MaxKernel).
+    inputs_convention: str = "plain"
+
+    def __post_init__(self):
+        self.inputs_takes_key = takes_key(self.inputs_fn)
         self.load_warnings: list[str] = []
         self.extra_modules: list[C.UserModule] = []  # closed with the task
-        self.inputs_module = ref_module  # where the inputs function lives (errors point there)
+        self.inputs_module = self.ref_module  # where the inputs function lives (errors point there)
         # A suite convention (apply_convention): None compares with the worker's own rules.
         self.convention = None
         self.accept_dtype_difference = False
@@ -87,6 +88,12 @@ class Task:
             "convention": self.convention,
             "reference_frozen": self.reference_frozen,
         }
+
+    def inputs_error(self, e: BaseException) -> C.WorkerError:
+        """The error for an exception the inputs function raised, pointing into its file."""
+        mod = self.inputs_module
+        return C.from_exception(C.TASK, e, mod.filename, source=mod.source, file=mod.filename,
+                                prefix=f"the task's inputs function `{self.inputs_name}` failed")
 
     def close(self):
         self.ref_module.close()

@@ -25,18 +25,23 @@ _INT_RE = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 _FLOAT_RE = re.compile(r"^[-+]?(\d[\d_]*\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|\d+[eE][-+]?\d+)$")
 
 
-def _strip_comment(text: str) -> str:
-    out, quote = [], None
+def _find_unquoted(text: str, stop) -> int:
+    """Index of the first character outside '...' and "..." for which stop(text, i) holds, or -1."""
+    quote = None
     for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = None
         elif ch in "'\"":
             quote = ch
-        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
-            break
-        out.append(ch)
-    return "".join(out).rstrip()
+        elif stop(text, i):
+            return i
+    return -1
+
+
+def _strip_comment(text: str) -> str:
+    end = _find_unquoted(text, lambda t, i: t[i] == "#" and (i == 0 or t[i - 1] in " \t"))
+    return (text if end < 0 else text[:end]).rstrip()
 
 
 def _split_flow(text: str, line: int) -> list[str]:
@@ -220,19 +225,13 @@ def _block(lines, pos, indent):
 
 
 def _split_key(body: str, n: int):
-    quote = None
-    for i, ch in enumerate(body):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ":" and (i + 1 == len(body) or body[i + 1] == " "):
-            key = body[:i].strip()
-            if key[:1] in "'\"":
-                key = scalar(key, n)
-            return key, body[i + 1:].strip()
-    raise YamlError(f"expected 'key: value', got {body!r}", n)
+    colon = _find_unquoted(body, lambda t, i: t[i] == ":" and (i + 1 == len(t) or t[i + 1] == " "))
+    if colon < 0:
+        raise YamlError(f"expected 'key: value', got {body!r}", n)
+    key = body[:colon].strip()
+    if key[:1] in "'\"":
+        key = scalar(key, n)
+    return key, body[colon + 1:].strip()
 
 
 def _map(lines, pos, indent):

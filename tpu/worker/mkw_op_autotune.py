@@ -1,0 +1,163 @@
+"""The `autotune` op: every configuration of a parameter space checked (mkw_check) and timed
+(mkw_timing) against one frozen reference, best first."""
+
+from __future__ import annotations
+
+import itertools
+
+import mkw_check
+import mkw_clock
+import mkw_common as C
+import mkw_cost
+import mkw_facts
+import mkw_gate
+import mkw_golden
+import mkw_prepared
+import mkw_run
+import mkw_shrink
+import mkw_tasks
+import mkw_timing
+import mkw_trace
+
+
+def _configs(space) -> list[dict]:
+    if not isinstance(space, dict) or not space:
+        raise C.WorkerError(C.BAD_REQUEST, "`space` must be a non-empty object {param: [values...]}")
+    keys = list(space)
+    vals = []
+    for k in keys:
+        v = space[k]
+        if not isinstance(v, list) or not v:
+            raise C.WorkerError(C.BAD_REQUEST, f"space[{k!r}] must be a non-empty list")
+        vals.append(v)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*vals)]
+
+
+def op_autotune(req, cancel, progress) -> dict:
+    plat = mkw_run.platform()
+    configs = _configs(req.get("space"))
+    max_configs = int(req.get("max_configs", 256))
+    if len(configs) > max_configs:
+        raise C.WorkerError(C.BAD_REQUEST, f"{len(configs)} configurations exceed max_configs={max_configs}")
+    if "task" not in req:
+        raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
+    watch = mkw_clock.Watch(req.get("filename") or "<buffer>")
+    mkw_prepared.gate_task(req)
+    task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
+    results: list[dict] = []
+    try:
+        mkw_shrink.configure(task, req.get("shrink"))
+        src, fname = mkw_prepared.request_candidate(req, task)
+        if isinstance(src, str):
+            mkw_prepared.gate_candidate(src, fname or "<buffer>", task)  # every configuration has this text
+        seeds = mkw_prepared.seeds_from(req, 2)
+        pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
+        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
+        target = req.get("target", "tpu")
+        progress(stage="started", total=len(configs), seeds=seeds)
+        for i, cfg in enumerate(configs):
+            cancel.check()
+            r = _autotune_one(req, task, cfg, golden, plat, target, cancel, watch)
+            results.append(r)
+            progress(done=i + 1, total=len(configs), config=cfg, status=r["status"],
+                     median_s=(r.get("timing") or {}).get("median_s"))
+        ordered = _sort_results(results)
+        best = next((r for r in ordered if r["status"] == "ok"), None)
+        ref_timing = None
+        mode = golden.mode
+        if best is not None:
+            mode = mkw_run.RunMode.from_json(best["run_mode"])
+        if best is not None and req.get("time_reference", True):
+            cfg_t = mkw_run.timing_config(req.get("timing"), mode)
+            with mode.context():
+                ref_timing = mkw_run.time_fn(golden.ref_compiled, [(s.args, s.kwargs) for s in golden.sets],
+                                             cfg_t, cancel)
+        speedup = None
+        if best is not None and ref_timing and mode.time_kind == "device":
+            speedup = ref_timing["median_s"] / best["timing"]["median_s"]
+        return {
+            "task": task.describe(),
+            "instance": mkw_shrink.describe(task),
+            "seeds": seeds,
+            "total": len(configs),
+            "results": ordered,
+            "best": best,
+            "reference_timing": ref_timing,
+            "speedup": speedup,
+            "time_kind": mode.time_kind,
+            "run_mode": mode.to_json(),
+            "warnings": golden.warnings,
+        }
+    except C.Cancelled as e:
+        e.extra.update(results=_sort_results(results), completed=len(results), total=len(configs))
+        raise
+    finally:
+        task.close()
+
+
+def _sort_results(results):
+    rank = {"ok": 0, "incorrect": 1, "skipped": 2, "failed": 3}
+    return sorted(results, key=lambda r: (rank.get(r["status"], 9),
+                                          (r.get("timing") or {}).get("median_s") or float("inf")))
+
+
+def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None) -> dict:
+    r = {"config": cfg, "status": "failed", "correct": False, "timing": None,
+         "instance": mkw_shrink.label(task)}
+    prep = None
+    try:
+        prep = mkw_prepared.Prepared(req, params=cfg, task=task, watch=watch)
+        s0 = golden.sets[0]
+        entry = s0.bind(prep.entry)
+        traced, closed = mkw_trace.trace_candidate(entry, s0.args, s0.kwargs, prep.filename, prep.source)
+        facts = mkw_facts.all_facts(closed, filename=prep.filename)
+        r["grid"] = [f["grid"] for f in facts]
+        r["vmem_bytes_per_step"] = [f["vmem_bytes_per_step"] for f in facts]
+        gate = mkw_trace.pallas_gate(facts)
+        if gate:
+            r.update(status="incorrect", failure=gate)
+            return r
+        work = mkw_cost.work_report(closed, facts, task, s0.args, s0.kwargs, prep.filename)
+        if work.get("verdict"):
+            r.update(status="incorrect", failure=work["verdict"])
+            return r
+        if target == "tpu" and plat != "tpu":
+            try:
+                mkw_trace.lower_tpu(traced, entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
+            except C.WorkerError as e:
+                r.update(status="skipped", stage="lowering", reason=e.message,
+                         locations=e.extra.get("locations", []))
+                return r
+        cancel.check()
+        mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
+        r["run_mode"] = mode.to_json()
+        chk = mkw_check.check_candidate(prep.entry, golden, mode, plat, task.tolerances, cancel, prep.filename,
+                              prep.source)
+        r["compile_s"] = chk["compile_s"]
+        if not chk["correct"]:
+            r.update(status="incorrect", failure=chk["failure"])
+            return r
+        r["correct"] = True
+        cfg_t = mkw_run.timing_config(req.get("timing"), mode)
+        t = mkw_timing.time_pair(chk["compiled"], golden, mode, cfg_t, cancel, with_reference=False, plat=plat)
+        prep.watch.check("timing")
+        hardware = mkw_prepared.request_hardware(req) if isinstance(req.get("hardware"), dict) else None
+        failure = mkw_timing.timing_verdict(r, t, work, hardware)
+        if failure:
+            r.update(status="incorrect", correct=False, failure=failure, timing=None)
+            return r
+        r["timing"] = t["candidate"]
+        r["time_kind"] = t["time_kind"]
+        r["status"] = "ok"
+        return r
+    except C.Cancelled:
+        raise
+    except C.WorkerError as e:
+        if e.kind == mkw_gate.REFUSED:
+            raise  # the candidate reached for the worker: no configuration of it is scored
+        status = "skipped" if e.kind in (C.LOWERING, C.COMPILE) else "failed"
+        r.update(status=status, stage=e.kind, reason=e.message, locations=e.extra.get("locations", []))
+        return r
+    finally:
+        if prep is not None:
+            prep.close()

@@ -1,0 +1,82 @@
+"""The `lower` op: trace the candidate at the task's full (abstract) shapes, report its
+pallas_calls, lower it for TPU (or natively) and, when asked, compile it."""
+
+from __future__ import annotations
+
+import time
+
+import mkw_common as C
+import mkw_cost
+import mkw_facts
+import mkw_prepared
+import mkw_run
+import mkw_shrink
+import mkw_trace
+
+
+def op_lower(req, cancel, progress) -> dict:
+    target = req.get("target", "tpu")
+    if target not in ("tpu", "native"):
+        raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu' or 'native'")
+    if mkw_shrink.parse_request(req.get("shrink")) is not None:
+        raise C.WorkerError(C.BAD_REQUEST, "`shrink` is for evaluate, autotune and profile: lower "
+                                           "always uses the task's full shapes (it needs no data)")
+    prep = mkw_prepared.Prepared(req)
+    try:
+        full_args, full_kwargs = mkw_run.abstract_inputs(prep.task)
+        # Python-number inputs are static arguments (mkw_run.bind_static), as in every op.
+        entry, args, kwargs, statics = mkw_run.bind_static(prep.entry, full_args, full_kwargs)
+        cancel.check()
+        traced, closed = mkw_trace.trace_candidate(entry, args, kwargs, prep.filename, prep.source)
+        facts = mkw_facts.all_facts(closed, filename=prep.filename)
+        plat = mkw_run.platform()
+        base = {
+            "entry": prep.entry_name,
+            "task": prep.task.describe(),
+            "inputs": mkw_trace.describe_avals(full_args, full_kwargs),
+            "static_args": mkw_run.static_arg_names(prep.entry, statics),
+            "pallas_calls": facts,
+            "num_pallas_calls": len(facts),
+            "vmem_assumptions": mkw_facts.VMEM_ASSUMPTIONS,
+            "warnings": mkw_trace.fact_warnings(facts),
+        }
+        cancel.check()
+        try:
+            if target == "tpu":
+                lowered, lowered_for = mkw_trace.lower_tpu(traced, entry, args, kwargs, plat, prep.filename,
+                                                 prep.source)
+            else:
+                mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
+                try:
+                    with mode.context():
+                        lowered = mkw_trace.jitted(entry).trace(*args, **kwargs).lower()
+                except Exception as e:  # noqa: BLE001
+                    mode.reset()
+                    raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
+                                           prefix=f"lowering for {plat} failed") from None
+                lowered_for = plat
+                base["run_mode"] = mode.to_json()
+            if req.get("compile") and hasattr(lowered, "compile") and (target == "native" or plat == "tpu"):
+                try:
+                    t0 = time.perf_counter()
+                    lowered.compile()
+                    base["compile_s"] = time.perf_counter() - t0
+                except Exception as e:  # noqa: BLE001
+                    raise C.from_exception(C.COMPILE, e, prep.filename, source=prep.source,
+                                           prefix="compilation failed") from None
+        except C.WorkerError as e:
+            e.extra.setdefault("lowered", False)
+            e.extra.setdefault("pallas_calls", facts)
+            raise
+        base["lowered"] = True
+        base["lowered_for"] = lowered_for
+        base["cost"] = mkw_cost.cost_summary(facts, prep.task, full_args, full_kwargs)
+        base["work"] = mkw_cost.work_report(closed, facts, prep.task, full_args, full_kwargs, prep.filename)
+        if base["work"].get("verdict"):
+            base["warnings"].append(base["work"]["verdict"]["message"])
+        prep.watch.check("tracing")
+        if not facts:
+            base["warnings"].append("no pallas_call found in the traced entry point")
+        return base
+    finally:
+        prep.close()
