@@ -109,7 +109,9 @@ def test_save_adds_exact_facts_and_a_labelled_prediction_to_the_hover(server, wo
     path = workspace / "scale_add.py"
     uri, text = server.open_file(path)
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-    server.diagnostics(uri)  # re-published once the lowering has come back
+    # Re-published once the lowering has come back: a worker starts and lowers for TPU first,
+    # which on a loaded 2-core machine under ASan takes well over 10 s.
+    server.diagnostics(uri, timeout=120)
     line = next(i for i, l in enumerate(text.splitlines()) if "PALLAS_CALL_LINE" in l)
     hover = server.request("textDocument/hover", {"textDocument": {"uri": uri},
                                                   "position": {"line": line, "character": 14}})["result"]
