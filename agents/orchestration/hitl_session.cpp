@@ -4,8 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "agents/orchestration/record_ids.h"
 #include "agents/orchestration/rule_expander.h"
-#include "agents/orchestration/sqlite_component.h"
 
 namespace mk::agents {
 
@@ -17,8 +17,6 @@ constexpr const char* kRetry = "Retry";
 constexpr const char* kSkip = "Skip";
 constexpr const char* kStop = "Stop";
 constexpr const char* kNextPhasePrefix = "Next phase: ";
-
-using sql::now_seconds;
 
 std::string trim(const std::string& s) {
   const size_t start = s.find_first_not_of(" \t\r\n");

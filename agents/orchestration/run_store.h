@@ -1,6 +1,7 @@
-// Runs and their search graphs, persisted in the knowledge store's SQLite database (own tables,
-// own migrations tracked per component). Everything a run needs to resume, report and be priced
-// lives here; a killed process loses nothing that was recorded.
+// Runs and their search graphs, persisted in the store file beside the knowledge tables (own
+// tables, own migration list: component "runs" of knowledge/schema_migrations.h). Everything a
+// run needs to resume, report and be priced lives here; a killed process loses nothing that was
+// recorded.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-struct sqlite3;
+#include "knowledge/store_database.h"
 
 namespace mk::agents {
 
@@ -61,9 +62,6 @@ class RunStore {
   // Opens the same database file as knowledge::Store (creating it if needed) and migrates the
   // run tables. Throws std::runtime_error with the path and SQLite's reason.
   explicit RunStore(const std::filesystem::path& path);
-  ~RunStore();
-  RunStore(const RunStore&) = delete;
-  RunStore& operator=(const RunStore&) = delete;
 
   // Creates the run (fills id when empty, created_at/updated_at) and returns its id.
   std::string create_run(RunRecord run);
@@ -81,10 +79,7 @@ class RunStore {
                                                     const std::string& code_hash);
 
  private:
-  void exec(const char* sql);
-  void migrate();
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  knowledge::sql::Database db_;
   std::mutex mutex_;
 };
 
