@@ -70,17 +70,21 @@ std::string placeholders(const std::string& columns) {
 
 RunRecord read_run(Query& q) {
   RunRecord r;
+  std::string status;
   Columns(q) >> r.id >> r.mode >> r.strategy >> r.file >> r.kernel >> r.target >> r.host >> r.llm >>
-      r.params_json >> r.budget_json >> r.status >> r.stop_reason >> r.task_json >> r.cost_json >>
+      r.params_json >> r.budget_json >> status >> r.stop_reason >> r.task_json >> r.cost_json >>
       r.score_kind >> r.best_node >> r.created_at >> r.updated_at;
+  r.status = run_status_from_string(status);
   return r;
 }
 
 NodeRecord read_node(Query& q) {
   NodeRecord n;
+  std::string status;
   Columns(q) >> n.run_id >> n.id >> n.parent >> n.depth >> n.strategy >> n.description >> n.plan >>
-      n.code >> n.code_hash >> n.status >> n.error >> n.metrics_json >> n.score_s >> n.speedup >>
+      n.code >> n.code_hash >> status >> n.error >> n.metrics_json >> n.score_s >> n.speedup >>
       n.time_kind >> n.cost_json >> n.created_at >> n.finished_at;
+  n.status = node_status_from_string(status);
   return n;
 }
 
@@ -97,7 +101,7 @@ void bind_node_body(Query& q, const NodeRecord& node) {
       .text(node.plan)
       .text(node.code)
       .text(node.code_hash)
-      .text(node.status)
+      .text(to_string(node.status))
       .text(node.error)
       .text(json_or_empty_object(node.metrics_json))
       .maybe_real(node.score_s)
@@ -117,7 +121,7 @@ void bind_run_body(Query& q, const RunRecord& run) {
       .text(run.llm)
       .text(json_or_empty_object(run.params_json))
       .text(json_or_empty_object(run.budget_json))
-      .text(run.status)
+      .text(to_string(run.status))
       .text(run.stop_reason)
       .text(json_or_empty_object(run.task_json))
       .text(json_or_empty_object(run.cost_json))

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/record_status.h"
 #include "knowledge/store_database.h"
 
 namespace mk::agents {
@@ -26,7 +27,7 @@ struct RunRecord {
   std::string llm;          // "none" | "replay:FILE" | "openai:MODEL" ...
   std::string params_json;  // search parameters (beam size, branches, depth, ...)
   std::string budget_json;  // limits (iterations, seconds, tokens, usd, patience)
-  std::string status;       // "running" | "done" | "stopped" | "failed" | "cancelled"
+  RunStatus status = RunStatus::running;
   std::string stop_reason;  // "target speedup reached", "budget: 8 iterations", ...
   std::string task_json;    // the located task
   std::string cost_json;    // totals: tokens, usd, host_seconds, evaluations, cache_hits
@@ -41,12 +42,12 @@ struct NodeRecord {
   int64_t id = 0;                 // 0 is the baseline (root)
   std::optional<int64_t> parent;  // nullopt only for the root
   int depth = 0;
-  std::string strategy;           // "baseline", "block_sizes", "autotune", "llm:plan", ...
-  std::string description;        // one line for people
-  std::string plan;               // markdown plan (LLM) or the rule that made it
-  std::string code;               // the whole candidate file
-  std::string code_hash;          // sha256 of the normalised source: identical candidates run once
-  std::string status;             // "pending" | "evaluating" | "correct" | "incorrect" | "failed"
+  std::string strategy;     // "baseline", "block_sizes", "autotune", "llm:plan", ...
+  std::string description;  // one line for people
+  std::string plan;         // markdown plan (LLM) or the rule that made it
+  std::string code;         // the whole candidate file
+  std::string code_hash;    // sha256 of the normalised source: identical candidates run once
+  NodeStatus status = NodeStatus::pending;
   std::string error;              // why it failed (lowering error, mismatch, crash), with lines
   std::string metrics_json;       // worker facts + timing + predictions
   std::optional<double> score_s;  // the time the search compares (measured or predicted)

@@ -59,7 +59,7 @@ void bind_body(Statement& q, const SessionRecord& s) {
       .integer(s.start_version)
       .integer(s.doc_version)
       .text(s.phase)
-      .text(s.status)
+      .text(to_string(s.status))
       .text(history_to_json(s.history))
       .text(s.code)
       .text(s.proposed)
@@ -71,10 +71,12 @@ void bind_body(Statement& q, const SessionRecord& s) {
 
 SessionRecord read_session(Statement& q) {
   SessionRecord s;
+  std::string status;
   std::string history;
   knowledge::sql::Columns(q) >> s.id >> s.uri >> s.kernel >> s.start_version >> s.doc_version >>
-      s.phase >> s.status >> history >> s.code >> s.proposed >> s.plan >> s.summary >> s.feedback >>
+      s.phase >> status >> history >> s.code >> s.proposed >> s.plan >> s.summary >> s.feedback >>
       s.run_id >> s.created_at >> s.updated_at;
+  s.status = session_status_from_string(status);
   s.history = history_from_json(history);
   return s;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/record_status.h"
 #include "knowledge/store_database.h"
 
 namespace mk::agents {
@@ -29,9 +30,7 @@ struct SessionRecord {
   int64_t start_version = 0;  // document version when the session started
   int64_t doc_version = 0;    // document version the session last saw (edits are versioned)
   std::string phase = "plan";
-  // "running" (phase work under way) | "awaiting" (the question is pending) | "done" |
-  // "stopped" | "failed"
-  std::string status = "running";
+  SessionStatus status = SessionStatus::running;
   std::vector<HistoryEntry> history;
   std::string code;      // the current candidate (the document text the session works on)
   std::string proposed;  // a proposed candidate not yet accepted by the user ("" = none)

@@ -165,7 +165,7 @@ void expect_legacy_rows(const fs::path& path) {
   const auto run = runs.run("r-old");
   ASSERT_TRUE(run);
   EXPECT_EQ(run->strategy, "beam");
-  EXPECT_EQ(run->status, "done");
+  EXPECT_EQ(run->status, RunStatus::done);
   EXPECT_EQ(run->stop_reason, "budget: 8 iterations");
   EXPECT_EQ(run->params_json, "{\"beam\":2}");
   EXPECT_EQ(run->cost_json, "{\"tokens\":12,\"usd\":0.5}");
@@ -177,7 +177,7 @@ void expect_legacy_rows(const fs::path& path) {
   EXPECT_FALSE(nodes[0].parent);
   EXPECT_EQ(nodes[1].parent, 0);
   EXPECT_EQ(nodes[1].strategy, "block_sizes");
-  EXPECT_EQ(nodes[1].status, "correct");
+  EXPECT_EQ(nodes[1].status, NodeStatus::correct);
   EXPECT_EQ(nodes[1].code, "code1");
   EXPECT_EQ(nodes[1].speedup, 2.0);
   EXPECT_EQ(nodes[1].metrics_json, "{\"time_s\":1.0}");
@@ -188,7 +188,7 @@ void expect_legacy_rows(const fs::path& path) {
   const auto s = sessions.get("s-old");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->phase, "implement");
-  EXPECT_EQ(s->status, "awaiting");
+  EXPECT_EQ(s->status, SessionStatus::awaiting);
   EXPECT_EQ(s->doc_version, 5);
   EXPECT_EQ(s->proposed, "proposed");
   EXPECT_EQ(s->run_id, "r-old");
@@ -221,7 +221,7 @@ TEST_F(StoreMigration, AFileMadeByThisSchemeIsNotMigratedAgain) {
     knowledge::Store store(path());
     RunRecord run;
     run.mode = "graph";
-    run.status = "running";
+    run.status = RunStatus::running;
     runs.create_run(run);
     store.store_evaluation("k", "cpu", "{}");
   }
