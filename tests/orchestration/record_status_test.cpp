@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -47,34 +48,24 @@ void raw_exec(const fs::path& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// Each value in declaration order has the stored name at the same place in `names`.
+template <typename Enum, typename Parse>
+void expect_names_both_ways(Parse parse, std::initializer_list<const char*> names) {
+  int value = 0;
+  for (const char* name : names) {
+    const auto status = static_cast<Enum>(value++);
+    EXPECT_EQ(to_string(status), name);
+    EXPECT_EQ(parse(name), status) << name;
+  }
+}
+
 TEST(RecordStatus, NamesAreTheStoredStringsBothWays) {
-  const std::pair<RunStatus, const char*> runs[] = {{RunStatus::running, "running"},
-                                                    {RunStatus::done, "done"},
-                                                    {RunStatus::stopped, "stopped"},
-                                                    {RunStatus::failed, "failed"},
-                                                    {RunStatus::cancelled, "cancelled"}};
-  for (const auto& [status, name] : runs) {
-    EXPECT_EQ(to_string(status), name);
-    EXPECT_EQ(run_status_from_string(name), status);
-  }
-  const std::pair<NodeStatus, const char*> nodes[] = {{NodeStatus::pending, "pending"},
-                                                      {NodeStatus::evaluating, "evaluating"},
-                                                      {NodeStatus::correct, "correct"},
-                                                      {NodeStatus::incorrect, "incorrect"},
-                                                      {NodeStatus::failed, "failed"}};
-  for (const auto& [status, name] : nodes) {
-    EXPECT_EQ(to_string(status), name);
-    EXPECT_EQ(node_status_from_string(name), status);
-  }
-  const std::pair<SessionStatus, const char*> sessions[] = {{SessionStatus::running, "running"},
-                                                            {SessionStatus::awaiting, "awaiting"},
-                                                            {SessionStatus::done, "done"},
-                                                            {SessionStatus::stopped, "stopped"},
-                                                            {SessionStatus::failed, "failed"}};
-  for (const auto& [status, name] : sessions) {
-    EXPECT_EQ(to_string(status), name);
-    EXPECT_EQ(session_status_from_string(name), status);
-  }
+  expect_names_both_ways<RunStatus>(run_status_from_string,
+                                    {"running", "done", "stopped", "failed", "cancelled"});
+  expect_names_both_ways<NodeStatus>(node_status_from_string,
+                                     {"pending", "evaluating", "correct", "incorrect", "failed"});
+  expect_names_both_ways<SessionStatus>(session_status_from_string,
+                                        {"running", "awaiting", "done", "stopped", "failed"});
 }
 
 TEST(RecordStatus, EveryStatusRoundTripsThroughTheStoreAsItsName) {
