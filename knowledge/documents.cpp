@@ -73,14 +73,7 @@ IndexOutcome Store::index_document(const std::string& source, const std::string&
     }
   }
 
-  if (document_id != 0) {
-    Statement drop_fts(db_,
-                       "DELETE FROM chunks_fts WHERE rowid IN "
-                       "(SELECT id FROM chunks WHERE document_id = ?1)");
-    drop_fts.integer(document_id).run("drop a document's index entries");
-    Statement drop(db_, "DELETE FROM chunks WHERE document_id = ?1");
-    drop.integer(document_id).run("drop a document's chunks");
-  }
+  if (document_id != 0) drop_chunks(document_id);
   // A changed document keeps its row (and id); a new one gets its row here.
   Statement upsert(db_,
                    "INSERT INTO documents (source, title, kind, content_hash, added_at) "
@@ -115,15 +108,27 @@ bool Store::remove_document(const std::string& source) {
   return removed;
 }
 
-bool Store::drop_document(const std::string& source) {
+void Store::drop_chunks(int64_t document_id) {
   Statement drop_fts(db_,
-                     "DELETE FROM chunks_fts WHERE rowid IN (SELECT c.id FROM chunks c "
-                     "JOIN documents d ON d.id = c.document_id WHERE d.source = ?1)");
-  drop_fts.text(source).run("drop a document's index entries");
-  // Its chunks go with it (ON DELETE CASCADE).
-  Statement drop(db_, "DELETE FROM documents WHERE source = ?1");
-  drop.text(source).run("remove a document");
-  return db_.changes() > 0;
+                     "DELETE FROM chunks_fts WHERE rowid IN "
+                     "(SELECT id FROM chunks WHERE document_id = ?1)");
+  drop_fts.integer(document_id).run("drop a document's index entries");
+  Statement drop(db_, "DELETE FROM chunks WHERE document_id = ?1");
+  drop.integer(document_id).run("drop a document's chunks");
+}
+
+bool Store::drop_document(const std::string& source) {
+  int64_t document_id = 0;
+  {
+    Statement find(db_, "SELECT id FROM documents WHERE source = ?1");
+    find.text(source);
+    if (!find.row()) return false;
+    document_id = find.col_int(0);
+  }
+  drop_chunks(document_id);
+  Statement drop(db_, "DELETE FROM documents WHERE id = ?1");
+  drop.integer(document_id).run("remove a document");
+  return true;
 }
 
 int64_t Store::document_count(SearchFilter::Kind kind) {

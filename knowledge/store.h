@@ -84,6 +84,8 @@ class Store {
   IndexOutcome index_document(const std::string& source, const std::string& content,
                               DocumentKind kind, const std::string& title);
   bool drop_document(const std::string& source);
+  // A document's chunks and their index entries; the document's row stays.
+  void drop_chunks(int64_t document_id);
   std::string meta(const std::string& key);
   void set_meta(const std::string& key, const std::string& value);
   std::filesystem::path path_;

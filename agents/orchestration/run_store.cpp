@@ -92,41 +92,30 @@ std::string json_or_empty_object(const std::string& s) {
   return s.empty() ? "{}" : s;
 }
 
+// Every row the query returns, read by `read`.
+template <typename Record>
+std::vector<Record> all_rows(Query& q, Record (*read)(Query&)) {
+  std::vector<Record> out;
+  while (q.row()) out.push_back(read(q));
+  return out;
+}
+
 // Binds kNodeBodyColumns.
 void bind_node_body(Query& q, const NodeRecord& node) {
-  q.maybe_integer(node.parent)
-      .integer(node.depth)
-      .text(node.strategy)
-      .text(node.description)
-      .text(node.plan)
-      .text(node.code)
-      .text(node.code_hash)
-      .text(to_string(node.status))
-      .text(node.error)
-      .text(json_or_empty_object(node.metrics_json))
-      .maybe_real(node.score_s)
-      .maybe_real(node.speedup)
-      .text(node.time_kind)
-      .text(json_or_empty_object(node.cost_json));
+  q.maybe_integer(node.parent).integer(node.depth).text(node.strategy).text(node.description);
+  q.text(node.plan).text(node.code).text(node.code_hash).text(to_string(node.status));
+  q.text(node.error).text(json_or_empty_object(node.metrics_json));
+  q.maybe_real(node.score_s).maybe_real(node.speedup).text(node.time_kind);
+  q.text(json_or_empty_object(node.cost_json));
 }
 
 // Binds kRunBodyColumns.
 void bind_run_body(Query& q, const RunRecord& run) {
-  q.text(run.mode)
-      .text(run.strategy)
-      .text(run.file)
-      .text(run.kernel)
-      .text(run.target)
-      .text(run.host)
-      .text(run.llm)
-      .text(json_or_empty_object(run.params_json))
-      .text(json_or_empty_object(run.budget_json))
-      .text(to_string(run.status))
-      .text(run.stop_reason)
-      .text(json_or_empty_object(run.task_json))
-      .text(json_or_empty_object(run.cost_json))
-      .text(run.score_kind)
-      .maybe_integer(run.best_node);
+  q.text(run.mode).text(run.strategy).text(run.file).text(run.kernel).text(run.target);
+  q.text(run.host).text(run.llm).text(json_or_empty_object(run.params_json));
+  q.text(json_or_empty_object(run.budget_json)).text(to_string(run.status)).text(run.stop_reason);
+  q.text(json_or_empty_object(run.task_json)).text(json_or_empty_object(run.cost_json));
+  q.text(run.score_kind).maybe_integer(run.best_node);
 }
 
 }  // namespace
@@ -169,9 +158,7 @@ std::vector<RunRecord> RunStore::runs(int limit) {
   std::lock_guard lock(mutex_);
   Query q(db_, "SELECT " + kRunColumns + " FROM runs ORDER BY created_at DESC, id DESC LIMIT ?");
   q.integer(limit);
-  std::vector<RunRecord> out;
-  while (q.row()) out.push_back(read_run(q));
-  return out;
+  return all_rows(q, read_run);
 }
 
 int64_t RunStore::add_node(NodeRecord node) {
@@ -213,9 +200,7 @@ std::vector<NodeRecord> RunStore::nodes(const std::string& run_id) {
   std::lock_guard lock(mutex_);
   Query q(db_, "SELECT " + kNodeColumns + " FROM nodes WHERE run_id=? ORDER BY id");
   q.text(run_id);
-  std::vector<NodeRecord> out;
-  while (q.row()) out.push_back(read_node(q));
-  return out;
+  return all_rows(q, read_node);
 }
 
 std::optional<NodeRecord> RunStore::finished_node_with_hash(const std::string& run_id,
