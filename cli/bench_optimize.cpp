@@ -127,7 +127,7 @@ struct BenchOptions {
 
 // Compiled: the kernel lowered for TPU, compiled and ran to a verdict (right or wrong).
 bool compiled(const agents::NodeRecord& node) {
-  return node.status == "correct" || node.status == "incorrect";
+  return node.status == agents::NodeStatus::correct || node.status == agents::NodeStatus::incorrect;
 }
 
 TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::RunStore& runs,
@@ -196,7 +196,8 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
   for (const agents::NodeRecord& n : outcome.nodes) {
     if (n.id == 0) continue;
     row.compiled = row.compiled || compiled(n);
-    if (n.status == "correct" && n.speedup && (!row.speedup || *n.speedup > *row.speedup)) {
+    if (n.status == agents::NodeStatus::correct && n.speedup &&
+        (!row.speedup || *n.speedup > *row.speedup)) {
       row.correct = true;
       row.speedup = n.speedup;
       row.time_kind = n.time_kind;

@@ -156,7 +156,7 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
   setup.kernel_class = options.kernel_class;
   const bool from_reference = service::starts_from_reference(*run);
   if (from_reference && !kernels_from_reference(session, *run, run->llm, setup)) {
-    run->status = "failed";
+    run->status = agents::RunStatus::failed;
     run->stop_reason = "no kernel could be written from the reference";
     runs.update_run(*run);
     return 1;
@@ -199,7 +199,7 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
   std::string kernel_file;
   const agents::NodeRecord* best_kernel = nullptr;
   for (const agents::NodeRecord& n : nodes)
-    if (from_reference && n.id > 0 && n.status == "correct" && n.speedup &&
+    if (from_reference && n.id > 0 && n.status == agents::NodeStatus::correct && n.speedup &&
         (!best_kernel || *n.speedup > *best_kernel->speedup))
       best_kernel = &n;
   if (best_kernel) {
@@ -227,11 +227,11 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
     else if (from_reference)
       std::cout << "kernel: none correct (every kernel written from the reference failed)\n";
   }
-  if (final_run.status == "cancelled") {
+  if (final_run.status == agents::RunStatus::cancelled) {
     std::cerr << "stopped; resume with: maxkernel runs resume " << run_id << "\n";
     return 130;
   }
-  return final_run.status == "failed" ? 1 : 0;
+  return final_run.status == agents::RunStatus::failed ? 1 : 0;
 }
 
 // Nullopt when the options are complete and valid, else the exit status (0 after --help).
@@ -449,8 +449,8 @@ int run_runs(const std::vector<std::string>& args) {
     std::cerr << "maxkernel runs: unknown verb '" << verb << "'\n" << kRunsUsage;
     return 2;
   }
-  if (run->status == "done" || run->status == "failed") {
-    std::cerr << "maxkernel runs: run " << run_id << " is " << run->status << " ("
+  if (run->status == agents::RunStatus::done || run->status == agents::RunStatus::failed) {
+    std::cerr << "maxkernel runs: run " << run_id << " is " << to_string(run->status) << " ("
               << run->stop_reason << "); nothing to resume\n";
     return 1;
   }

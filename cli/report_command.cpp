@@ -89,8 +89,9 @@ int run_report(const std::vector<std::string>& args) {
     const auto runs = store->runs(20);
     if (runs.empty()) std::cout << "no runs in " << store_file.string() << "\n";
     for (const auto& run : runs) {
-      std::cout << run.id << "  " << report::format_utc(run.created_at) << "  " << run.status
-                << "  " << run.mode << "/" << run.strategy << "  " << run.file << "\n";
+      std::cout << run.id << "  " << report::format_utc(run.created_at) << "  "
+                << to_string(run.status) << "  " << run.mode << "/" << run.strategy << "  "
+                << run.file << "\n";
     }
     return 0;
   }

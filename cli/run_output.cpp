@@ -58,7 +58,7 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
               {"target", run.target},
               {"host", run.host},
               {"llm", run.llm},
-              {"status", run.status},
+              {"status", to_string(run.status)},
               {"stop_reason", run.stop_reason},
               {"score_kind", run.score_kind},
               {"cost", parse_or_empty(run.cost_json)},
@@ -83,7 +83,7 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                     {"depth", n.depth},
                     {"strategy", n.strategy},
                     {"description", n.description},
-                    {"status", n.status},
+                    {"status", to_string(n.status)},
                     {"error", n.error},
                     {"speedup", n.speedup ? json(*n.speedup) : json()},
                     {"score_s", n.score_s ? json(*n.score_s) : json()},
@@ -101,7 +101,8 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
 void print_run_summary(std::ostream& out, const agents::RunRecord& run,
                        const std::vector<agents::NodeRecord>& nodes,
                        const std::string& report_file) {
-  out << "run " << run.id << " (" << run.mode << ", " << run.strategy << ") " << run.status;
+  out << "run " << run.id << " (" << run.mode << ", " << run.strategy << ") "
+      << to_string(run.status);
   if (!run.stop_reason.empty()) out << ": " << run.stop_reason;
   out << "\n";
   std::vector<const agents::NodeRecord*> order;
@@ -113,13 +114,14 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
   out << "  node parent  status      speedup  strategy         change\n";
   for (const agents::NodeRecord* n : order) {
     char row[160];
-    std::snprintf(row, sizeof row, "  %4lld %6s  %-10s  %7s  %-15s  ",
-                  static_cast<long long>(n->id),
-                  n->parent ? std::to_string(*n->parent).c_str() : "-", n->status.c_str(),
-                  n->speedup ? fixed(*n->speedup, "%.2fx").c_str() : "-", n->strategy.c_str());
+    std::snprintf(
+        row, sizeof row, "  %4lld %6s  %-10s  %7s  %-15s  ", static_cast<long long>(n->id),
+        n->parent ? std::to_string(*n->parent).c_str() : "-", to_string(n->status).c_str(),
+        n->speedup ? fixed(*n->speedup, "%.2fx").c_str() : "-", n->strategy.c_str());
     out << row
-        << one_line(n->status == "correct" || n->error.empty() ? n->description
-                                                               : n->description + " | " + n->error,
+        << one_line(n->status == agents::NodeStatus::correct || n->error.empty()
+                        ? n->description
+                        : n->description + " | " + n->error,
                     90)
         << "\n";
   }
@@ -152,15 +154,15 @@ void print_run_list(std::ostream& out, const std::vector<agents::RunRecord>& run
                       {"mode", r.mode},
                       {"strategy", r.strategy},
                       {"file", r.file},
-                      {"status", r.status},
+                      {"status", to_string(r.status)},
                       {"stop_reason", r.stop_reason},
                       {"best_node", r.best_node ? json(*r.best_node) : json()}});
     out << list.dump(2) << "\n";
     return;
   }
   for (const auto& r : runs)
-    out << r.id << "  " << r.mode << "/" << r.strategy << "  " << r.status << "  " << r.file
-        << (r.stop_reason.empty() ? "" : "  (" + r.stop_reason + ")") << "\n";
+    out << r.id << "  " << r.mode << "/" << r.strategy << "  " << to_string(r.status) << "  "
+        << r.file << (r.stop_reason.empty() ? "" : "  (" + r.stop_reason + ")") << "\n";
 }
 
 bool write_run_report(const agents::RunRecord& run, const std::vector<agents::NodeRecord>& nodes,

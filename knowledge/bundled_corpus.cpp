@@ -1,13 +1,10 @@
 // Store: keeping the store's copy of the bundled corpus current.
 #include "knowledge/bundled_corpus.h"
 
-#include <sqlite3.h>
-
 #include <mutex>
 #include <set>
 #include <string>
 
-#include "knowledge/sqlite_statement.h"
 #include "knowledge/store.h"
 
 namespace mk::knowledge {
@@ -24,7 +21,7 @@ int Store::ensure_bundled_corpus() {
     return 0;
   }
 
-  detail::Transaction tx(db_);
+  sql::Transaction tx(db_);
   // Another process may have indexed it while this one waited for the write lock.
   if (meta(kVersionKey) == version) {
     bundled_checked_ = true;
@@ -38,9 +35,9 @@ int Store::ensure_bundled_corpus() {
   }
   std::vector<std::string> stale;
   {
-    detail::Statement s(db_, "SELECT source FROM documents WHERE kind = 'bundled'");
-    while (s.step() == SQLITE_ROW) {
-      if (!shipped.contains(s.text(0))) stale.push_back(s.text(0));
+    sql::Statement s(db_, "SELECT source FROM documents WHERE kind = 'bundled'");
+    while (s.row()) {
+      if (!shipped.contains(s.col_text(0))) stale.push_back(s.col_text(0));
     }
   }
   for (const std::string& source : stale) drop_document(source);

@@ -1,15 +1,12 @@
 // Store: documents, chunks and BM25 retrieval over the FTS5 index.
-#include <sqlite3.h>
-
 #include <ctime>
 #include <unordered_set>
 
-#include "knowledge/sqlite_statement.h"
 #include "knowledge/store.h"
 
 namespace mk::knowledge {
 
-using detail::Statement;
+using sql::Statement;
 
 namespace {
 
@@ -49,7 +46,7 @@ size_t passage_chars(const Passage& p) {
 
 IndexOutcome Store::add_document(const std::string& source, const std::string& content,
                                  DocumentKind kind, const std::string& title) {
-  detail::Transaction tx(db_);
+  sql::Transaction tx(db_);
   IndexOutcome outcome = index_document(source, content, kind, title);
   tx.commit();
   return outcome;
@@ -67,45 +64,25 @@ IndexOutcome Store::index_document(const std::string& source, const std::string&
                    "SELECT id, content_hash, kind, title, "
                    "(SELECT COUNT(*) FROM chunks WHERE document_id = documents.id) "
                    "FROM documents WHERE source = ?1");
-    find.bind(1, source);
-    if (find.step() == SQLITE_ROW) {
-      document_id = find.integer(0);
-      if (find.text(1) == hash && find.text(2) == to_string(kind) && find.text(3) == doc_title)
-        return IndexOutcome{false, static_cast<int>(find.integer(4))};
+    find.text(source);
+    if (find.row()) {
+      document_id = find.col_int(0);
+      if (find.col_text(1) == hash && find.col_text(2) == to_string(kind) &&
+          find.col_text(3) == doc_title)
+        return IndexOutcome{false, static_cast<int>(find.col_int(4))};
     }
   }
 
-  const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (document_id != 0) {
-    Statement drop_fts(db_,
-                       "DELETE FROM chunks_fts WHERE rowid IN "
-                       "(SELECT id FROM chunks WHERE document_id = ?1)");
-    drop_fts.bind(1, document_id);
-    drop_fts.run("drop a document's index entries");
-    Statement drop(db_, "DELETE FROM chunks WHERE document_id = ?1");
-    drop.bind(1, document_id);
-    drop.run("drop a document's chunks");
-    Statement update(db_,
-                     "UPDATE documents SET title = ?2, kind = ?3, content_hash = ?4, "
-                     "added_at = ?5 WHERE id = ?1");
-    update.bind(1, document_id);
-    update.bind(2, doc_title);
-    update.bind(3, std::string(to_string(kind)));
-    update.bind(4, hash);
-    update.bind(5, now);
-    update.run("update a document");
-  } else {
-    Statement insert(db_,
-                     "INSERT INTO documents (source, title, kind, content_hash, added_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5)");
-    insert.bind(1, source);
-    insert.bind(2, doc_title);
-    insert.bind(3, std::string(to_string(kind)));
-    insert.bind(4, hash);
-    insert.bind(5, now);
-    insert.run("add a document");
-    document_id = sqlite3_last_insert_rowid(db_);
-  }
+  if (document_id != 0) drop_chunks(document_id);
+  // A changed document keeps its row (and id); a new one gets its row here.
+  Statement upsert(db_,
+                   "INSERT INTO documents (source, title, kind, content_hash, added_at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (source) DO UPDATE SET "
+                   "title = excluded.title, kind = excluded.kind, "
+                   "content_hash = excluded.content_hash, added_at = excluded.added_at");
+  upsert.text(source).text(doc_title).text(std::string(to_string(kind))).text(hash);
+  upsert.integer(static_cast<int64_t>(std::time(nullptr))).run("write a document");
+  if (document_id == 0) document_id = db_.last_insert_rowid();
 
   Statement chunk(db_,
                   "INSERT INTO chunks (document_id, ordinal, heading, body) "
@@ -114,49 +91,55 @@ IndexOutcome Store::index_document(const std::string& source, const std::string&
   int64_t ordinal = 0;
   for (const Chunk& c : doc.chunks) {
     chunk.reset();
-    chunk.bind(1, document_id);
-    chunk.bind(2, ordinal++);
-    chunk.bind(3, c.heading);
-    chunk.bind(4, c.body);
-    chunk.run("add a chunk");
+    chunk.integer(document_id).integer(ordinal++).text(c.heading).text(c.body).run("add a chunk");
     fts.reset();
-    fts.bind(1, sqlite3_last_insert_rowid(db_));
-    fts.bind(2, c.heading.empty() ? doc_title : doc_title + " > " + c.heading);
-    fts.bind(3, c.body);
-    fts.run("index a chunk");
+    fts.integer(db_.last_insert_rowid())
+        .text(c.heading.empty() ? doc_title : doc_title + " > " + c.heading)
+        .text(c.body)
+        .run("index a chunk");
   }
   return IndexOutcome{true, static_cast<int>(doc.chunks.size())};
 }
 
 bool Store::remove_document(const std::string& source) {
-  detail::Transaction tx(db_);
+  sql::Transaction tx(db_);
   const bool removed = drop_document(source);
   tx.commit();
   return removed;
 }
 
-bool Store::drop_document(const std::string& source) {
+void Store::drop_chunks(int64_t document_id) {
   Statement drop_fts(db_,
-                     "DELETE FROM chunks_fts WHERE rowid IN (SELECT c.id FROM chunks c "
-                     "JOIN documents d ON d.id = c.document_id WHERE d.source = ?1)");
-  drop_fts.bind(1, source);
-  drop_fts.run("drop a document's index entries");
-  // Its chunks go with it (ON DELETE CASCADE).
-  Statement drop(db_, "DELETE FROM documents WHERE source = ?1");
-  drop.bind(1, source);
-  drop.run("remove a document");
-  return sqlite3_changes(db_) > 0;
+                     "DELETE FROM chunks_fts WHERE rowid IN "
+                     "(SELECT id FROM chunks WHERE document_id = ?1)");
+  drop_fts.integer(document_id).run("drop a document's index entries");
+  Statement drop(db_, "DELETE FROM chunks WHERE document_id = ?1");
+  drop.integer(document_id).run("drop a document's chunks");
+}
+
+bool Store::drop_document(const std::string& source) {
+  int64_t document_id = 0;
+  {
+    Statement find(db_, "SELECT id FROM documents WHERE source = ?1");
+    find.text(source);
+    if (!find.row()) return false;
+    document_id = find.col_int(0);
+  }
+  drop_chunks(document_id);
+  Statement drop(db_, "DELETE FROM documents WHERE id = ?1");
+  drop.integer(document_id).run("remove a document");
+  return true;
 }
 
 int64_t Store::document_count(SearchFilter::Kind kind) {
   Statement s(db_, "SELECT COUNT(*) FROM documents WHERE ?1 = '' OR kind = ?1");
-  s.bind(1, std::string(kind_filter(kind)));
-  return s.step() == SQLITE_ROW ? s.integer(0) : 0;
+  s.text(kind_filter(kind));
+  return s.row() ? s.col_int(0) : 0;
 }
 
 int64_t Store::chunk_count() {
   Statement s(db_, "SELECT COUNT(*) FROM chunks");
-  return s.step() == SQLITE_ROW ? s.integer(0) : 0;
+  return s.row() ? s.col_int(0) : 0;
 }
 
 std::vector<Passage> Store::search(const std::string& query, int limit,
@@ -167,25 +150,16 @@ std::vector<Passage> Store::search(const std::string& query, int limit,
   if (expression.empty() || limit <= 0) return passages;
 
   Statement s(db_, kSearchSql);
-  s.bind(1, expression);
-  s.bind(2, std::string(kind_filter(filter.kind)));
-  s.bind(3, filter.source_prefix);
-  s.bind(4, static_cast<int64_t>(limit));
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
+  s.text(expression).text(kind_filter(filter.kind)).text(filter.source_prefix).integer(limit);
+  std::string kind;
+  while (s.row()) {
     Passage p;
-    p.chunk_id = s.integer(0);
-    p.title = s.text(1);
-    p.heading = s.text(2);
-    p.source = s.text(3);
-    p.kind = s.text(4) == "bundled" ? DocumentKind::bundled : DocumentKind::user;
-    p.text = s.text(5);
-    p.snippet = s.text(6);
-    p.score = -s.real(7);
+    sql::Columns(s) >> p.chunk_id >> p.title >> p.heading >> p.source >> kind >> p.text >>
+        p.snippet >> p.score;
+    p.kind = kind == "bundled" ? DocumentKind::bundled : DocumentKind::user;
+    p.score = -p.score;  // bm25() ranks better passages lower
     passages.push_back(std::move(p));
   }
-  if (rc != SQLITE_DONE)
-    throw std::runtime_error("knowledge store: search failed: " + std::string(sqlite3_errmsg(db_)));
   return passages;
 }
 

@@ -1,16 +1,13 @@
 // Store: lessons, ranked by effect and recency.
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cmath>
 #include <ctime>
 
-#include "knowledge/sqlite_statement.h"
 #include "knowledge/store.h"
 
 namespace mk::knowledge {
 
-using detail::Statement;
+using sql::Statement;
 
 int64_t Store::record_lesson(const Lesson& lesson) {
   if (lesson.kernel_class.empty() || lesson.strategy.empty())
@@ -21,15 +18,11 @@ int64_t Store::record_lesson(const Lesson& lesson) {
   Statement s(db_,
               "INSERT INTO lessons (kernel_class, strategy, target, effect, run_id, notes, "
               "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  s.bind(1, lesson.kernel_class);
-  s.bind(2, lesson.strategy);
-  s.bind(3, lesson.target);
-  s.bind_real(4, lesson.effect);
-  s.bind(5, lesson.run_id);
-  s.bind(6, lesson.notes);
-  s.bind(7, lesson.created_at ? lesson.created_at : static_cast<int64_t>(std::time(nullptr)));
+  s.text(lesson.kernel_class).text(lesson.strategy).text(lesson.target).real(lesson.effect);
+  s.text(lesson.run_id).text(lesson.notes);
+  s.integer(lesson.created_at ? lesson.created_at : static_cast<int64_t>(std::time(nullptr)));
   s.run("record a lesson");
-  return sqlite3_last_insert_rowid(db_);
+  return db_.last_insert_rowid();
 }
 
 std::vector<Lesson> Store::lessons_for(const std::string& kernel_class, const std::string& target,
@@ -39,19 +32,12 @@ std::vector<Lesson> Store::lessons_for(const std::string& kernel_class, const st
   Statement s(db_,
               "SELECT id, kernel_class, strategy, target, effect, run_id, notes, created_at "
               "FROM lessons WHERE (?1 = '' OR kernel_class = ?1) AND (?2 = '' OR target = ?2)");
-  s.bind(1, kernel_class);
-  s.bind(2, target);
+  s.text(kernel_class).text(target);
   const double now = static_cast<double>(std::time(nullptr));
-  while (s.step() == SQLITE_ROW) {
+  while (s.row()) {
     Lesson l;
-    l.id = s.integer(0);
-    l.kernel_class = s.text(1);
-    l.strategy = s.text(2);
-    l.target = s.text(3);
-    l.effect = s.real(4);
-    l.run_id = s.text(5);
-    l.notes = s.text(6);
-    l.created_at = s.integer(7);
+    sql::Columns(s) >> l.id >> l.kernel_class >> l.strategy >> l.target >> l.effect >> l.run_id >>
+        l.notes >> l.created_at;
     const double age_days = std::max(0.0, (now - static_cast<double>(l.created_at)) / 86400.0);
     // log: a 2x and a 0.5x weigh the same, with opposite signs; recency shrinks both.
     l.rank_score = std::log(l.effect) * std::exp2(-age_days / kLessonHalfLifeDays);

@@ -1,19 +1,17 @@
 #include "knowledge/store.h"
 
-#include <sqlite3.h>
-
 #include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 
-#include "knowledge/sqlite_statement.h"
-#include "knowledge/store_file_check.h"
+#include "knowledge/schema_migrations.h"
 
 namespace mk::knowledge {
 
 namespace {
 
-// Each entry moves the schema from version i to i + 1 (PRAGMA user_version), in one transaction.
+// Each entry moves the knowledge tables from version i to i + 1 (component "knowledge" in
+// component_schema; files from before that scheme count these steps in PRAGMA user_version).
 // Never edit or reorder a shipped entry: append a new one at the end, whatever file the feature
 // lives in (its Store methods can be in their own .cpp, like documents.cpp and lessons.cpp).
 // A store opened by an older build upgrades by running the entries it has not seen.
@@ -73,7 +71,10 @@ const char* const kMigrations[] = {
     )sql",
 };
 
-using detail::Statement;
+constexpr sql::SchemaComponent kKnowledgeSchema{"knowledge", kMigrations,
+                                                /*adopts_user_version=*/true};
+
+using sql::Statement;
 
 }  // namespace
 
@@ -85,84 +86,33 @@ std::filesystem::path default_store_path() {
   return std::filesystem::path(home ? home : "/tmp") / ".cache" / "maxkernel" / "store.sqlite";
 }
 
-Store::Store(const std::filesystem::path& path) : path_(path) {
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (sqlite3_open_v2(path.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open the knowledge store " + path.string() + ": " + why);
-  }
-  sqlite3_busy_timeout(db_, store_busy_timeout_ms());
-  try {
-    // Before anything writes: a damaged file is reported, never migrated over or replaced.
-    prepare_store_connection(db_, "knowledge store", path_);
-    exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA foreign_keys=ON");
-    migrate();
-  } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw;
-  }
-}
-
-Store::~Store() {
-  sqlite3_close(db_);
-}
-
-void Store::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string why = err ? err : "unknown error";
-    sqlite3_free(err);
-    throw std::runtime_error("knowledge store " + path_.string() + ": " + why);
-  }
+Store::Store(const std::filesystem::path& path) : path_(path), db_(path, "knowledge store") {
+  sql::migrate(db_, kKnowledgeSchema);
 }
 
 int Store::latest_schema_version() {
   return static_cast<int>(std::size(kMigrations));
 }
 
-int Store::schema_version() const {
-  Statement s(db_, "PRAGMA user_version");
-  return s.step() == SQLITE_ROW ? static_cast<int>(s.integer(0)) : 0;
-}
-
-void Store::migrate() {
-  const int total = static_cast<int>(std::size(kMigrations));
-  while (schema_version() < total) {
-    detail::Transaction tx(db_);
-    // Re-read under the write lock: another process opening the same new store may have
-    // applied this step while we waited.
-    const int v = schema_version();
-    if (v >= total) break;
-    exec(kMigrations[v]);
-    exec(("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
-    tx.commit();
-  }
+int Store::schema_version() {
+  return static_cast<int>(sql::schema_version(db_, kKnowledgeSchema));
 }
 
 std::string Store::meta(const std::string& key) {
   Statement s(db_, "SELECT value FROM meta WHERE key = ?1");
-  s.bind(1, key);
-  return s.step() == SQLITE_ROW ? s.text(0) : std::string();
+  s.text(key);
+  return s.row() ? s.col_text(0) : std::string();
 }
 
 void Store::set_meta(const std::string& key, const std::string& value) {
   Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
-  s.bind(1, key);
-  s.bind(2, value);
-  s.run("write meta");
+  s.text(key).text(value).run();
 }
 
 std::optional<std::string> Store::cached_evaluation(const std::string& key) {
   Statement s(db_, "SELECT result_json FROM eval_cache WHERE key = ?1");
-  s.bind(1, key);
-  if (s.step() == SQLITE_ROW) return s.text(0);
+  s.text(key);
+  if (s.row()) return s.col_text(0);
   return std::nullopt;
 }
 
@@ -171,13 +121,9 @@ void Store::store_evaluation(const std::string& key, const std::string& host_fin
   Statement s(db_,
               "INSERT OR REPLACE INTO eval_cache (key, host_fingerprint, result_json, created_at) "
               "VALUES (?1, ?2, ?3, ?4)");
-  s.bind(1, key);
-  s.bind(2, host_fingerprint);
-  s.bind(3, result_json);
-  s.bind(4, static_cast<int64_t>(std::time(nullptr)));
-  if (s.step() != SQLITE_DONE)
-    throw std::runtime_error("knowledge store " + path_.string() +
-                             ": cannot write the evaluation cache: " + sqlite3_errmsg(db_));
+  s.text(key).text(host_fingerprint).text(result_json);
+  s.integer(static_cast<int64_t>(std::time(nullptr)));
+  s.run("write the evaluation cache");
 }
 
 void Store::record_model_check(const std::string& kernel_key, const std::string& generation,
@@ -186,33 +132,27 @@ void Store::record_model_check(const std::string& kernel_key, const std::string&
       db_,
       "INSERT INTO model_checks (kernel_key, generation, predicted_s, measured_s, created_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5)");
-  s.bind(1, kernel_key);
-  s.bind(2, generation);
-  s.bind_real(3, predicted_s);
-  s.bind_real(4, measured_s);
-  s.bind(5, static_cast<int64_t>(std::time(nullptr)));
-  if (s.step() != SQLITE_DONE) {
-    throw std::runtime_error("knowledge store " + path_.string() +
-                             ": cannot record a model check: " + sqlite3_errmsg(db_));
-  }
+  s.text(kernel_key).text(generation).real(predicted_s).real(measured_s);
+  s.integer(static_cast<int64_t>(std::time(nullptr)));
+  s.run("record a model check");
 }
 
 Store::ModelAccuracy Store::model_accuracy(const std::string& generation) {
   Statement s(db_,
               "SELECT COUNT(*), AVG(ABS(predicted_s - measured_s) / measured_s) FROM model_checks "
               "WHERE generation = ?1 AND measured_s > 0");
-  s.bind(1, generation);
+  s.text(generation);
   ModelAccuracy a;
-  if (s.step() == SQLITE_ROW) {
-    a.checks = s.integer(0);
-    a.mean_abs_relative_error = sqlite3_column_double(s.raw(), 1);
+  if (s.row()) {
+    a.checks = s.col_int(0);
+    a.mean_abs_relative_error = s.col_real(1);
   }
   return a;
 }
 
 int64_t Store::cached_evaluation_count() {
   Statement s(db_, "SELECT COUNT(*) FROM eval_cache");
-  return s.step() == SQLITE_ROW ? s.integer(0) : 0;
+  return s.row() ? s.col_int(0) : 0;
 }
 
 }  // namespace mk::knowledge

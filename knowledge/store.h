@@ -1,6 +1,7 @@
-// The knowledge store: one SQLite database (WAL, versioned schema migrations). It holds the
-// evaluation cache, model checks, documents with an FTS5 index (documents.cpp, bundled_corpus.cpp)
-// and lessons (lessons.cpp); runs and graph nodes join it as those features land.
+// The knowledge store: the knowledge tables of the store file (store_database.h opens it,
+// schema_migrations.h migrates it). It holds the evaluation cache, model checks, documents with an
+// FTS5 index (documents.cpp, bundled_corpus.cpp) and lessons (lessons.cpp); the run and session
+// tables (agents/orchestration) live in the same file under their own schema components.
 // Adding a table: append a migration to kMigrations in store.cpp (see the comment there).
 #pragma once
 
@@ -15,8 +16,7 @@
 
 #include "knowledge/documents.h"
 #include "knowledge/lessons.h"
-
-struct sqlite3;
+#include "knowledge/store_database.h"
 
 namespace mk::knowledge {
 
@@ -25,11 +25,9 @@ class Store {
   // Opens (creating if needed) and migrates the database; throws std::runtime_error with a
   // clear message when the file cannot be opened or written.
   explicit Store(const std::filesystem::path& path);
-  ~Store();
-  Store(const Store&) = delete;
-  Store& operator=(const Store&) = delete;
 
-  int schema_version() const;
+  // The knowledge tables' version in component_schema (schema_migrations.h).
+  int schema_version();
   // The version a freshly opened store has: the number of migrations.
   static int latest_schema_version();
   const std::filesystem::path& path() const { return path_; }
@@ -83,15 +81,15 @@ class Store {
                                   int limit);
 
  private:
-  void migrate();
   IndexOutcome index_document(const std::string& source, const std::string& content,
                               DocumentKind kind, const std::string& title);
   bool drop_document(const std::string& source);
+  // A document's chunks and their index entries; the document's row stays.
+  void drop_chunks(int64_t document_id);
   std::string meta(const std::string& key);
   void set_meta(const std::string& key, const std::string& value);
-  void exec(const char* sql);
   std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  sql::Database db_;
   // search() may be called from several threads; one of them syncs the bundled corpus.
   std::atomic<bool> bundled_checked_ = false;
   std::mutex bundled_mutex_;

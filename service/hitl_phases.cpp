@@ -48,13 +48,13 @@ int kernel_line(const std::string& code, const std::string& kernel) {
 }
 
 std::string evaluation_text(const agents::Evaluation& e, const knowledge::TpuGeneration& target) {
-  if (e.status == "correct") {
+  if (e.status == agents::NodeStatus::correct) {
     std::string text = "correct";
     if (e.score_s)
       text += ", " + seconds_text(*e.score_s) + " " + agents::score_label(e.time_kind, target);
     return text;
   }
-  if (e.status == "incorrect") return e.error;
+  if (e.status == agents::NodeStatus::incorrect) return e.error;
   return "failed (" + e.stage + "): " + e.error;
 }
 
@@ -168,10 +168,10 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
     out.has_diagnostics = true;
     out.summary = "test on " + (e.host.empty() ? job.host->name() : e.host) + ": " +
                   evaluation_text(e, *job.target);
-    out.diagnostics.push_back(
-        line_finding(kernel_line(job.code, job.kernel),
-                     e.status == "correct" ? Severity::Information : Severity::Error, "MK311",
-                     "step by step, " + out.summary));
+    out.diagnostics.push_back(line_finding(
+        kernel_line(job.code, job.kernel),
+        e.status == agents::NodeStatus::correct ? Severity::Information : Severity::Error, "MK311",
+        "step by step, " + out.summary));
     agents::NodeRecord node;
     node.run_id = job.run_id;
     node.parent = 0;
@@ -203,14 +203,15 @@ HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
       if (p.strategy == "autotune" && moves.size() < kAutotuneMoves) moves.push_back(std::move(p));
     HitlPhaseOutcome out;
     const agents::Evaluation current = evaluator.evaluate(job.code, job.cancelled);
-    const bool current_scored = current.status == "correct" && current.score_s.has_value();
+    const bool current_scored =
+        current.status == agents::NodeStatus::correct && current.score_s.has_value();
     double best = current_scored ? *current.score_s : 0.0;
     bool have_best = current_scored;
     std::string best_move, best_kind;
     for (const agents::Proposal& move : moves) {
       if (job.cancelled()) break;
       const agents::Evaluation e = evaluator.evaluate(move.code, job.cancelled);
-      if (e.status != "correct" || !e.score_s) continue;
+      if (e.status != agents::NodeStatus::correct || !e.score_s) continue;
       if (!have_best || *e.score_s < best) {
         have_best = true;
         best = *e.score_s;

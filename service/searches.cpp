@@ -33,7 +33,7 @@ std::string create_search(agents::RunStore& runs, const NewSearch& search) {
     params["evaluate"] = search.evaluate_options;
   run.params_json = params.dump();
   run.budget_json = search.budget.to_json().dump();
-  run.status = "running";
+  run.status = agents::RunStatus::running;
   run.task_json = search.task.dump();
   return runs.create_run(run);
 }
@@ -127,7 +127,7 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   SearchOutcome out;
   out.run = search.run(baseline_code, on_progress, cancelled);
   out.nodes = runs.nodes(run_id);
-  if (cache && !setup.kernel_class.empty() && out.run.status == "done") {
+  if (cache && !setup.kernel_class.empty() && out.run.status == agents::RunStatus::done) {
     try {
       agents::record_run_lessons(*cache, out.run, out.nodes, setup.kernel_class);
     } catch (const std::exception& e) {

@@ -65,7 +65,7 @@ double outside_work_seconds(const json& lowered_body, const knowledge::TpuGenera
 
 Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
   Evaluation e;
-  e.status = "failed";
+  e.status = NodeStatus::failed;
   e.stage = std::move(stage);
   e.error = std::move(error);
   e.locations = std::move(locations);
@@ -173,12 +173,12 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
                {"instance", body.value("instance", json())}};
   if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
   if (!body.value("correct", false)) {
-    e.status = "incorrect";
+    e.status = NodeStatus::incorrect;
     e.stage = "correctness";
     const json f = body.value("failure", json::object());
     e.error = "incorrect: " + f.value("message", f.dump());
   } else {
-    e.status = "correct";
+    e.status = NodeStatus::correct;
     const std::string kind = body.value("time_kind", "");
     const json median = timed_median(body.value("timing", json()), "candidate");
     if (kind == "device" && median.is_number()) {
@@ -209,7 +209,7 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
   const json& body = r.reply.body;
   const json cost = body.value("cost", json::object());
   Evaluation e;
-  e.status = "correct";  // the reference is the oracle
+  e.status = NodeStatus::correct;  // the reference is the oracle
   e.host = r.host;
   e.metrics = {{"correct", true},
                {"reference", true},

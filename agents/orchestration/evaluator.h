@@ -9,14 +9,15 @@
 #include <optional>
 #include <string>
 
+#include "agents/orchestration/record_status.h"
 #include "knowledge/tpu_generations.h"
 
 namespace mk::agents {
 
 struct Evaluation {
-  std::string status;  // "correct" | "incorrect" | "failed"
-  std::string stage;   // for failures: "lowering", "execution", "correctness", "host", "cancelled"
-  std::string error;   // what went wrong, with line numbers of the candidate where known
+  NodeStatus status = NodeStatus::failed;  // correct | incorrect | failed
+  std::string stage;  // for failures: "lowering", "execution", "correctness", "host", "cancelled"
+  std::string error;  // what went wrong, with line numbers of the candidate where known
   nlohmann::json locations = nlohmann::json::array();  // the worker's [{line, column, message}]
   nlohmann::json metrics = nlohmann::json::object();
   std::optional<double> score_s;  // lower is better

@@ -57,7 +57,7 @@ std::string lineage_history(const std::vector<NodeRecord>& nodes, const NodeReco
   std::string out;
   for (const NodeRecord* n : chain) {
     out += "- node " + std::to_string(n->id) + " (" + n->strategy + "): " + n->description +
-           " -> " + n->status;
+           " -> " + to_string(n->status);
     if (n->speedup) out += ", " + format_speedup(*n->speedup);
     if (!n->error.empty()) out += "; error: " + n->error.substr(0, 400);
     out += "\n";
@@ -130,10 +130,11 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   std::lock_guard lock(mutex_);
   if (node.id == 0) {
     baseline_score_ = node.score_s;
-    if (node.status == "correct" && node.score_s) node.speedup = 1.0;
+    if (node.status == NodeStatus::correct && node.score_s) node.speedup = 1.0;
     if (!evaluation.time_kind.empty())
       run_.score_kind = score_label(evaluation.time_kind, evaluator_.target());
-  } else if (node.status == "correct" && node.score_s && baseline_score_ && *node.score_s > 0) {
+  } else if (node.status == NodeStatus::correct && node.score_s && baseline_score_ &&
+             *node.score_s > 0) {
     node.speedup = *baseline_score_ / *node.score_s;
   }
   store_.update_node(node);
@@ -213,20 +214,20 @@ class GraphSearch::EvaluationQueue {
 void GraphSearch::evaluate_one(NodeRecord& node, const ProgressSink& on_progress,
                                const std::function<bool()>& cancelled) {
   if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
-  node.status = "evaluating";
+  node.status = NodeStatus::evaluating;
   store_.update_node(node);
   const Evaluation evaluation = node.id == 0 && reference_root_
                                     ? evaluator_.evaluate_reference(cancelled)
                                     : evaluator_.evaluate(node.code, cancelled);
   if (evaluation.stage == "cancelled") {
-    node.status = "pending";
+    node.status = NodeStatus::pending;
     store_.update_node(node);
     return;
   }
   finish_node(node, evaluation);
   std::string message = "node " + std::to_string(node.id) + " (" + node.strategy;
   if (!node.description.empty()) message += ": " + node.description;
-  message += "): " + node.status;
+  message += "): " + to_string(node.status);
   if (node.speedup) message += ", " + format_speedup(*node.speedup);
   if (!evaluation.host.empty()) message += " on host " + evaluation.host;
   if (on_progress) {
@@ -269,7 +270,7 @@ std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord
 RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink& on_progress,
                            const std::function<bool()>& cancelled) {
   session_start_ = wall_now();
-  run_.status = "running";
+  run_.status = RunStatus::running;
   run_.stop_reason.clear();
   store_.update_run(run_);
 
@@ -283,7 +284,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     run_.cost_json = cost_.dump();
     store_.update_run(run_);
   };
-  auto finish = [&](const std::string& status, const std::string& reason) {
+  auto finish = [&](RunStatus status, const std::string& reason) {
     run_.status = status;
     run_.stop_reason = reason;
     persist_state();
@@ -299,7 +300,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         reference_root_ ? "the reference as XLA runs it (speedup 1.0)" : "the kernel as written";
     root.code = baseline_code;
     root.code_hash = candidate_hash(baseline_code);
-    root.status = "pending";
+    root.status = NodeStatus::pending;
     root.cost_json = "{}";
     store_.add_node(root);
     nodes = store_.nodes(run_.id);
@@ -320,13 +321,14 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     nodes = store_.nodes(run_.id);
   }
   const NodeRecord& root = nodes.front();
-  if (cancelled && cancelled()) return finish("cancelled", "cancelled");
-  if (root.status != "correct")
-    return finish("failed", (root.status == "failed" ? std::string("the baseline failed")
-                                                     : "the baseline is " + root.status) +
-                                (root.error.empty() ? "" : ": " + root.error));
+  if (cancelled && cancelled()) return finish(RunStatus::cancelled, "cancelled");
+  if (root.status != NodeStatus::correct)
+    return finish(RunStatus::failed, (root.status == NodeStatus::failed
+                                          ? std::string("the baseline failed")
+                                          : "the baseline is " + to_string(root.status)) +
+                                         (root.error.empty() ? "" : ": " + root.error));
   if (!root.speedup)
-    return finish("failed",
+    return finish(RunStatus::failed,
                   "the baseline could not be scored (no device time and no model prediction)");
   // A cancel ends a session at once only while it leaves nodes pending: their resume ends the
   // round. Once a round's nodes have all finished the round is counted first, else the resume
@@ -343,7 +345,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     spdlog::info("run {}: resuming {} unfinished node(s)", run_.id, leftover.size());
     const double best_before = gain_measure();  // what the finished nodes had established
     evaluate_nodes(leftover, on_progress, cancelled);
-    if (cancelled && cancelled() && unfinished()) return finish("cancelled", "cancelled");
+    if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     // They are the children of the round the kill interrupted: that round ends now, as it would
     // have without the kill, so the resumed run makes the same choices and rounds as a whole one.
     const int finished_round = state_.value("round", 0) + 1;
@@ -360,11 +362,12 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   int round = state_.value("round", 0);
   int without_gain = state_.value("rounds_without_gain", 0);
   while (true) {
-    if (cancelled && cancelled()) return finish("cancelled", "cancelled");
+    if (cancelled && cancelled()) return finish(RunStatus::cancelled, "cancelled");
     nodes = store_.nodes(run_.id);
-    if (auto reason = stop_reason(nodes, round, without_gain)) return finish("done", *reason);
+    if (auto reason = stop_reason(nodes, round, without_gain))
+      return finish(RunStatus::done, *reason);
     const std::vector<int64_t> parents = select_parents(nodes, params_, exhausted_);
-    if (parents.empty()) return finish("done", "search space exhausted");
+    if (parents.empty()) return finish(RunStatus::done, "search space exhausted");
 
     std::set<std::string> known;
     for (const NodeRecord& n : nodes) known.insert(n.code_hash);
@@ -418,10 +421,12 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         queue.close_and_wait();  // children already proposed are still evaluated and recorded
         queue.rethrow_first_error();
         if (e.kind() == llm::ErrorKind::Cancelled && !(cancelled && cancelled()) && out_of_time())
-          return finish("done", "budget: " + std::to_string(static_cast<int>(budget_.seconds)) +
-                                    " s of wall time (an LLM call was cut short)");
-        return finish(e.kind() == llm::ErrorKind::Cancelled ? "cancelled" : "done",
-                      std::string("LLM: ") + e.what());
+          return finish(RunStatus::done,
+                        "budget: " + std::to_string(static_cast<int>(budget_.seconds)) +
+                            " s of wall time (an LLM call was cut short)");
+        return finish(
+            e.kind() == llm::ErrorKind::Cancelled ? RunStatus::cancelled : RunStatus::done,
+            std::string("LLM: ") + e.what());
       } catch (const std::exception& e) {
         spdlog::warn("run {}: expanding node {} failed: {}", run_.id, parent_id, e.what());
       }
@@ -437,7 +442,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         child.plan = p.plan;
         child.code = std::move(p.code);
         child.code_hash = candidate_hash(child.code);
-        child.status = "pending";
+        child.status = NodeStatus::pending;
         child.cost_json = json{{"tokens_in", p.usage.input_tokens},
                                {"tokens_out", p.usage.output_tokens},
                                {"usd", p.usage.cost_usd}}
@@ -451,7 +456,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     queue.close_and_wait();
     queue.rethrow_first_error();
     if (children.empty()) continue;  // every parent was exhausted; selection moves on
-    if (cancelled && cancelled() && unfinished()) return finish("cancelled", "cancelled");
+    if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     ++round;
     without_gain = gain_measure() > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
     state_["round"] = round;

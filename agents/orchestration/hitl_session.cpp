@@ -4,8 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "agents/orchestration/record_ids.h"
 #include "agents/orchestration/rule_expander.h"
-#include "agents/orchestration/sqlite_component.h"
 
 namespace mk::agents {
 
@@ -17,8 +17,6 @@ constexpr const char* kRetry = "Retry";
 constexpr const char* kSkip = "Skip";
 constexpr const char* kStop = "Stop";
 constexpr const char* kNextPhasePrefix = "Next phase: ";
-
-using sql::now_seconds;
 
 std::string trim(const std::string& s) {
   const size_t start = s.find_first_not_of(" \t\r\n");
@@ -32,12 +30,12 @@ HitlNext advance(SessionRecord& s) {
   const size_t index = hitl_phase_index(s.phase).value_or(0);
   s.feedback.clear();
   if (index + 1 >= hitl_phases().size()) {
-    s.status = "done";
+    s.status = SessionStatus::done;
     hitl_record(s, "done", "all phases finished");
     return HitlNext::Finished;
   }
   s.phase = hitl_phases()[index + 1];
-  s.status = "running";
+  s.status = SessionStatus::running;
   return HitlNext::RunPhase;
 }
 
@@ -103,7 +101,7 @@ SessionRecord hitl_begin(std::string uri, std::string kernel, int64_t version, s
   s.start_version = s.doc_version = version;
   s.code = std::move(code);
   s.phase = hitl_phases().front();
-  s.status = "running";
+  s.status = SessionStatus::running;
   hitl_record(s, "started", "document version " + std::to_string(version));
   return s;
 }
@@ -114,12 +112,12 @@ void hitl_record(SessionRecord& s, const std::string& event, const std::string& 
 
 void hitl_record_result(SessionRecord& s, const std::string& summary) {
   s.summary = summary;
-  s.status = "awaiting";
+  s.status = SessionStatus::awaiting;
   hitl_record(s, "result", summary);
 }
 
 bool hitl_active(const SessionRecord& s) {
-  return s.status == "running" || s.status == "awaiting";
+  return s.status == SessionStatus::running || s.status == SessionStatus::awaiting;
 }
 
 HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
@@ -135,11 +133,11 @@ HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
     case HitlAnswer::Kind::Revise:
       hitl_record(s, "feedback", answer.feedback);
       s.feedback = answer.feedback;
-      s.status = "running";
+      s.status = SessionStatus::running;
       return HitlNext::RunPhase;
     case HitlAnswer::Kind::Retry:
       hitl_record(s, "retry", "");
-      s.status = "running";
+      s.status = SessionStatus::running;
       return HitlNext::RunPhase;
     case HitlAnswer::Kind::GoTo:
       if (!hitl_phase_index(answer.phase))
@@ -147,15 +145,15 @@ HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
       hitl_record(s, "jump", answer.phase);
       s.phase = answer.phase;
       s.feedback.clear();
-      s.status = "running";
+      s.status = SessionStatus::running;
       return HitlNext::RunPhase;
     case HitlAnswer::Kind::Stop:
       hitl_record(s, "stopped", "");
-      s.status = "stopped";
+      s.status = SessionStatus::stopped;
       return HitlNext::Finished;
     case HitlAnswer::Kind::Dismissed:
       hitl_record(s, "dismissed", "");
-      s.status = "awaiting";
+      s.status = SessionStatus::awaiting;
       return HitlNext::Wait;
   }
   return HitlNext::Wait;

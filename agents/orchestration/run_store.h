@@ -1,6 +1,7 @@
-// Runs and their search graphs, persisted in the knowledge store's SQLite database (own tables,
-// own migrations tracked per component). Everything a run needs to resume, report and be priced
-// lives here; a killed process loses nothing that was recorded.
+// Runs and their search graphs, persisted in the store file beside the knowledge tables (own
+// tables, own migration list: component "runs" of knowledge/schema_migrations.h). Everything a
+// run needs to resume, report and be priced lives here; a killed process loses nothing that was
+// recorded.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@
 #include <string>
 #include <vector>
 
-struct sqlite3;
+#include "agents/orchestration/record_status.h"
+#include "knowledge/store_database.h"
 
 namespace mk::agents {
 
@@ -25,7 +27,7 @@ struct RunRecord {
   std::string llm;          // "none" | "replay:FILE" | "openai:MODEL" ...
   std::string params_json;  // search parameters (beam size, branches, depth, ...)
   std::string budget_json;  // limits (iterations, seconds, tokens, usd, patience)
-  std::string status;       // "running" | "done" | "stopped" | "failed" | "cancelled"
+  RunStatus status = RunStatus::running;
   std::string stop_reason;  // "target speedup reached", "budget: 8 iterations", ...
   std::string task_json;    // the located task
   std::string cost_json;    // totals: tokens, usd, host_seconds, evaluations, cache_hits
@@ -40,12 +42,12 @@ struct NodeRecord {
   int64_t id = 0;                 // 0 is the baseline (root)
   std::optional<int64_t> parent;  // nullopt only for the root
   int depth = 0;
-  std::string strategy;           // "baseline", "block_sizes", "autotune", "llm:plan", ...
-  std::string description;        // one line for people
-  std::string plan;               // markdown plan (LLM) or the rule that made it
-  std::string code;               // the whole candidate file
-  std::string code_hash;          // sha256 of the normalised source: identical candidates run once
-  std::string status;             // "pending" | "evaluating" | "correct" | "incorrect" | "failed"
+  std::string strategy;     // "baseline", "block_sizes", "autotune", "llm:plan", ...
+  std::string description;  // one line for people
+  std::string plan;         // markdown plan (LLM) or the rule that made it
+  std::string code;         // the whole candidate file
+  std::string code_hash;    // sha256 of the normalised source: identical candidates run once
+  NodeStatus status = NodeStatus::pending;
   std::string error;              // why it failed (lowering error, mismatch, crash), with lines
   std::string metrics_json;       // worker facts + timing + predictions
   std::optional<double> score_s;  // the time the search compares (measured or predicted)
@@ -61,9 +63,6 @@ class RunStore {
   // Opens the same database file as knowledge::Store (creating it if needed) and migrates the
   // run tables. Throws std::runtime_error with the path and SQLite's reason.
   explicit RunStore(const std::filesystem::path& path);
-  ~RunStore();
-  RunStore(const RunStore&) = delete;
-  RunStore& operator=(const RunStore&) = delete;
 
   // Creates the run (fills id when empty, created_at/updated_at) and returns its id.
   std::string create_run(RunRecord run);
@@ -81,10 +80,7 @@ class RunStore {
                                                     const std::string& code_hash);
 
  private:
-  void exec(const char* sql);
-  void migrate();
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  knowledge::sql::Database db_;
   std::mutex mutex_;
 };
 

@@ -8,7 +8,7 @@
 namespace mk::agents {
 
 bool rankable(const NodeRecord& node) {
-  return node.status == "correct" && node.speedup.has_value();
+  return node.status == NodeStatus::correct && node.speedup.has_value();
 }
 
 namespace {

@@ -1,6 +1,6 @@
-// "Optimize step by step" (HITL) sessions, persisted in the knowledge store's SQLite database
-// beside the runs (own table, own migrations under component "hitl"). Closing the editor or
-// restarting the server loses nothing: a session is resumed from its saved phase.
+// "Optimize step by step" (HITL) sessions, persisted in the store file beside the runs (own
+// table, own migration list: component "hitl" of knowledge/schema_migrations.h). Closing the
+// editor or restarting the server loses nothing: a session is resumed from its saved phase.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-struct sqlite3;
+#include "agents/orchestration/record_status.h"
+#include "knowledge/store_database.h"
 
 namespace mk::agents {
 
@@ -29,9 +30,7 @@ struct SessionRecord {
   int64_t start_version = 0;  // document version when the session started
   int64_t doc_version = 0;    // document version the session last saw (edits are versioned)
   std::string phase = "plan";
-  // "running" (phase work under way) | "awaiting" (the question is pending) | "done" |
-  // "stopped" | "failed"
-  std::string status = "running";
+  SessionStatus status = SessionStatus::running;
   std::vector<HistoryEntry> history;
   std::string code;      // the current candidate (the document text the session works on)
   std::string proposed;  // a proposed candidate not yet accepted by the user ("" = none)
@@ -48,22 +47,16 @@ class SessionStore {
   // Opens (creating if needed) the database and migrates the session table. Throws
   // std::runtime_error with the path and SQLite's reason.
   explicit SessionStore(const std::filesystem::path& path);
-  ~SessionStore();
-  SessionStore(const SessionStore&) = delete;
-  SessionStore& operator=(const SessionStore&) = delete;
 
   // Stores a new session (fills id when empty, created_at/updated_at) and returns its id.
   std::string create(SessionRecord session);
   void update(const SessionRecord& session);  // by id; bumps updated_at
   std::optional<SessionRecord> get(const std::string& id);
   std::vector<SessionRecord> list(int limit = 50);  // most recently updated first
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return db_.path(); }
 
  private:
-  void exec(const char* sql);
-  void migrate();
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  knowledge::sql::Database db_;
   std::mutex mutex_;
 };
 

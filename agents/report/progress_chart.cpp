@@ -35,7 +35,7 @@ double cost_of(const agents::NodeRecord& node, const char* key) {
 // Appends the best-so-far point; nodes that are not correct keep the previous best.
 void push_best(std::vector<ChartPoint>& points, double x, const agents::NodeRecord& node,
                double& best) {
-  if (node.status == "correct" && node.speedup && std::isfinite(*node.speedup))
+  if (node.status == agents::NodeStatus::correct && node.speedup && std::isfinite(*node.speedup))
     best = std::max(best, *node.speedup);
   if (best > 0) points.push_back({x, best});
 }

@@ -162,7 +162,7 @@ std::string node_section(const agents::RunRecord& run, const agents::NodeRecord&
                          const std::map<int64_t, const agents::NodeRecord*>& by_id, bool best) {
   const std::string id = std::to_string(node.id);
   std::string html = "<section class=\"node\" id=\"node-" + id + "\">\n<h3>#" + id + " " +
-                     html_escape(node.strategy) + " " + badge(node.status) +
+                     html_escape(node.strategy) + " " + badge(to_string(node.status)) +
                      (best ? " <span class=\"kind\">\xE2\x98\x85 best</span>" : "") + "</h3>\n";
   html += "<p>";
   if (node.parent)
@@ -194,7 +194,7 @@ std::string summary_table(const agents::RunRecord& run,
                           const std::vector<agents::NodeRecord>& nodes,
                           const agents::NodeRecord* best) {
   std::map<std::string, int> by_status;
-  for (const auto& node : nodes) ++by_status[node.status];
+  for (const auto& node : nodes) ++by_status[to_string(node.status)];
   std::string counts;
   for (const auto& [status, count] : by_status)
     counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + html_escape(status);
@@ -206,7 +206,7 @@ std::string summary_table(const agents::RunRecord& run,
   html += row("target", html_escape(run.target));
   html += row("host", html_escape(run.host));
   html += row("llm", html_escape(run.llm.empty() ? "none" : run.llm));
-  html += row("status", badge(run.status));
+  html += row("status", badge(to_string(run.status)));
   html += row("stop reason", run.stop_reason.empty() ? "-" : html_escape(run.stop_reason));
   html += row("started", html_escape(format_utc(run.created_at)));
   html += row("last update", html_escape(format_utc(run.updated_at)));
@@ -241,11 +241,14 @@ std::optional<int64_t> best_node_id(const agents::RunRecord& run,
                                     const std::vector<agents::NodeRecord>& nodes) {
   if (run.best_node) {
     for (const auto& node : nodes)
-      if (node.id == *run.best_node && node.status == "correct" && node.speedup) return node.id;
+      if (node.id == *run.best_node && node.status == agents::NodeStatus::correct && node.speedup)
+        return node.id;
   }
   const agents::NodeRecord* best = nullptr;
   for (const auto& node : nodes) {
-    if (node.status != "correct" || !node.speedup || !std::isfinite(*node.speedup)) continue;
+    if (node.status != agents::NodeStatus::correct || !node.speedup ||
+        !std::isfinite(*node.speedup))
+      continue;
     if (!best || *node.speedup > *best->speedup) best = &node;
   }
   if (!best) return std::nullopt;

@@ -127,20 +127,21 @@ std::string render_search_graph_svg(const std::vector<agents::NodeRecord>& nodes
     const double x = centre_x(p) - kNodeWidth / 2;
     const double y = top_y(p);
     const std::string id = std::to_string(node.id);
-    std::string second_line = node.status;
-    if (node.speedup && node.status == "correct")
+    std::string second_line = to_string(node.status);
+    if (node.speedup && node.status == agents::NodeStatus::correct)
       second_line = format_speedup(*node.speedup);
     else if (node.speedup)
-      second_line = node.status + " " + format_speedup(*node.speedup);
+      second_line = to_string(node.status) + " " + format_speedup(*node.speedup);
     svg += "<a href=\"#node-" + id + "\"><g class=\"node" + std::string(best ? " best" : "") +
-           "\" data-node=\"" + id + "\" data-status=\"" + html_escape(node.status) + "\">";
-    svg += "<title>#" + id + " " + html_escape(node.strategy) + " (" + html_escape(node.status) +
-           ")" + (node.description.empty() ? "" : ": " + html_escape(node.description)) +
-           "</title>";
+           "\" data-node=\"" + id + "\" data-status=\"" + html_escape(to_string(node.status)) +
+           "\">";
+    svg += "<title>#" + id + " " + html_escape(node.strategy) + " (" +
+           html_escape(to_string(node.status)) + ")" +
+           (node.description.empty() ? "" : ": " + html_escape(node.description)) + "</title>";
     svg +=
         "<rect x=\"" + format_number(x, 1) + "\" y=\"" + format_number(y, 1) + "\" width=\"" +
         format_number(kNodeWidth, 0) + "\" height=\"" + format_number(kNodeHeight, 0) +
-        "\" rx=\"6\" fill=\"" + status_colour(node.status) + "\"" +
+        "\" rx=\"6\" fill=\"" + status_colour(to_string(node.status)) + "\"" +
         (best ? " stroke=\"#f5b400\" stroke-width=\"4\"" : " stroke=\"#333\" stroke-width=\"1\"") +
         "/>";
     svg += "<text x=\"" + format_number(x + 8, 1) + "\" y=\"" + format_number(y + 19, 1) + "\">#" +

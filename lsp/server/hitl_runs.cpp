@@ -146,10 +146,10 @@ json HitlRuns::start(const json& args) {
                           "params.arguments[0].session: no session '" + session_id + "'");
     if (!uri.empty()) s->uri = uri;
     if (!agents::hitl_active(*s))
-      return {{"status", s->status},
+      return {{"status", to_string(s->status)},
               {"session", s->id},
               {"phase", s->phase},
-              {"message", "the session has ended (" + s->status + ")"}};
+              {"message", "the session has ended (" + to_string(s->status) + ")"}};
     // The document may have been reopened (new version numbers): same text, same candidate.
     if (OpenDocument* doc = context_.find_document(s->uri); doc && doc->text.text() == s->code)
       s->doc_version = doc->text.version();
@@ -159,7 +159,7 @@ json HitlRuns::start(const json& args) {
     context_.post([this, id = s->id] {
       std::optional<SessionRecord> now = load(id);
       if (!now) return;
-      if (now->status == "awaiting")
+      if (now->status == agents::SessionStatus::awaiting)
         ask(id);
       else
         run_phase(*now);  // the server stopped while the phase's work was running: run it again
@@ -210,7 +210,7 @@ json HitlRuns::start(const json& args) {
       run.target = context_.target().name;
       run.host = context_.host_settings().default_host;
       run.llm = context_.llm ? context_.llm().spec : "none";
-      run.status = "running";
+      run.status = agents::RunStatus::running;
       s.run_id = runs->create_run(run);
       agents::NodeRecord root;
       root.run_id = s.run_id;
@@ -218,7 +218,7 @@ json HitlRuns::start(const json& args) {
       root.description = "the kernel as the session found it";
       root.code = s.code;
       root.code_hash = agents::candidate_hash(s.code);
-      root.status = "pending";
+      root.status = agents::NodeStatus::pending;
       runs->add_node(root);
     } catch (const std::exception& e) {
       spdlog::warn("step by step: run not recorded: {}", e.what());
@@ -235,7 +235,7 @@ json HitlRuns::sessions() {
   for (const SessionRecord& s : store().list()) {
     out.push_back({{"id", s.id},
                    {"kernel", s.kernel},
-                   {"status", s.status},
+                   {"status", to_string(s.status)},
                    {"phase", s.phase},
                    {"uri", s.uri},
                    {"run", s.run_id}});
@@ -309,7 +309,7 @@ void HitlRuns::record_llm_cost(SessionRecord& s, const HitlPhaseOutcome& outcome
 }
 
 void HitlRuns::run_phase(SessionRecord s) {
-  if (s.status != "running") return;
+  if (s.status != agents::SessionStatus::running) return;
   save(s);
   const std::string id = s.id;
   const std::string phase = s.phase;
@@ -413,7 +413,7 @@ void HitlRuns::finish_phase(const std::string& id, const std::string& phase,
     save(*s);
   }
   // Stopped meanwhile, or moved on (a jump): this work no longer counts.
-  if (!s || s->status != "running" || s->phase != phase) return;
+  if (!s || s->status != agents::SessionStatus::running || s->phase != phase) return;
   if (outcome.has_diagnostics) {
     const OpenDocument* doc = context_.find_document(s->uri);
     diagnostics_[s->uri] = {doc ? doc->text.version() : s->doc_version, outcome.diagnostics};
@@ -519,7 +519,7 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
 void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, const json* result,
                               const rpc::Error* error) {
   std::optional<SessionRecord> s = load(id);
-  if (!s || s->status != "running") return;
+  if (!s || s->status != agents::SessionStatus::running) return;
   if (error) {
     agents::hitl_record_result(*s, label + "; the edit failed: " + error->message);
   } else if (result && result->is_object() && result->value("applied", false)) {
@@ -552,7 +552,7 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
 
 void HitlRuns::ask(const std::string& id) {
   std::optional<SessionRecord> s = load(id);
-  if (!s || s->status != "awaiting") return;
+  if (!s || s->status != agents::SessionStatus::awaiting) return;
   const agents::HitlQuestion q = agents::hitl_question(*s);
   json actions = json::array();
   for (const agents::HitlAction& a : q.actions) {
@@ -574,7 +574,7 @@ void HitlRuns::on_answer(const std::string& id, int serial, const json* result,
                          const rpc::Error* error) {
   if (question_serial_[id] != serial) return;  // a newer question (resume) replaced this one
   std::optional<SessionRecord> s = load(id);
-  if (!s || s->status != "awaiting") return;
+  if (!s || s->status != agents::SessionStatus::awaiting) return;
   agents::HitlAnswer answer;
   if (error) {
     spdlog::info("step by step: question of {} not answered: {}", id, error->message);
@@ -611,18 +611,21 @@ void HitlRuns::finished(const SessionRecord& s) {
   if (agents::RunStore* runs = run_store(); runs && !s.run_id.empty()) {
     try {
       if (std::optional<agents::RunRecord> run = runs->run(s.run_id)) {
-        run->status = s.status == "done" ? "done" : "stopped";
-        run->stop_reason = "step by step: " + s.status;
+        run->status = s.status == agents::SessionStatus::done ? agents::RunStatus::done
+                                                              : agents::RunStatus::stopped;
+        run->stop_reason = "step by step: " + to_string(s.status);
         runs->update_run(*run);
       }
     } catch (const std::exception& e) {
       spdlog::warn("step by step: run not updated: {}", e.what());
     }
   }
-  context_.notify("window/showMessage",
-                  {{"type", 3},
-                   {"message", "MaxKernel: step-by-step session " + s.id + " " +
-                                   (s.status == "done" ? "finished" : s.status) + "."}});
+  context_.notify(
+      "window/showMessage",
+      {{"type", 3},
+       {"message",
+        "MaxKernel: step-by-step session " + s.id + " " +
+            (s.status == agents::SessionStatus::done ? "finished" : to_string(s.status)) + "."}});
 }
 
 }  // namespace mk::server

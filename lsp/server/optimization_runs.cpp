@@ -54,18 +54,20 @@ OptimizationResult summarise(const agents::RunRecord& run,
   OptimizationResult r;
   r.run_id = run.id;
   r.mode = run.mode;
-  r.status = run.status;
+  r.status = to_string(run.status);
   r.score_kind = run.score_kind;
   const std::string title = mode_title(run.mode, run.strategy);
   const int evaluations = parse_or_empty(run.cost_json).value("evaluations", 0);
   const std::string after =
       " after " + std::to_string(evaluations) + " evaluation" + (evaluations == 1 ? "" : "s");
   const std::string cancelled =
-      run.status == "cancelled" ? " [cancelled; resumable: maxkernel runs resume " + run.id + "]"
-                                : "";
+      run.status == agents::RunStatus::cancelled
+          ? " [cancelled; resumable: maxkernel runs resume " + run.id + "]"
+          : "";
   const agents::NodeRecord* root = nodes.empty() ? nullptr : &nodes.front();
-  if (root && root->status != "correct" && root->status != "pending" &&
-      root->status != "evaluating") {
+  if (root && root->status != agents::NodeStatus::correct &&
+      root->status != agents::NodeStatus::pending &&
+      root->status != agents::NodeStatus::evaluating) {
     r.message = title + ": the baseline failed: " + root->error;
     return r;
   }
@@ -78,9 +80,9 @@ OptimizationResult summarise(const agents::RunRecord& run,
     return r;
   }
   r.message = title + ": no variant beat the baseline" + after;
-  if (!run.stop_reason.empty() && run.status != "cancelled")
+  if (!run.stop_reason.empty() && run.status != agents::RunStatus::cancelled)
     r.message += " (" + run.stop_reason + ")";
-  if (run.status == "failed" && !run.stop_reason.empty())
+  if (run.status == agents::RunStatus::failed && !run.stop_reason.empty())
     r.message = title + ": the run failed: " + run.stop_reason;
   r.message += cancelled;
   return r;
@@ -308,7 +310,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     final_run.id = run_id;
     if (auto recorded = store_keep->run(run_id)) final_run = *recorded;
     if (!host) {
-      final_run.status = "failed";
+      final_run.status = agents::RunStatus::failed;
       final_run.stop_reason = "no host: " + error;
       store_keep->update_run(final_run);
     } else {
@@ -329,7 +331,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
                                           [cancelled] { return cancelled->load(); })
                         .run;
       } catch (const std::exception& e) {  // the store or a worker reply: the run failed
-        final_run.status = "failed";
+        final_run.status = agents::RunStatus::failed;
         final_run.stop_reason = e.what();
         try {
           store_keep->update_run(final_run);

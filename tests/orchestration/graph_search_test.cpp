@@ -31,7 +31,7 @@ std::string gs_code(const std::string& name) {
 
 Evaluation gs_verdict(const std::string& status, std::optional<double> score_s) {
   Evaluation e;
-  e.status = status;
+  e.status = node_status_from_string(status);
   e.score_s = score_s;
   e.time_kind = score_s ? "predicted" : "";
   if (status == "failed") {
@@ -217,7 +217,7 @@ class GraphSearchTest : public ::testing::Test {
     r.target = "v5e";
     r.host = "local";
     r.llm = "none";
-    r.status = "running";
+    r.status = RunStatus::running;
     json params = {{"search", search}};
     if (from_reference) params["start"] = "reference";
     r.params_json = params.dump();
@@ -259,7 +259,7 @@ TEST_F(GraphSearchTest, RootIsEvaluatedOnceAndTheBestIsTheFastestCorrectNode) {
   GraphSearch search(store(), evaluator, expander, id);
   const RunRecord run = search.run(root, [&](const SearchProgress& p) { progress.push_back(p); });
 
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "budget: 1 iterations");
   EXPECT_EQ(run.score_kind, "predicted (model, v5e)");
   EXPECT_EQ(evaluator.calls(root), 1);
@@ -269,15 +269,15 @@ TEST_F(GraphSearchTest, RootIsEvaluatedOnceAndTheBestIsTheFastestCorrectNode) {
   const auto nodes = store().nodes(id);
   ASSERT_EQ(nodes.size(), 5u);
   EXPECT_EQ(nodes[0].strategy, "baseline");
-  EXPECT_EQ(nodes[0].status, "correct");
+  EXPECT_EQ(nodes[0].status, NodeStatus::correct);
   EXPECT_DOUBLE_EQ(*nodes[0].speedup, 1.0);
   const NodeRecord* wrong = node_with_code(nodes, gs_code("wrong"));
   const NodeRecord* broken = node_with_code(nodes, gs_code("broken"));
   const NodeRecord* fast = node_with_code(nodes, gs_code("fast"));
   ASSERT_TRUE(wrong && broken && fast);
-  EXPECT_EQ(wrong->status, "incorrect");
+  EXPECT_EQ(wrong->status, NodeStatus::incorrect);
   EXPECT_FALSE(wrong->speedup);  // an incorrect node never gets a speedup
-  EXPECT_EQ(broken->status, "failed");
+  EXPECT_EQ(broken->status, NodeStatus::failed);
   EXPECT_NE(broken->error.find("line 1"), std::string::npos);
   EXPECT_EQ(*broken->parent, 0);
   EXPECT_EQ(broken->depth, 1);
@@ -324,7 +324,7 @@ TEST_F(GraphSearchTest, ABaselineThatIsNotCorrectOrNotScoredFailsTheRun) {
     evaluator.incorrect(gs_code("root"), 1e-6);
     const std::string id = create_run(kGsGreedy, {{"iterations", 3}});
     const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("root"));
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, RunStatus::failed);
     EXPECT_EQ(run.stop_reason, "the baseline is incorrect: scripted mismatch");
     EXPECT_TRUE(expander.requests.empty());
   }
@@ -334,7 +334,7 @@ TEST_F(GraphSearchTest, ABaselineThatIsNotCorrectOrNotScoredFailsTheRun) {
     evaluator.script(gs_code("root"), gs_verdict("correct", std::nullopt));
     const std::string id = create_run(kGsGreedy, {{"iterations", 3}});
     const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("root"));
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, RunStatus::failed);
     EXPECT_EQ(run.stop_reason,
               "the baseline could not be scored (no device time and no model prediction)");
   }
@@ -346,7 +346,7 @@ TEST_F(GraphSearchTest, IterationsBudgetStopsAfterThatManyRounds) {
   gs_chain(evaluator, expander, {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6});
   const std::string id = create_run(kGsGreedy, {{"iterations", 3}});
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "budget: 3 iterations");
   EXPECT_EQ(expander.requests.size(), 3u);
   EXPECT_EQ(store().nodes(id).size(), 4u);
@@ -381,7 +381,7 @@ TEST_F(GraphSearchTest, TargetStopsInTheRoundThatReachesIt) {
   gs_chain(evaluator, expander, {1.0, 1.2, 1.6, 2.1, 3.0});
   const std::string id = create_run(kGsGreedy, {{"iterations", 10}, {"target_speedup", 1.5}});
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "target speedup 1.50x reached");
   EXPECT_EQ(expander.requests.size(), 2u);  // round 2 reached 1.6x: no third expansion
   EXPECT_EQ(store().nodes(id).size(), 3u);
@@ -403,7 +403,7 @@ TEST_F(GraphSearchTest, PatienceStopsAfterThatManyRoundsWithoutAGain) {
                          {gs_proposal(gs_code("s4"))}});
   const std::string id = create_run(kGsGreedy, {{"iterations", 10}, {"patience", 2}});
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "no gain in 2 iterations");
   EXPECT_EQ(expander.requests.size(), 3u);  // one gaining round, then two without
   EXPECT_EQ(state(run).value("round", 0), 3);
@@ -499,7 +499,7 @@ TEST_F(GraphSearchTest, AnExpanderWithNothingNewExhaustsTheSearch) {
   evaluator.correct(gs_code("root"), 1e-3);
   const std::string id = create_run(kGsGreedy, {{"iterations", 5}});
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("root"));
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "search space exhausted");
   EXPECT_EQ(expander.requests.size(), 1u);
   EXPECT_EQ(state(run).value("round", 0), 0);
@@ -521,11 +521,12 @@ TEST_F(GraphSearchTest, AnLlmErrorEndsTheRunAfterRecordingTheChildrenAlreadyProp
   expander.script(gs_code("a"), {{gs_proposal(gs_code("x"))}});
   evaluator.correct(gs_code("x"), 1e-3 / 3);
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
-  EXPECT_EQ(run.status, "done");
+  EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "LLM: 401 bad key");
   const auto nodes = store().nodes(id);
   ASSERT_EQ(nodes.size(), 4u);
-  EXPECT_EQ(node_with_code(nodes, gs_code("x"))->status, "correct");  // a's child still evaluated
+  EXPECT_EQ(node_with_code(nodes, gs_code("x"))->status,
+            NodeStatus::correct);  // a's child still evaluated
   EXPECT_EQ(*run.best_node, node_with_code(nodes, gs_code("x"))->id);
 }
 
@@ -536,13 +537,13 @@ TEST_F(GraphSearchTest, CancelledBeforeTheRootLeavesItPending) {
   const std::string id = create_run(kGsGreedy, {{"iterations", 2}});
   const RunRecord run =
       GraphSearch(store(), evaluator, expander, id).run(gs_code("root"), {}, [] { return true; });
-  EXPECT_EQ(run.status, "cancelled");
+  EXPECT_EQ(run.status, RunStatus::cancelled);
   EXPECT_EQ(run.stop_reason, "cancelled");
   EXPECT_EQ(evaluator.total_calls(), 0);
   const auto nodes = store().nodes(id);
   ASSERT_EQ(nodes.size(), 1u);
-  EXPECT_EQ(nodes[0].status, "pending");
-  EXPECT_EQ(store().run(id)->status, "cancelled");
+  EXPECT_EQ(nodes[0].status, NodeStatus::pending);
+  EXPECT_EQ(store().run(id)->status, RunStatus::cancelled);
 }
 
 // The beam search of the resume tests: root -> a, b; a -> c, d and b -> e, f; c -> g, d -> h.
@@ -575,7 +576,8 @@ struct GsNodeView {
 
 std::vector<GsNodeView> gs_view(const std::vector<NodeRecord>& nodes) {
   std::vector<GsNodeView> out;
-  for (const NodeRecord& n : nodes) out.push_back({n.id, n.parent, n.code, n.status, n.speedup});
+  for (const NodeRecord& n : nodes)
+    out.push_back({n.id, n.parent, n.code, to_string(n.status), n.speedup});
   return out;
 }
 
@@ -602,14 +604,14 @@ TEST_F(GraphSearchTest, AKilledRunResumesWithoutReevaluatingFinishedNodesAndKeep
       GraphSearch(store(), evaluator, expander, id).run(gs_code("root"), {}, [&] {
         return stop.load();
       });
-  EXPECT_EQ(first.status, "cancelled");
+  EXPECT_EQ(first.status, RunStatus::cancelled);
   EXPECT_EQ(first.stop_reason, "cancelled");
   EXPECT_EQ(state(first).value("round", 0), 1);  // round 2 did not finish
   {
     const auto nodes = store().nodes(id);
     ASSERT_EQ(nodes.size(), 7u);
     for (const char* name : {"c", "d", "e", "f"})
-      EXPECT_EQ(node_with_code(nodes, gs_code(name))->status, "pending") << name;
+      EXPECT_EQ(node_with_code(nodes, gs_code(name))->status, NodeStatus::pending) << name;
   }
   const size_t asked_before = expander.requests.size();
   EXPECT_EQ(asked_before, 3u);
@@ -617,7 +619,7 @@ TEST_F(GraphSearchTest, AKilledRunResumesWithoutReevaluatingFinishedNodesAndKeep
   // A new session (as `maxkernel runs resume`) finishes round 2 from the store, then round 3.
   evaluator.on_evaluate = nullptr;
   const RunRecord resumed = GraphSearch(store(), evaluator, expander, id).run(gs_code("root"));
-  EXPECT_EQ(resumed.status, "done");
+  EXPECT_EQ(resumed.status, RunStatus::done);
   EXPECT_EQ(resumed.stop_reason, "budget: 3 iterations");
   EXPECT_EQ(state(resumed).value("round", 0), 3);
   for (const char* name : {"root", "a", "b", "d", "e", "f", "g", "h"})
@@ -647,13 +649,13 @@ TEST_F(GraphSearchTest, ANodeLeftEvaluatingByAKillIsEvaluatedOnResume) {
   child.strategy = "scripted";
   child.code = gs_code("c2");
   child.code_hash = candidate_hash(child.code);
-  child.status = "pending";
+  child.status = NodeStatus::pending;
   child.cost_json = "{}";
   child.id = store().add_node(child);
-  child.status = "evaluating";
+  child.status = NodeStatus::evaluating;
   store().update_node(child);
   RunRecord killed = *store().run(id);
-  killed.status = "running";
+  killed.status = RunStatus::running;
   killed.budget_json = json{{"iterations", 2}}.dump();
   store().update_run(killed);
 
@@ -682,8 +684,8 @@ TEST_F(GraphSearchTest, ARunCancelledAfterItsRoundFinishedStillCountsThatRound) 
   const RunRecord first = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"), {}, [&] {
     return stop.load();
   });
-  EXPECT_EQ(first.status, "cancelled");
-  EXPECT_EQ(store().node(id, 1)->status, "correct");
+  EXPECT_EQ(first.status, RunStatus::cancelled);
+  EXPECT_EQ(store().node(id, 1)->status, NodeStatus::correct);
   EXPECT_EQ(state(first).value("round", 0), 1);
 
   evaluator.on_evaluate = nullptr;
@@ -706,14 +708,14 @@ TEST_F(GraphSearchTest, AResumeCancelledAfterItsLeftoversFinishedCountsTheirRoun
   // evaluation completes. Session 3 runs to the budget.
   auto cancelled = [&] { return stop.load(); };
   EXPECT_EQ(GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"), {}, cancelled).status,
-            "cancelled");
-  EXPECT_EQ(store().node(id, 1)->status, "pending");
+            RunStatus::cancelled);
+  EXPECT_EQ(store().node(id, 1)->status, NodeStatus::pending);
   stop = false;
   evaluator.honour_cancel = false;
   const RunRecord second =
       GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"), {}, cancelled);
-  EXPECT_EQ(second.status, "cancelled");
-  EXPECT_EQ(store().node(id, 1)->status, "correct");
+  EXPECT_EQ(second.status, RunStatus::cancelled);
+  EXPECT_EQ(store().node(id, 1)->status, NodeStatus::correct);
   EXPECT_EQ(state(second).value("round", 0), 1);
 
   evaluator.on_evaluate = nullptr;
@@ -734,7 +736,7 @@ TEST_F(GraphSearchTest, AnEvaluationErrorIsRethrownAndTheRunStaysResumable) {
   };
   EXPECT_THROW(GraphSearch(store(), evaluator, expander, id).run(gs_code("c0")),
                std::runtime_error);
-  EXPECT_EQ(store().node(id, 1)->status, "evaluating");
+  EXPECT_EQ(store().node(id, 1)->status, NodeStatus::evaluating);
   EXPECT_EQ(store().node(id, 1)->finished_at, 0);
 
   fail = false;

@@ -82,7 +82,7 @@ TEST(HitlDecide, ApproveAdvancesToTheNextPhaseAndRecordsIt) {
   SessionRecord s = awaiting("plan");
   EXPECT_EQ(hitl_decide(s, answer("Approve")), HitlNext::RunPhase);
   EXPECT_EQ(s.phase, "implement");
-  EXPECT_EQ(s.status, "running");
+  EXPECT_EQ(s.status, SessionStatus::running);
   EXPECT_EQ(s.history.back().event, "approved");
   EXPECT_EQ(s.history.back().phase, "plan");
   EXPECT_EQ(s.history.back().text, "did plan");
@@ -92,7 +92,7 @@ TEST(HitlDecide, ReviseReRunsThePhaseWithTheFeedbackRecorded) {
   SessionRecord s = awaiting("plan");
   EXPECT_EQ(hitl_decide(s, answer("Revise with feedback", "only block sizes")), HitlNext::RunPhase);
   EXPECT_EQ(s.phase, "plan");
-  EXPECT_EQ(s.status, "running");
+  EXPECT_EQ(s.status, SessionStatus::running);
   EXPECT_EQ(s.feedback, "only block sizes");
   EXPECT_EQ(s.history.back().event, "feedback");
   EXPECT_EQ(s.history.back().text, "only block sizes");
@@ -120,7 +120,7 @@ TEST(HitlDecide, RetrySkipJumpStopAndDismiss) {
 
   SessionRecord stop = awaiting("validate");
   EXPECT_EQ(hitl_decide(stop, answer("Stop")), HitlNext::Finished);
-  EXPECT_EQ(stop.status, "stopped");
+  EXPECT_EQ(stop.status, SessionStatus::stopped);
   EXPECT_FALSE(hitl_active(stop));
   // A stopped session ignores later answers.
   EXPECT_EQ(hitl_decide(stop, answer("Approve")), HitlNext::Finished);
@@ -128,17 +128,17 @@ TEST(HitlDecide, RetrySkipJumpStopAndDismiss) {
 
   SessionRecord dismissed = awaiting("test");
   EXPECT_EQ(hitl_decide(dismissed, HitlAnswer{}), HitlNext::Wait);
-  EXPECT_EQ(dismissed.status, "awaiting");
+  EXPECT_EQ(dismissed.status, SessionStatus::awaiting);
   EXPECT_EQ(dismissed.phase, "test");
 }
 
 TEST(HitlDecide, ApprovingTheLastPhaseFinishesTheSession) {
   SessionRecord s = awaiting("profile");
   EXPECT_EQ(hitl_decide(s, answer("Approve")), HitlNext::Finished);
-  EXPECT_EQ(s.status, "done");
+  EXPECT_EQ(s.status, SessionStatus::done);
   SessionRecord skipped = awaiting("profile");
   EXPECT_EQ(hitl_decide(skipped, answer("Skip")), HitlNext::Finished);
-  EXPECT_EQ(skipped.status, "done");
+  EXPECT_EQ(skipped.status, SessionStatus::done);
 }
 
 TEST(HitlDecide, WalksAllSixPhasesInOrder) {
@@ -150,7 +150,7 @@ TEST(HitlDecide, WalksAllSixPhasesInOrder) {
     hitl_decide(s, answer("Approve"));
   }
   EXPECT_EQ(seen, hitl_phases());
-  EXPECT_EQ(s.status, "done");
+  EXPECT_EQ(s.status, SessionStatus::done);
 }
 
 TEST(PlanItems, ReadsOnlyTickedLines) {
@@ -218,7 +218,7 @@ TEST_F(TempStore, SessionsSurviveReopeningTheDatabase) {
   EXPECT_EQ(s->start_version, 7);
   EXPECT_EQ(s->doc_version, 7);
   EXPECT_EQ(s->phase, "plan");
-  EXPECT_EQ(s->status, "running");
+  EXPECT_EQ(s->status, SessionStatus::running);
   EXPECT_EQ(s->code, "print('x')\n");
   EXPECT_EQ(s->plan, "- [x] a: b\n");
   EXPECT_EQ(s->proposed, "new\n");

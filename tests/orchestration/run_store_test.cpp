@@ -26,7 +26,7 @@ RunRecord sample_run() {
   r.target = "v5e";
   r.host = "local";
   r.llm = "none";
-  r.status = "running";
+  r.status = RunStatus::running;
   return r;
 }
 
@@ -42,7 +42,7 @@ TEST(RunStore, RunsAndNodesRoundTripAndSurviveReopening) {
     root.strategy = "baseline";
     root.code = "print('<script>')\n";
     root.code_hash = "h0";
-    root.status = "pending";
+    root.status = NodeStatus::pending;
     EXPECT_EQ(store.add_node(root), 0);
     NodeRecord child = root;
     child.parent = 0;
@@ -50,7 +50,7 @@ TEST(RunStore, RunsAndNodesRoundTripAndSurviveReopening) {
     child.code_hash = "h1";
     EXPECT_EQ(store.add_node(child), 1);
     auto n = *store.node(id, 1);
-    n.status = "correct";
+    n.status = NodeStatus::correct;
     n.speedup = 1.5;
     n.score_s = 2e-6;
     n.finished_at = 42;

@@ -12,7 +12,7 @@ NodeRecord node(int64_t id, std::optional<int64_t> parent, int depth, const std:
   n.id = id;
   n.parent = parent;
   n.depth = depth;
-  n.status = status;
+  n.status = node_status_from_string(status);
   n.speedup = speedup;
   n.finished_at = status == "pending" ? 0 : 100 + id;
   return n;

@@ -43,7 +43,7 @@ std::string fill(const std::filesystem::path& path) {
   RunStore runs(path);
   RunRecord run;
   run.mode = "graph";
-  run.status = "finished";
+  run.status = RunStatus::done;
   const std::string run_id = runs.create_run(run);
   for (int i = 0; i < kEntries; ++i) {
     cache.store_evaluation("key-" + std::to_string(i), "cpu", filler(i));
@@ -52,7 +52,7 @@ std::string fill(const std::filesystem::path& path) {
     if (i > 0) node.parent = 0;
     node.code = filler(-i - 1);
     node.code_hash = "hash-" + std::to_string(i);
-    node.status = "correct";
+    node.status = NodeStatus::correct;
     runs.add_node(node);
   }
   return run_id;

@@ -61,7 +61,7 @@ agents::RunRecord demo_run_record() {
   run.target = "v5e";
   run.host = "local";
   run.llm = "replay:demo.jsonl";
-  run.status = "done";
+  run.status = agents::RunStatus::done;
   run.stop_reason = "budget: 6 iterations";
   run.score_kind = "predicted (model, v5e)";
   run.best_node = 1;
@@ -78,7 +78,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   root.strategy = "baseline";
   root.description = "the kernel as written";
   root.code = base;
-  root.status = "correct";
+  root.status = agents::NodeStatus::correct;
   root.score_s = 2.0e-5;
   root.speedup = 1.0;
   root.metrics_json = metrics(true, 2.0e-5, 2.4e-5).dump();
@@ -91,7 +91,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   bigger.description = "double the row block";
   bigger.plan = std::string("Use 32-row blocks. ") + kPlanted;
   bigger.code = replace_once(base, "BLOCK_ROWS = 16", "BLOCK_ROWS = 32");
-  bigger.status = "correct";
+  bigger.status = agents::NodeStatus::correct;
   bigger.score_s = 2.0e-5 / 1.42;
   bigger.speedup = 1.42;
   bigger.metrics_json = metrics(true, 2.0e-5 / 1.42, 2.4e-5).dump();
@@ -104,7 +104,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   llm.description = "fuse the scale into the store";
   llm.plan = "Write 3x instead of 2x.";
   llm.code = replace_once(base, "2.0 * x_ref", "3.0 * x_ref");
-  llm.status = "incorrect";
+  llm.status = agents::NodeStatus::incorrect;
   llm.error = "mismatch: seed 7: output 0: 8192 of 8192 elements outside rtol";
   llm.metrics_json = metrics(false, 2.0e-5, 2.4e-5).dump();
   llm.cost_json =
@@ -116,7 +116,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   failed.strategy = "autotune";
   failed.description = "12-row blocks";
   failed.code = replace_once(bigger.code, "BLOCK_ROWS = 32", "BLOCK_ROWS = 12");
-  failed.status = "failed";
+  failed.status = agents::NodeStatus::failed;
   failed.error = std::string("lowering: block shape (12, 128) is not a multiple of 8 ") + kPlanted;
   failed.cost_json = json{{"host_seconds", 1.5}}.dump();
 
@@ -127,7 +127,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   unrolled.description = "same kernel, a comment added";
   unrolled.code = replace_once(bigger.code, "def workload(x):\n",
                                std::string("def workload(x):\n    # ") + kPlanted + "\n");
-  unrolled.status = "correct";
+  unrolled.status = agents::NodeStatus::correct;
   unrolled.score_s = 2.0e-5 / 1.30;
   unrolled.speedup = 1.30;
   unrolled.metrics_json = metrics(true, 2.0e-5 / 1.30, 2.4e-5).dump();
@@ -144,13 +144,13 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   pending.strategy = "llm:debug";
   pending.description = "waiting for the host";
   pending.code = llm.code;
-  pending.status = "pending";
+  pending.status = agents::NodeStatus::pending;
 
   for (size_t k = 0; k < nodes.size(); ++k) {
     nodes[k].id = static_cast<int64_t>(k);
     nodes[k].time_kind = nodes[k].speedup ? "predicted" : "";
     nodes[k].created_at = start_time + static_cast<int64_t>(k);
-    if (nodes[k].status != "pending")
+    if (nodes[k].status != agents::NodeStatus::pending)
       nodes[k].finished_at = start_time + 10 * (static_cast<int64_t>(k) + 1);
   }
   return nodes;

@@ -93,7 +93,7 @@ TEST_F(ReportTest, GraphHasEveryNodeEdgeAndTheBestHighlighted) {
                          std::to_string(node.id) + "\""),
                 std::string::npos);
     }
-    EXPECT_NE(svg.find("data-status=\"" + node.status + "\""), std::string::npos);
+    EXPECT_NE(svg.find("data-status=\"" + to_string(node.status) + "\""), std::string::npos);
   }
   EXPECT_NE(svg.find("<g class=\"node best\" data-node=\"1\""), std::string::npos);
   EXPECT_NE(svg.find(status_colour("failed")), std::string::npos);
@@ -116,8 +116,9 @@ TEST_F(ReportTest, SummaryShowsTheBestSpeedupWithItsKindLabel) {
   ASSERT_FALSE(best_row.empty());
   const auto best =
       std::max_element(nodes_.begin(), nodes_.end(), [](const auto& a, const auto& b) {
-        return a.status == "correct" && b.status == "correct" ? *a.speedup < *b.speedup
-                                                              : b.status == "correct";
+        const auto correct = agents::NodeStatus::correct;
+        return a.status == correct && b.status == correct ? *a.speedup < *b.speedup
+                                                          : b.status == correct;
       });
   EXPECT_NE(best_row.find(format_speedup(*best->speedup)), std::string::npos) << best_row;
   EXPECT_NE(best_row.find(run_.score_kind), std::string::npos) << best_row;
@@ -212,7 +213,7 @@ TEST(ReportEdgeCases, EmptyRunAndBrokenJsonStillRender) {
   odd.run_id = "r-empty";
   odd.id = 3;
   odd.parent = 99;  // missing parent: drawn as a root, section says so
-  odd.status = "correct";
+  odd.status = agents::NodeStatus::correct;
   odd.speedup = 1.5;
   odd.metrics_json = "{not json";
   odd.cost_json = "[1, 2]";
