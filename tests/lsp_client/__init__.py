@@ -5,8 +5,10 @@ Import it with `tests/` on sys.path:  sys.path.insert(0, str(ROOT / "tests"))  #
   connection  Connection: a server child process, stamped messages, server requests answered,
               single-threaded select() or one reader thread
   client      LspClient: the transcript tests' driver of maxkernel-lsp over a Connection
+  edits       apply_text_edits: LSP TextEdits (UTF-16 positions) applied to a str
 """
 from .client import LspClient, default_capabilities, server_binary
+from .edits import apply_text_edits
 from .connection import NO_REPLY, Connection, ServerClosed, ServerTimeout, clock
 from .framing import FrameReader, ProtocolError, frame
 
@@ -18,6 +20,7 @@ __all__ = [
            "ProtocolError",
            "ServerClosed",
            "ServerTimeout",
+           "apply_text_edits",
            "clock",
            "default_capabilities",
            "frame",
