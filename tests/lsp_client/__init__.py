@@ -9,7 +9,7 @@ Import it with `tests/` on sys.path:  sys.path.insert(0, str(ROOT / "tests"))  #
 """
 from .client import LspClient, default_capabilities, server_binary
 from .edits import apply_text_edits
-from .connection import NO_REPLY, Connection, ServerClosed, ServerTimeout, clock
+from .connection import NO_REPLY, Connection, ServerClosed, ServerTimeout, clock, collector_paused
 from .framing import FrameReader, ProtocolError, frame
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
            "ServerTimeout",
            "apply_text_edits",
            "clock",
+           "collector_paused",
            "default_capabilities",
            "frame",
            "server_binary",
