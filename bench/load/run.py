@@ -34,9 +34,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests"))  # the shared LSP client: tests/lsp_client
 import proc_stats  # noqa: E402
 import workload  # noqa: E402
-from lsp_client import Connection, ProtocolError, clock  # noqa: E402
+from lsp_client import Connection, ProtocolError, clock, collector_paused  # noqa: E402
 import report as report_mod  # noqa: E402
-from report import print_summary, summarize  # noqa: E402
+from report import SHORT, print_summary, summarize  # noqa: E402
 
 INTERACTIVE = ("textDocument/codeLens", "textDocument/hover", "textDocument/inlayHint")
 STATUS = "maxkernel/status"  # the server's own memory account, sampled with the RSS
@@ -299,6 +299,27 @@ class Bench:
         return [rid for rid in self.sent if rid not in self.replies]
 
 
+def run_interleaved(conn, docs, rounds, timeout):
+    """Before the typing starts: `rounds` x (codeLens, then hover on a pallas_call) on the largest
+    document, each request waited for, so a latency that grows with the requests served shows
+    without the noise of the session. Returns {"codeLens": [s...], "hover": [s...]}."""
+    doc = max(docs, key=lambda d: len(d.text_at_open))
+    calls = doc.call_positions()
+    out = {"codeLens": [], "hover": []}
+    for i in range(rounds):
+        line, ch = calls[i % len(calls)]
+        for method, params in (("textDocument/codeLens", {"textDocument": {"uri": doc.uri}}),
+                               ("textDocument/hover", {"textDocument": {"uri": doc.uri},
+                                                       "position": {"line": line, "character": ch}})):
+            rid, t0 = conn.send_request(method, params)
+            t1, m = conn.wait_stamped(lambda m, rid=rid: m.get("id") == rid and "method" not in m, timeout,
+                                      f"response to {method}")
+            if "error" in m:
+                raise ProtocolError(f"{method} failed: {m['error']}")
+            out[SHORT[method]].append(t1 - t0)
+    return out
+
+
 def start_server(args, binary, work):
     env = dict(os.environ)
     env["MAXKERNEL_STORE"] = str(work / "store.sqlite")
@@ -324,6 +345,8 @@ def main():
     ap.add_argument("--requests-per-second", type=float, default=6.0, help="codeLens+hover+inlayHint")
     ap.add_argument("--jobs", type=int, default=4, help="background jobs kept running")
     ap.add_argument("--auto-iterations", type=int, default=1, help="Auto's maxIterations budget")
+    ap.add_argument("--interleaved", type=int, default=200,
+                    help="codeLens+hover rounds before the session, checked for a growing tail")
     ap.add_argument("--sample-every", type=float, default=2.0)
     ap.add_argument("--drain-seconds", type=float, default=120.0, help="wait for jobs after the run")
     ap.add_argument("--timeout", type=float, default=60.0)
@@ -374,7 +397,10 @@ def main():
                 conn.pump(1.0)
             open_s = clock() - t_open
             conn.inbox.clear()
+            with collector_paused():
+                interleaved = run_interleaved(conn, docs, args.interleaved, args.timeout)
             run_info = bench.run()
+            run_info["interleaved"] = interleaved
             rid, _ = conn.send_request("shutdown")
             bench.sent[rid] = ("shutdown", clock())
             deadline = clock() + args.timeout

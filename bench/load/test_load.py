@@ -61,6 +61,19 @@ def test_a_missed_goal_or_rss_growth_fails_like_a_failed_check():
                             "goals": met}) == ["check every_change_published failed"]
 
 
+def test_a_tail_that_grows_with_the_requests_served_fails_the_bench():
+    # The pattern of issue 18: 3 ms replies, with every ~50th at 15, then 45, then 70 ms.
+    growing = [0.003] * 200
+    growing[52], growing[119], growing[185] = 0.015, 0.045, 0.070
+    noisy = [0.003 + 0.004 * (i % 7 == 0) for i in range(200)]  # spikes, but no growth
+    fast = {"codeLens": 3.0, "hover": 4.0, "inlayHint": 2.0}
+    flat = report.rss_growth([(t, 100_000, 20, 1, 0, 0.5) for t in range(0, 40, 2)], 10, 40)
+    goals = report.goals_for(50, 0.05, fast, fast, flat, {"codeLens": growing, "hover": noisy})
+    assert report.failures({"checks": {}, "goals": goals}) == ["goal interleaved_tail_not_growing not met"]
+    assert report.goals_for(50, 0.05, fast, fast, flat, {"codeLens": noisy, "hover": noisy})[
+        "interleaved_tail_not_growing"]
+
+
 @pytest.mark.skipif(not Path(run.default_binary()).exists() and "MAXKERNEL_LSP" not in os.environ,
                     reason="no maxkernel-lsp built")
 def test_a_short_run_answers_every_request_once_and_pairs_progress(tmp_path):
@@ -76,7 +89,9 @@ def test_a_short_run_answers_every_request_once_and_pairs_progress(tmp_path):
     assert all(result["checks"].values()), result["checks"]
     assert result["goals"] == {"interactive_p99_lt_0.001ms": False,
                                "interactive_p99_lt_0.001ms_every_minute": False,
-                               "no_rss_growth_once_warm_(<100%)": True}, result["goals"]
+                               "no_rss_growth_once_warm_(<100%)": True,
+                               "interleaved_tail_not_growing": True}, result["goals"]
+    assert result["latency_ms"]["interleaved"]["codeLens"]["n"] == 200
     assert result["exit_code"] == 0
     assert result["workload"]["keystrokes"] >= 100
     assert result["latency_ms"]["didChange->publishDiagnostics"]["all"]["n"] == result["workload"]["keystrokes"]

@@ -501,12 +501,11 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
     return ask(s.id);
   }
   save(s);
-  const std::string& text = doc->text.text();
   const std::string title = "MaxKernel: " + s.phase + " (" + s.kernel + ")";
   const EditAnnotation annotation{"maxkernel.hitl", title, label};
-  json edit = to_workspace_edit(
-      {{s.uri, s.doc_version, false, {text_edit(doc->text, 0, text.size(), s.proposed)}}},
-      /*document_changes=*/true, &annotation);
+  json edit =
+      to_workspace_edit({{s.uri, s.doc_version, false, minimal_edits(doc->text, s.proposed)}},
+                        /*document_changes=*/true, &annotation);
   const std::string id = s.id;
   outgoing_.send(
       "workspace/applyEdit", {{"label", title}, {"edit", std::move(edit)}},

@@ -5,6 +5,7 @@
 #include "lsp/server/commands.h"
 #include "source/analysis/describe.h"
 #include "source/analysis/doc_links.h"
+#include "source/text/line_diff.h"
 
 namespace mk::server {
 
@@ -190,6 +191,13 @@ json to_code_lens(const text::TextDocument& doc, pallas::Span span, const std::s
 
 TextEdit text_edit(const text::TextDocument& doc, size_t start, size_t end, std::string new_text) {
   return {doc.position_of(start), doc.position_of(end), std::move(new_text)};
+}
+
+std::vector<TextEdit> minimal_edits(const text::TextDocument& doc, std::string_view after) {
+  std::vector<TextEdit> edits;
+  for (text::LineReplacement& r : text::line_diff(doc.text(), after))
+    edits.push_back(text_edit(doc, r.start, r.end, std::move(r.new_text)));
+  return edits;
 }
 
 json to_workspace_edit(const std::vector<DocumentEdits>& documents, bool document_changes,

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "knowledge/tpu_generations.h"
@@ -45,6 +46,9 @@ struct TextEdit {
 };
 // The replacement of the bytes [start, end) of `doc`.
 TextEdit text_edit(const text::TextDocument& doc, size_t start, size_t end, std::string new_text);
+// The edits that turn `doc` into `after`, one per run of changed lines (text::line_diff), in the
+// document's UTF-16 positions: what every proposed edit sends, so a preview shows only them.
+std::vector<TextEdit> minimal_edits(const text::TextDocument& doc, std::string_view after);
 struct DocumentEdits {
   std::string uri;
   std::optional<int64_t> version;  // unset: a file this edit creates (or any version)

@@ -88,22 +88,6 @@ OptimizationResult summarise(const agents::RunRecord& run,
   return r;
 }
 
-// One edit that turns `before` into `after`, trimmed to the lines that differ.
-TextEdit minimal_edit(const text::TextDocument& doc, const std::string& after) {
-  const std::string& before = doc.text();
-  size_t prefix = 0;
-  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix])
-    ++prefix;
-  while (prefix > 0 && before[prefix - 1] != '\n') --prefix;  // back to a line start
-  size_t suffix = 0;
-  const size_t limit = std::min(before.size(), after.size()) - prefix;
-  while (suffix < limit && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix])
-    ++suffix;
-  while (suffix > 0 && before[before.size() - suffix - 1] != '\n') --suffix;
-  return text_edit(doc, prefix, before.size() - suffix,
-                   after.substr(prefix, after.size() - suffix - prefix));
-}
-
 // The results of the document's kernels that are still in it, each with its kernel.
 using ResultsByUri = std::map<std::string, std::map<std::string, OptimizationResult>>;
 std::vector<std::pair<const OptimizationResult*, const pallas::Kernel*>> shown_results(
@@ -441,7 +425,7 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
   const EditAnnotation annotation{kBestVariantAnnotation, label,
                                   "node " + std::to_string(node->id) + ": " + node->description};
   const json workspace_edit = to_workspace_edit(
-      {{uri, r->version, false, {minimal_edit(doc->text, node->code)}}}, client_.document_changes,
+      {{uri, r->version, false, minimal_edits(doc->text, node->code)}}, client_.document_changes,
       client_.change_annotations ? &annotation : nullptr);
   context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
                    [reply, run = r->run_id](const json* result, const rpc::Error* error) {

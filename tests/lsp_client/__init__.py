@@ -5,9 +5,11 @@ Import it with `tests/` on sys.path:  sys.path.insert(0, str(ROOT / "tests"))  #
   connection  Connection: a server child process, stamped messages, server requests answered,
               single-threaded select() or one reader thread
   client      LspClient: the transcript tests' driver of maxkernel-lsp over a Connection
+  edits       apply_text_edits: LSP TextEdits (UTF-16 positions) applied to a str
 """
 from .client import LspClient, default_capabilities, server_binary
-from .connection import NO_REPLY, Connection, ServerClosed, ServerTimeout, clock
+from .edits import apply_text_edits
+from .connection import NO_REPLY, Connection, ServerClosed, ServerTimeout, clock, collector_paused
 from .framing import FrameReader, ProtocolError, frame
 
 __all__ = [
@@ -18,7 +20,9 @@ __all__ = [
            "ProtocolError",
            "ServerClosed",
            "ServerTimeout",
+           "apply_text_edits",
            "clock",
+           "collector_paused",
            "default_capabilities",
            "frame",
            "server_binary",

@@ -13,6 +13,8 @@ Two ways to drive it, one reading path:
     block, and waits sleep on a condition instead of reading.
 """
 import collections
+import contextlib
+import gc
 import os
 import selectors
 import subprocess
@@ -24,6 +26,25 @@ from .framing import FrameReader, ProtocolError, frame
 clock = time.perf_counter
 
 NO_REPLY = "NO_REPLY"  # a server_requests handler's result that leaves the request unanswered
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for a measured stretch (the benches). A full
+    collection walks every object the client holds; it ran every ~65th large reply (the same
+    rounds each run), at whatever allocation came next, often the select() of a wait, and so
+    added its 15-70 ms, growing with the client's heap, to the reply in flight. JSON messages
+    hold no cycles, so reference counting alone frees them meanwhile; one collection runs at
+    the end, outside any measurement."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.collect()
 
 
 class ServerTimeout(ProtocolError, TimeoutError):

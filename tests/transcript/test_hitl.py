@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_client import LspClient
+from lsp_client import LspClient, apply_text_edits
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "tests" / "optimize" / "kernels" / "scale_rows.py"
@@ -49,9 +49,7 @@ class Editor:
         if not accept:
             return {"applied": False, "failureReason": "the user declined the preview"}
         (change,) = params["edit"]["documentChanges"]
-        (edit,) = change["edits"]
-        assert edit["range"]["start"] == {"line": 0, "character": 0}
-        self.text = edit["newText"]
+        self.text = apply_text_edits(self.text, change["edits"])
         self.version += 1
         change = {"textDocument": {"uri": self.uri, "version": self.version},
                   "contentChanges": [{"text": self.text}]}
@@ -110,13 +108,28 @@ def start_server(path):
 def saved_session(store, session_id):
     db = sqlite3.connect(store)
     try:
-        row = db.execute("SELECT phase, status, history_json, code, plan FROM hitl_sessions "
+        row = db.execute("SELECT phase, status, history_json, code, plan, proposed FROM hitl_sessions "
                          "WHERE id = ?", (session_id,)).fetchone()
     finally:
         db.close()
     assert row, f"session {session_id} not in {store}"
     return {"phase": row[0], "status": row[1], "history": json.loads(row[2]), "code": row[3],
-            "plan": row[4]}
+            "plan": row[4], "proposed": row[5]}
+
+
+def assert_only_changed_lines(before, edits):
+    """Every edit covers whole lines of `before` and changes them: no unchanged line is
+    rewritten, so an editor's preview shows only what the phase changed."""
+    lines = before.splitlines(keepends=True)
+    assert edits, "an edit with no changes"
+    for e in edits:
+        start, end = e["range"]["start"], e["range"]["end"]
+        assert start["character"] == 0 and (end["character"] == 0 or end["line"] == len(lines) - 1), e
+        old = "".join(lines[start["line"]:end["line"]]) if end["character"] == 0 else \
+            "".join(lines[start["line"]:])
+        assert old != e["newText"], e
+        if old and e["newText"]:  # a replacement: its first line is a changed one
+            assert old.splitlines()[0] != e["newText"].splitlines()[0], e
 
 
 def untick_all_but_first(plan_file):
@@ -172,11 +185,14 @@ def test_a_session_plans_revises_edits_survives_a_restart_and_stops(workspace):
         (first_edit,) = editor.edits
         (change,) = first_edit["edit"]["documentChanges"]
         assert change["textDocument"] == {"uri": path.as_uri(), "version": 1}
-        (edit,) = change["edits"]
-        annotation = first_edit["edit"]["changeAnnotations"][edit["annotationId"]]
+        edits = change["edits"]
+        (annotation_id,) = {e["annotationId"] for e in edits}
+        annotation = first_edit["edit"]["changeAnnotations"][annotation_id]
         assert annotation["needsConfirmation"] is True
         assert annotation["label"].startswith("MaxKernel: ")
-        assert edit["newText"] != original
+        proposed = apply_text_edits(original, edits)
+        assert proposed != original
+        assert_only_changed_lines(original, edits)
         assert saved_session(store, session)["history"][-2]["event"] == "rejected"
 
         # Retry: the same proposal again; this time it is accepted and the buffer changes.
@@ -185,7 +201,7 @@ def test_a_session_plans_revises_edits_survives_a_restart_and_stops(workspace):
         message, _ = editor.next_question()
         assert message.startswith("MaxKernel: Step 2/6 implement: ") and "edit applied" in message
         assert len(editor.edits) == 2
-        assert editor.text == edit["newText"] and editor.version == 2
+        assert editor.text == proposed and editor.version == 2
         saved = saved_session(store, session)
         assert saved["status"] == "awaiting" and saved["phase"] == "implement"
         assert saved["code"] == editor.text
@@ -220,6 +236,38 @@ def test_a_session_plans_revises_edits_survives_a_restart_and_stops(workspace):
         c2.close()
 
 
+def test_the_implement_edit_carries_only_the_changed_lines(workspace):
+    tmp, store = workspace
+    path = tmp / "scale_rows.py"
+    original = path.read_text()
+    c, editor = start_server(path)
+    try:
+        resp = c.request("workspace/executeCommand", {
+            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+        session = resp["result"]["session"]
+        editor.next_question()
+        editor.edit_answers.put(False)  # look at the preview, then decline it
+        editor.answers.put(pick("Approve"))
+        message, _ = editor.next_question()
+        assert message.startswith("MaxKernel: Step 2/6 implement: ") and "rejected" in message
+        (params,) = editor.edits
+        (change,) = params["edit"]["documentChanges"]
+        assert change["textDocument"] == {"uri": path.as_uri(), "version": 1}
+        edits = change["edits"]
+        assert_only_changed_lines(original, edits)
+        covered = sum(e["range"]["end"]["line"] - e["range"]["start"]["line"] for e in edits)
+        assert 0 < covered < len(original.splitlines()) // 2, edits
+        # Applied in the editor, the edits give exactly the text the session proposed.
+        proposed = saved_session(store, session)["proposed"]
+        assert proposed and proposed != original
+        assert apply_text_edits(original, edits) == proposed
+        assert all(params["edit"]["changeAnnotations"][e["annotationId"]]["needsConfirmation"] for e in edits)
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
+    finally:
+        c.close()
+
+
 def test_an_edit_is_not_sent_when_the_document_moved(workspace):
     tmp, store = workspace
     path = tmp / "scale_rows.py"
@@ -252,7 +300,9 @@ def test_an_edit_is_not_sent_when_the_document_moved(workspace):
         (edit,) = editor.edits
         change = edit["edit"]["documentChanges"][0]
         assert change["textDocument"]["version"] == 2
-        assert change["edits"][0]["newText"].startswith("# edited while the session waited\n")
+        # Proposed against version 2: the line typed meanwhile stays, untouched by the edit.
+        assert apply_text_edits(editor.text, change["edits"]).startswith("# edited while the session waited\n")
+        assert all(e["range"]["start"]["line"] >= 1 for e in change["edits"])
         events = [h["event"] for h in saved_session(store, session)["history"]]
         assert "edit not sent" in events and "rebased" in events
         editor.answers.put(pick("Stop"))

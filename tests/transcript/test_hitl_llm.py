@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from lsp_client import LspClient
-from test_hitl import PYTHON, Editor, pick, saved_session
+from lsp_client import LspClient, apply_text_edits
+from test_hitl import PYTHON, Editor, assert_only_changed_lines, pick, saved_session
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "tests" / "optimize" / "kernels" / "scale_rows.py"
@@ -140,8 +140,9 @@ def test_the_llm_plans_and_its_recorded_kernel_is_the_accepted_edit(session, tmp
                               f"{strategies[0]['name']}:"), message
     assert "edit applied" in message
     (edit,) = editor.edits
-    (change,) = edit["edit"]["documentChanges"][0]["edits"]
-    assert change["newText"] == expected
+    edits = edit["edit"]["documentChanges"][0]["edits"]
+    assert apply_text_edits(original, edits) == expected
+    assert_only_changed_lines(original, edits)
     assert editor.text == expected
 
     log = replay.control("/_log")

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from lsp_client import LspClient
+from lsp_client import LspClient, apply_text_edits
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "tests" / "optimize" / "kernels" / "scale_rows.py"
@@ -78,17 +78,6 @@ def worker_processes(store):
     return found
 
 
-def apply_text_edit(text, edit):
-    """Applies one LSP TextEdit (ASCII text: UTF-16 columns are byte columns)."""
-    lines = text.splitlines(keepends=True)
-
-    def offset(pos):
-        return sum(len(l) for l in lines[:pos["line"]]) + pos["character"]
-
-    start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
-    return text[:start] + edit["newText"] + text[end:]
-
-
 def block_rows(text):
     return int(re.search(r"^BLOCK_ROWS = (\d+)$", text, re.MULTILINE).group(1))
 
@@ -137,10 +126,14 @@ def test_auto_run_reports_applies_the_best_variant_and_refuses_after_an_edit(mon
         (edit_params,) = applied
         (change,) = edit_params["edit"]["documentChanges"]
         assert change["textDocument"] == {"uri": uri, "version": 1}
-        (edit,) = change["edits"]
-        annotation = edit_params["edit"]["changeAnnotations"][edit["annotationId"]]
+        edits = change["edits"]
+        (annotation_id,) = {e["annotationId"] for e in edits}
+        annotation = edit_params["edit"]["changeAnnotations"][annotation_id]
         assert annotation["needsConfirmation"] is True
-        new_text = apply_text_edit(text, edit)
+        # Only the lines that differ: most of the module stays out of the edit.
+        covered = sum(e["range"]["end"]["line"] - e["range"]["start"]["line"] for e in edits)
+        assert covered < len(text.splitlines()) // 2, edits
+        new_text = apply_text_edits(text, edits)
         assert new_text == node_code(store, started["run"], best)
         assert block_rows(new_text) > block_rows(text)
 

@@ -95,5 +95,29 @@ TEST(LspConvert, ANewFileIsCreatedNeverOverwritten) {
   EXPECT_FALSE(edit.contains("changeAnnotations"));
 }
 
+TEST(LspConvert, MinimalEditsCoverOnlyChangedLinesInUtf16Positions) {
+  // Line 1 is unchanged non-ASCII; the last line has no newline, so its edit ends mid-line:
+  // "x = '😀'" is 10 bytes but 8 UTF-16 units (the emoji is a surrogate pair).
+  const text::TextDocument doc("file:///k.py", 2, "a = 1\né = 2\nb = 3\nx = '😀'");
+  const std::string after = "a = 1\né = 2\nb = 4\nx = '😀!'";
+  const std::vector<TextEdit> edits = minimal_edits(doc, after);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].start.line, 2u);
+  EXPECT_EQ(edits[0].start.character, 0u);
+  EXPECT_EQ(edits[0].end.line, 3u);
+  EXPECT_EQ(edits[0].end.character, 8u);
+  EXPECT_EQ(edits[0].new_text, "b = 4\nx = '😀!'");
+  EXPECT_TRUE(minimal_edits(doc, doc.text()).empty());
+
+  // A changed line after a non-ASCII one starts at character 0 of its own line.
+  const text::TextDocument wide("file:///w.py", 1, "ééé\ny\n");
+  const std::vector<TextEdit> second = minimal_edits(wide, "ééé\nz\n");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].start.line, 1u);
+  EXPECT_EQ(second[0].start.character, 0u);
+  EXPECT_EQ(second[0].end.line, 2u);
+  EXPECT_EQ(second[0].end.character, 0u);
+}
+
 }  // namespace
 }  // namespace mk::server
