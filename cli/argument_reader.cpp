@@ -61,13 +61,19 @@ double ArgumentReader::positive_number() {
 
 std::optional<int> read_arguments(const std::vector<std::string>& args, std::string_view command,
                                   std::string_view usage,
-                                  const std::function<bool(ArgumentReader&)>& take) {
+                                  const std::function<bool(ArgumentReader&)>& take,
+                                  std::optional<SinglePositional> positional) {
   ArgumentReader reader(args);
   try {
     while (reader.next()) {
       if (reader.is("-h") || reader.is("--help")) {
         std::cout << usage;
         return 0;
+      }
+      if (positional && !reader.is_option()) {
+        if (!positional->slot->empty()) throw std::invalid_argument(positional->second_one);
+        *positional->slot = reader.current();
+        continue;
       }
       if (take(reader)) continue;
       throw std::invalid_argument(
@@ -100,12 +106,6 @@ bool take_host_option(ArgumentReader& reader, HostOptions& options, bool* use_ca
     return false;
   }
   return true;
-}
-
-void take_single_positional(const ArgumentReader& reader, std::string& slot,
-                            const std::string& what) {
-  if (!slot.empty()) throw std::invalid_argument(what);
-  slot = reader.current();
 }
 
 }  // namespace mk::cli

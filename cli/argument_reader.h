@@ -41,17 +41,19 @@ class ArgumentReader {
 // throws std::invalid_argument for a wrong value. -h/--help prints `usage` to stdout.
 // Returns nullopt when every argument was taken, else the exit status the command returns:
 // 0 after help, 2 after a usage error (printed as above).
+// With `positional`, the command takes one argument that is not an option: it is stored there,
+// and a second one is the usage error `positional->second_one` ("one FILE at a time").
+struct SinglePositional {
+  std::string* slot;
+  const char* second_one;
+};
 std::optional<int> read_arguments(const std::vector<std::string>& args, std::string_view command,
                                   std::string_view usage,
-                                  const std::function<bool(ArgumentReader&)>& take);
+                                  const std::function<bool(ArgumentReader&)>& take,
+                                  std::optional<SinglePositional> positional = std::nullopt);
 
 // The options of every command that runs kernels: --host (a comma list, or repeated), --hosts,
 // --python, --timeout, --store and, when `use_cache` is given, --no-cache. False for any other.
 bool take_host_option(ArgumentReader& reader, HostOptions& options, bool* use_cache = nullptr);
-
-// Stores the one positional argument a command takes; a second one is a usage error that
-// names `what` ("one FILE[::KERNEL] at a time").
-void take_single_positional(const ArgumentReader& reader, std::string& slot,
-                            const std::string& what);
 
 }  // namespace mk::cli

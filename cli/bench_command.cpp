@@ -296,22 +296,23 @@ int run_bench(const std::vector<std::string>& args) {
   bool use_cache = true;
   json options = json::object();  // seeds / timing, the same for every task
   int max_jobs = 0;               // 0: the host's timing workers
-  if (auto status = read_arguments(args, "bench", kBenchUsage, [&](ArgumentReader& r) {
-        if (take_host_option(r, host_options, &use_cache)) return true;
-        if (r.is("--format"))
-          format = r.value();
-        else if (r.is("--seeds"))
-          options["seeds"] = parse_seeds(r.value());
-        else if (r.is("--timing"))
-          options["timing"] = parse_timing(r.value());
-        else if (r.is("--jobs"))
-          max_jobs = r.positive_integer();
-        else if (!r.is_option())
-          take_single_positional(r, suite_arg, "one SUITE_DIR at a time");
-        else
-          return false;
-        return true;
-      }))
+  if (auto status = read_arguments(
+          args, "bench", kBenchUsage,
+          [&](ArgumentReader& r) {
+            if (take_host_option(r, host_options, &use_cache)) return true;
+            if (r.is("--format"))
+              format = r.value();
+            else if (r.is("--seeds"))
+              options["seeds"] = parse_seeds(r.value());
+            else if (r.is("--timing"))
+              options["timing"] = parse_timing(r.value());
+            else if (r.is("--jobs"))
+              max_jobs = r.positive_integer();
+            else
+              return false;
+            return true;
+          },
+          SinglePositional{&suite_arg, "one SUITE_DIR at a time"}))
     return *status;
   if (suite_arg.empty() || (format != "text" && format != "json")) {
     std::cerr << "maxkernel bench: "

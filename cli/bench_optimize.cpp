@@ -346,30 +346,31 @@ int run_bench_optimize(const std::vector<std::string>& args) {
   BenchOptions options;
   options.host.timeout_s = 600;
   std::string suite_arg;
-  if (auto status = read_arguments(args, "bench", kBenchOptimizeUsage, [&](ArgumentReader& r) {
-        if (take_host_option(r, options.host, &options.use_cache)) return true;
-        if (r.is("--optimize"))
-          return true;
-        else if (r.is("--mode"))
-          options.mode = r.value();
-        else if (r.is("--budget"))
-          options.budget_spec = r.value();
-        else if (r.is("--llm"))
-          options.llm = r.value();
-        else if (r.is("--target"))
-          options.target = r.value();
-        else if (r.is("--format"))
-          options.format = r.value();
-        else if (r.is("--shrink"))
-          options.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
-        else if (r.is("--jobs"))
-          options.jobs = static_cast<size_t>(r.positive_integer());
-        else if (!r.is_option())
-          take_single_positional(r, suite_arg, "one SUITE_DIR at a time");
-        else
-          return false;
-        return true;
-      }))
+  if (auto status = read_arguments(
+          args, "bench", kBenchOptimizeUsage,
+          [&](ArgumentReader& r) {
+            if (take_host_option(r, options.host, &options.use_cache)) return true;
+            if (r.is("--optimize"))
+              return true;
+            else if (r.is("--mode"))
+              options.mode = r.value();
+            else if (r.is("--budget"))
+              options.budget_spec = r.value();
+            else if (r.is("--llm"))
+              options.llm = r.value();
+            else if (r.is("--target"))
+              options.target = r.value();
+            else if (r.is("--format"))
+              options.format = r.value();
+            else if (r.is("--shrink"))
+              options.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
+            else if (r.is("--jobs"))
+              options.jobs = static_cast<size_t>(r.positive_integer());
+            else
+              return false;
+            return true;
+          },
+          SinglePositional{&suite_arg, "one SUITE_DIR at a time"}))
     return *status;
   if (suite_arg.empty() || (options.mode != "auto" && options.mode != "graph") ||
       (options.format != "text" && options.format != "json")) {

@@ -126,29 +126,30 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   HostOptions host_options;
   bool use_cache = true, native = false;
   json seeds;
-  if (auto status = read_arguments(args, command, kKernelUsage, [&](ArgumentReader& r) {
-        if (take_host_option(r, host_options, &use_cache)) return true;
-        if (r.is("--format")) {
-          format = r.value();
-        } else if (r.is("--seeds")) {
-          seeds = json::array();
-          const std::string list = r.value();
-          for (size_t p = 0; p < list.size();) {
-            const size_t q = list.find(',', p);
-            seeds.push_back(std::stoll(list.substr(p, q - p)));
-            p = q == std::string::npos ? list.size() : q + 1;
-          }
-        } else if (r.is("--native")) {
-          native = true;
-        } else if (r.is("--target")) {
-          target_name = r.value();
-        } else if (!r.is_option()) {
-          take_single_positional(r, target_spec, "one FILE[::KERNEL] at a time");
-        } else {
-          return false;
-        }
-        return true;
-      }))
+  if (auto status = read_arguments(
+          args, command, kKernelUsage,
+          [&](ArgumentReader& r) {
+            if (take_host_option(r, host_options, &use_cache)) return true;
+            if (r.is("--format")) {
+              format = r.value();
+            } else if (r.is("--seeds")) {
+              seeds = json::array();
+              const std::string list = r.value();
+              for (size_t p = 0; p < list.size();) {
+                const size_t q = list.find(',', p);
+                seeds.push_back(std::stoll(list.substr(p, q - p)));
+                p = q == std::string::npos ? list.size() : q + 1;
+              }
+            } else if (r.is("--native")) {
+              native = true;
+            } else if (r.is("--target")) {
+              target_name = r.value();
+            } else {
+              return false;
+            }
+            return true;
+          },
+          SinglePositional{&target_spec, "one FILE[::KERNEL] at a time"}))
     return *status;
   if (target_spec.empty() || (format != "text" && format != "json")) {
     std::cerr << kKernelUsage;

@@ -237,45 +237,46 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
 // Nullopt when the options are complete and valid, else the exit status (0 after --help).
 std::optional<int> parse_optimize_args(const std::vector<std::string>& args, OptimizeOptions& o) {
   bool depth_given = false;
-  if (auto status = read_arguments(args, "optimize", kOptimizeUsage, [&](ArgumentReader& r) {
-        if (take_host_option(r, o.host, &o.use_cache)) return true;
-        if (r.is("--mode"))
-          o.mode = r.value();
-        else if (r.is("--search"))
-          o.search = r.value();
-        else if (r.is("--llm"))
-          o.llm = r.value();
-        else if (r.is("--budget"))
-          o.budget_spec = r.value();
-        else if (r.is("--target"))
-          o.target = r.value();
-        else if (r.is("--report"))
-          o.report_path = r.value();
-        else if (r.is("--no-report"))
-          o.report = false;
-        else if (r.is("--out"))
-          o.kernel_out = r.value();
-        else if (r.is("--shrink"))
-          o.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
-        else if (r.is("--format"))
-          o.format = r.value();
-        else if (r.is("--beam"))
-          o.params.beam_size = std::stoul(r.value());
-        else if (r.is("--branches"))
-          o.params.branches = std::stoul(r.value());
-        else if (r.is("--depth")) {
-          o.params.max_depth = std::stoi(r.value());
-          depth_given = true;
-        } else if (r.is("--keep"))
-          o.params.keep_factor = std::stod(r.value());
-        else if (r.is("--concurrency"))
-          o.params.concurrency = std::stoul(r.value());
-        else if (!r.is_option())
-          take_single_positional(r, o.target_spec, "one FILE[::KERNEL] at a time");
-        else
-          return false;
-        return true;
-      }))
+  if (auto status = read_arguments(
+          args, "optimize", kOptimizeUsage,
+          [&](ArgumentReader& r) {
+            if (take_host_option(r, o.host, &o.use_cache)) return true;
+            if (r.is("--mode"))
+              o.mode = r.value();
+            else if (r.is("--search"))
+              o.search = r.value();
+            else if (r.is("--llm"))
+              o.llm = r.value();
+            else if (r.is("--budget"))
+              o.budget_spec = r.value();
+            else if (r.is("--target"))
+              o.target = r.value();
+            else if (r.is("--report"))
+              o.report_path = r.value();
+            else if (r.is("--no-report"))
+              o.report = false;
+            else if (r.is("--out"))
+              o.kernel_out = r.value();
+            else if (r.is("--shrink"))
+              o.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
+            else if (r.is("--format"))
+              o.format = r.value();
+            else if (r.is("--beam"))
+              o.params.beam_size = std::stoul(r.value());
+            else if (r.is("--branches"))
+              o.params.branches = std::stoul(r.value());
+            else if (r.is("--depth")) {
+              o.params.max_depth = std::stoi(r.value());
+              depth_given = true;
+            } else if (r.is("--keep"))
+              o.params.keep_factor = std::stod(r.value());
+            else if (r.is("--concurrency"))
+              o.params.concurrency = std::stoul(r.value());
+            else
+              return false;
+            return true;
+          },
+          SinglePositional{&o.target_spec, "one FILE[::KERNEL] at a time"}))
     return status;
   auto usage_error = [](const std::string& why) {
     std::cerr << "maxkernel optimize: " << why << "\n" << kOptimizeUsage;
@@ -401,20 +402,21 @@ int run_runs(const std::vector<std::string>& args) {
   OptimizeOptions options;
   std::string run_id;
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (auto status = read_arguments(rest, "runs", kRunsUsage, [&](ArgumentReader& r) {
-        if (take_host_option(r, options.host, &options.use_cache)) return true;
-        if (r.is("--format"))
-          options.format = r.value();
-        else if (r.is("--report"))
-          options.report_path = r.value();
-        else if (r.is("--no-report"))
-          options.report = false;
-        else if (!r.is_option())
-          take_single_positional(r, run_id, "one RUN_ID at a time");
-        else
-          return false;
-        return true;
-      }))
+  if (auto status = read_arguments(
+          rest, "runs", kRunsUsage,
+          [&](ArgumentReader& r) {
+            if (take_host_option(r, options.host, &options.use_cache)) return true;
+            if (r.is("--format"))
+              options.format = r.value();
+            else if (r.is("--report"))
+              options.report_path = r.value();
+            else if (r.is("--no-report"))
+              options.report = false;
+            else
+              return false;
+            return true;
+          },
+          SinglePositional{&run_id, "one RUN_ID at a time"}))
     return *status;
   std::unique_ptr<agents::RunStore> runs;
   try {

@@ -48,21 +48,22 @@ int usage_error(const std::string& message) {
 int run_report(const std::vector<std::string>& args) {
   std::string run_id, output, store_path;
   bool latest = false, list = false;
-  if (auto status = read_arguments(args, "report", kReportUsage, [&](ArgumentReader& r) {
-        if (r.is("-o") || r.is("--output"))
-          output = r.value();
-        else if (r.is("--store"))
-          store_path = r.value();
-        else if (r.is("--latest"))
-          latest = true;
-        else if (r.is("--list"))
-          list = true;
-        else if (!r.is_option())
-          take_single_positional(r, run_id, "one RUN_ID at a time");
-        else
-          return false;
-        return true;
-      }))
+  if (auto status = read_arguments(
+          args, "report", kReportUsage,
+          [&](ArgumentReader& r) {
+            if (r.is("-o") || r.is("--output"))
+              output = r.value();
+            else if (r.is("--store"))
+              store_path = r.value();
+            else if (r.is("--latest"))
+              latest = true;
+            else if (r.is("--list"))
+              list = true;
+            else
+              return false;
+            return true;
+          },
+          SinglePositional{&run_id, "one RUN_ID at a time"}))
     return *status;
   if (!list && run_id.empty() == !latest)
     return usage_error(latest ? "give a RUN_ID or --latest, not both"

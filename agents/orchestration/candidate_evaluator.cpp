@@ -101,8 +101,7 @@ std::string score_label(const std::string& time_kind, const knowledge::TpuGenera
   return "unscored";
 }
 
-std::string CandidateEvaluator::lowering_error(const std::string& source,
-                                               const std::function<bool()>& cancelled) {
+tpu::KernelRequest CandidateEvaluator::request_for(const std::string& source) const {
   tpu::KernelRequest request;
   request.file = setup_.file;
   request.source = source;
@@ -110,6 +109,12 @@ std::string CandidateEvaluator::lowering_error(const std::string& source,
   request.kernel = setup_.kernel;
   request.task = setup_.task;
   request.options = setup_.options;
+  return request;
+}
+
+std::string CandidateEvaluator::lowering_error(const std::string& source,
+                                               const std::function<bool()>& cancelled) {
+  tpu::KernelRequest request = request_for(source);
   request.options["target"] = "tpu";
   request.options.erase("shrink");  // lowering is always at the task's full shapes
   const tpu::JobResult lowered = jobs_.lower(request, cancelled);
@@ -120,13 +125,7 @@ std::string CandidateEvaluator::lowering_error(const std::string& source,
 Evaluation CandidateEvaluator::evaluate(const std::string& source,
                                         const std::function<bool()>& cancelled) {
   const auto start = std::chrono::steady_clock::now();
-  tpu::KernelRequest request;
-  request.file = setup_.file;
-  request.source = source;
-  request.normalized_source = syntax::normalized_python_source(source);
-  request.kernel = setup_.kernel;
-  request.task = setup_.task;
-  request.options = setup_.options;
+  tpu::KernelRequest request = request_for(source);
 
   // 1. The compile check: lowering for TPU raises the block-shape and Mosaic errors.
   tpu::KernelRequest lower_request = request;

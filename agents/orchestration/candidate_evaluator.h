@@ -45,6 +45,9 @@ class CandidateEvaluator final : public Evaluator {
   const knowledge::TpuGeneration& target() const override { return target_; }
 
  private:
+  // The worker request for `source` against this setup's task.
+  tpu::KernelRequest request_for(const std::string& source) const;
+
   tpu::KernelJobs& jobs_;
   EvaluationSetup setup_;
   const knowledge::TpuGeneration& target_;

@@ -173,6 +173,14 @@ std::vector<std::string> ticked_plan_items(const std::string& plan) {
   return items;
 }
 
+std::string plan_document_head(const PlanRequest& request, const std::string& by,
+                               const std::string& how) {
+  std::string md = "# MaxKernel plan for `" + (request.kernel.empty() ? "kernel" : request.kernel) +
+                   "`" + by + "\n\n" + how + "\n";
+  if (!request.feedback.empty()) md += "> Your feedback: " + request.feedback + "\n\n";
+  return md;
+}
+
 std::string RuleProposer::plan(const PlanRequest& request) {
   RuleExpander expander;
   ExpansionRequest er;
@@ -180,12 +188,11 @@ std::string RuleProposer::plan(const PlanRequest& request) {
   er.kernel_name = request.kernel;
   er.max_children = max_items_;
   const std::vector<Proposal> proposals = expander.expand(er);
-  std::string md = "# MaxKernel plan for `" + (request.kernel.empty() ? "kernel" : request.kernel) +
-                   "`\n\n"
-                   "Untick the strategies you do not want (or reorder the lines), save this file,\n"
-                   "then answer Approve. Implement applies the ticked lines in order, each on top\n"
-                   "of the previous one where it still applies.\n\n";
-  if (!request.feedback.empty()) md += "> Your feedback: " + request.feedback + "\n\n";
+  std::string md = plan_document_head(
+      request, "",
+      "Untick the strategies you do not want (or reorder the lines), save this file,\n"
+      "then answer Approve. Implement applies the ticked lines in order, each on top\n"
+      "of the previous one where it still applies.\n");
   if (proposals.empty()) md += "(no rule-based strategy applies to this kernel)\n";
   for (const Proposal& p : proposals) md += "- [x] " + p.strategy + ": " + p.description + "\n";
   return md;

@@ -82,6 +82,11 @@ struct Implementation {
 };
 
 // Throws std::runtime_error (llm::LlmError for LLM failures) with a message for the user.
+// The top of a plan document: its title (`by`, e.g. " (LLM planner)", follows the kernel's name),
+// `how` (what the user does with it, ending in a newline) and the user's feedback, if any.
+std::string plan_document_head(const PlanRequest& request, const std::string& by,
+                               const std::string& how);
+
 class Proposer {
  public:
   virtual ~Proposer() = default;

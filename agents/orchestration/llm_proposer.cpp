@@ -54,12 +54,11 @@ std::string LlmProposer::plan(const PlanRequest& request) {
   calls_ += result.llm_calls;
   if (!result.ok())
     throw std::runtime_error("the LLM planner's answer was unusable: " + result.error);
-  std::string md = "# MaxKernel plan for `" + (request.kernel.empty() ? "kernel" : request.kernel) +
-                   "` (LLM planner)\n\n"
-                   "Untick the strategies you do not want (or reorder or reword the lines), save\n"
-                   "this file, then answer Approve. Implement asks the LLM implementer to apply\n"
-                   "the ticked lines, in order, in one new version of the file.\n\n";
-  if (!request.feedback.empty()) md += "> Your feedback: " + request.feedback + "\n\n";
+  std::string md = plan_document_head(
+      request, " (LLM planner)",
+      "Untick the strategies you do not want (or reorder or reword the lines), save\n"
+      "this file, then answer Approve. Implement asks the LLM implementer to apply\n"
+      "the ticked lines, in order, in one new version of the file.\n");
   for (const Strategy& s : result.strategies) {
     md += "- [x] " + one_line(s.name) + ": " + one_line(s.why);
     if (!s.expected_effect.empty()) md += " (expected: " + one_line(s.expected_effect) + ")";

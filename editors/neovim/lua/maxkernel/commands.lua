@@ -58,6 +58,20 @@ local function execute(client, bufnr, command, arguments, on_ok, on_reply)
   end, bufnr)
 end
 
+-- A command over a buffer (nil or 0: the current one): `body(client, bufnr, on_reply)` runs when
+-- the buffer has a MaxKernel client; the command returns whether it did.
+local function over_buffer(body)
+  return function(bufnr, on_reply)
+    local client
+    bufnr, client = buffer_client(bufnr)
+    if not client then
+      return false
+    end
+    body(client, bufnr, on_reply)
+    return true
+  end
+end
+
 function M.lenses(client, bufnr, timeout_ms)
   local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
   local response, err = compat.request_sync(client, "textDocument/codeLens", params, timeout_ms or 5000, bufnr)
@@ -177,12 +191,7 @@ end
 
 -- :MaxKernelSessions: lists HITL sessions (request maxkernel/sessions) and resumes the chosen
 -- one with maxkernel.optimizeStepByStep {session = id}.
-function M.sessions(bufnr, on_reply)
-  local client
-  bufnr, client = buffer_client(bufnr)
-  if not client then
-    return false
-  end
+M.sessions = over_buffer(function(client, bufnr, on_reply)
   compat.request(client, "maxkernel/sessions", vim.empty_dict(), function(err, result)
     if err then
       notify_error("maxkernel/sessions failed: " .. tostring(err.message))
@@ -212,26 +221,19 @@ function M.sessions(bufnr, on_reply)
       execute(client, bufnr, "maxkernel.optimizeStepByStep", { { session = choice.id, uri = choice.uri } }, nil, on_reply)
     end)
   end, bufnr)
-  return true
-end
+end)
 
 -- :MaxKernelWriteKernel: what the "Write a Pallas kernel for this" code action runs
 -- (maxkernel.writeKernel {uri}) on a buffer that defines a task with no pallas_call yet. The
 -- server writes the kernel in the background and proposes it as an edit (maxkernel.edits).
-function M.write_kernel(bufnr, on_reply)
-  local client
-  bufnr, client = buffer_client(bufnr)
-  if not client then
-    return false
-  end
+M.write_kernel = over_buffer(function(client, bufnr, on_reply)
   execute(client, bufnr, "maxkernel.writeKernel", { { uri = vim.uri_from_bufnr(bufnr) } }, function(result)
     if type(result) == "table" and result.status == "started" then
       vim.notify("MaxKernel: writing a Pallas kernel (" .. tostring(result.job) .. "); the edit is proposed when it is ready",
         vim.log.levels.INFO)
     end
   end, on_reply)
-  return true
-end
+end)
 
 function M.create_user_commands()
   for _, entry in ipairs(M.list) do
