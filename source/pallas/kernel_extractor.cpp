@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "source/pallas/evaluator.h"
 #include "source/syntax/node_util.h"
@@ -73,18 +75,73 @@ Arguments split_arguments(TSNode call, std::string_view source, size_t skip_posi
   return args;
 }
 
+// The parameters of a def, as a forwarder describes them.
+struct ParameterList {
+  std::vector<std::string> positional, keyword_only;
+  std::string star_args, star_kwargs;  // names of *args / **kwargs, "" when absent
+  bool has(std::string_view name) const {
+    for (const auto* list : {&positional, &keyword_only})
+      for (const std::string& p : *list)
+        if (p == name) return true;
+    return false;
+  }
+};
+
+ParameterList parameters_of(TSNode def, std::string_view source) {
+  ParameterList out;
+  bool keyword_only = false;
+  for (TSNode p : named_children(field(def, "parameters"))) {
+    TSNode node = p;
+    if (is(p, "typed_parameter")) node = ts_node_named_child(p, 0);
+    if (is(node, "default_parameter") || is(node, "typed_default_parameter"))
+      node = field(node, "name");
+    if (is(node, "list_splat_pattern")) {
+      out.star_args = std::string(text_of(ts_node_named_child(node, 0), source));
+      keyword_only = true;
+    } else if (is(node, "dictionary_splat_pattern")) {
+      out.star_kwargs = std::string(text_of(ts_node_named_child(node, 0), source));
+    } else if (is(node, "keyword_separator")) {
+      keyword_only = true;
+    } else if (is(node, "identifier")) {
+      (keyword_only ? out.keyword_only : out.positional).emplace_back(text_of(node, source));
+    }
+  }
+  return out;
+}
+
 class Extractor {
  public:
-  Extractor(TSNode root, std::string_view source)
-      : root_(root), source_(source), eval_(root, source) {}
+  Extractor(TSNode root, std::string_view source, const ForwarderSet* imported)
+      : root_(root), source_(source), eval_(root, source), imported_(imported) {
+    if (imported_) {
+      for (const auto& [qualified, f] : *imported_)
+        forwarder_names_.insert(qualified.substr(qualified.rfind('.') + 1));
+    }
+  }
+
+  // Top-level defs of this module that forward to pallas_call, under their own names.
+  std::vector<Forwarder> forwarders() {
+    detect_file_backend();
+    std::vector<Forwarder> out;
+    for (TSNode statement : eval_.top_level_statements()) {
+      TSNode def =
+          is(statement, "decorated_definition") ? field(statement, "definition") : statement;
+      if (!is(def, "function_definition")) continue;
+      eval_.begin_statement();
+      described_.clear();
+      if (auto f = describe_def(def)) out.push_back(std::move(*f));
+    }
+    return out;
+  }
 
   PallasModel run(ModelCache* cache) {
     PallasModel model;
     model.syntax_errors = ts_node_has_error(root_);
     detect_file_backend();
     // What every statement's kernels depend on besides the statement and the names it reads.
-    const uint64_t file_key =
-        file_is_gpu_only_ ? 1 + static_cast<uint64_t>(gpu_backend_) : uint64_t{0};
+    uint64_t file_key = file_is_gpu_only_ ? 1 + static_cast<uint64_t>(gpu_backend_) : uint64_t{0};
+    if (imported_) file_key ^= fingerprint(*imported_) * 0x9E3779B97F4A7C15ull;
+    find_candidate_forwarders();
     // Only statements that can contain a pallas_call site are walked: those mentioning
     // pallas_call or a module-level alias of it. Helpers between kernels are skipped.
     const std::vector<std::string> triggers = pallas_call_names();
@@ -99,6 +156,7 @@ class Extractor {
       if (cache && cache->reuse(statement, file_key, eval_, model.kernels)) continue;
       // Each statement is analysed on its own, so a cached result equals a fresh one.
       eval_.begin_statement();
+      described_.clear();  // a forwarder's reads count for every statement calling it
       const size_t first = model.kernels.size();
       walk(statement, model);
       if (cache) {
@@ -134,8 +192,14 @@ class Extractor {
   // import pallas_call as pc`, `call = pl.pallas_call`).
   std::vector<std::string> pallas_call_names() {
     std::vector<std::string> names = {"pallas_call"};
+    names.insert(names.end(), forwarder_names_.begin(), forwarder_names_.end());
+    const size_t base = names.size();
     for (TSNode statement : eval_.top_level_statements()) {
-      if (text_of(statement, source_).find("pallas_call") == std::string_view::npos) continue;
+      const std::string_view text = text_of(statement, source_);
+      if (std::none_of(
+              names.begin(), names.begin() + static_cast<std::ptrdiff_t>(base),
+              [&](const std::string& n) { return text.find(n) != std::string_view::npos; }))
+        continue;
       std::vector<TSNode> targets;
       if (is(statement, "import_from_statement") || is(statement, "import_statement")) {
         for (TSNode item : named_children(statement)) {
@@ -172,11 +236,22 @@ class Extractor {
     // Cheap textual filter before evaluating: every form mentions pallas_call or partial.
     std::string_view callee_text = text_of(function, source_);
     if (callee_text.find("pallas_call") == std::string_view::npos &&
-        callee_text.find("partial") == std::string_view::npos) {
+        callee_text.find("partial") == std::string_view::npos &&
+        !forwarder_names_.contains(std::string(callee_text.substr(callee_text.rfind('.') + 1)))) {
       // A local alias (`call = pl.pallas_call`) still resolves through the evaluator.
       if (!is(function, "identifier")) return;
     }
     Value callee = eval_.eval(function);
+    if (const Forwarder* f = forwarder_for(callee)) {
+      Arguments site_args = split_arguments(call, source_);
+      ArgumentList<TSNode> given{site_args.positional, site_args.keywords};
+      ArgumentList<TSNode> inner = forward_call(*f, given, {}, {});
+      Arguments forwarded{inner.positional, inner.keywords, site_args.has_splat};
+      Kernel k = decode_site(call, parent, function, forwarded);
+      apply_forwarded_facts(*f, k);
+      model.kernels.push_back(std::move(k));
+      return;
+    }
     if (is_pallas_call(callee)) {
       model.kernels.push_back(decode_site(call, parent, function, split_arguments(call, source_)));
       return;
@@ -187,6 +262,157 @@ class Extractor {
       if (!is_pallas_call(eval_.eval(partial_args.positional[0]))) return;
       model.kernels.push_back(
           decode_site(call, parent, partial_args.positional[0], split_arguments(call, source_, 1)));
+    }
+  }
+
+  // Names of top-level defs that may forward to pallas_call, found by text alone (cheap, and a
+  // superset): statements calling them are walked, and the call decides.
+  void find_candidate_forwarders() {
+    std::vector<std::pair<std::string, std::string_view>> defs;  // name, text
+    for (TSNode statement : eval_.top_level_statements()) {
+      TSNode def =
+          is(statement, "decorated_definition") ? field(statement, "definition") : statement;
+      if (!is(def, "function_definition")) continue;
+      defs.emplace_back(text_of(field(def, "name"), source_), text_of(statement, source_));
+    }
+    std::vector<std::string> triggers = {"pallas_call"};
+    triggers.insert(triggers.end(), forwarder_names_.begin(), forwarder_names_.end());
+    for (bool grew = true; grew;) {  // a def calling a candidate is one too (chains)
+      grew = false;
+      for (const auto& [name, text] : defs) {
+        if (forwarder_names_.contains(name)) continue;
+        for (const std::string& t : triggers) {
+          if (t == name || text.find(t) == std::string_view::npos) continue;
+          forwarder_names_.insert(name);
+          triggers.push_back(name);
+          grew = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // The forwarder a callee is: an imported one by qualified name, or a def of this file.
+  const Forwarder* forwarder_for(const Value& callee) {
+    if (callee.is(Value::Kind::Symbol)) {
+      if (!imported_) return nullptr;
+      auto it = imported_->find(callee.text);
+      return it == imported_->end() ? nullptr : &it->second;
+    }
+    if (!callee.is(Value::Kind::Callable) || !is(callee.node, "function_definition"))
+      return nullptr;
+    const uint32_t key = ts_node_start_byte(callee.node);
+    if (auto it = described_.find(key); it != described_.end())
+      return it->second ? &*it->second : nullptr;
+    described_[key] = std::nullopt;  // a cycle of wrappers ends here, as "not a forwarder"
+    std::optional<Forwarder> f = describe_def(callee.node);
+    auto& slot = described_[key];
+    slot = std::move(f);
+    return slot ? &*slot : nullptr;
+  }
+
+  // A def forwards when its body calls pallas_call (or a forwarder) passing the kernel on from
+  // its own parameters; what it passes, and the constants it adds, are recorded.
+  std::optional<Forwarder> describe_def(TSNode def) {
+    const ParameterList params = parameters_of(def, source_);
+    std::optional<Forwarder> result;
+    syntax::for_each_descendant(field(def, "body"), [&](TSNode node, size_t) {
+      if (result || !is(node, "call")) return;
+      Value callee = eval_.eval(field(node, "function"));
+      const bool direct = is_pallas_call(callee);
+      const Forwarder* next = direct ? nullptr : forwarder_for(callee);
+      if (!direct && !next) return;
+      result = describe_forwarding(node, params, direct ? nullptr : next);
+    });
+    if (!result) return std::nullopt;
+    result->name = std::string(text_of(field(def, "name"), source_));
+    result->parameters = params.positional;
+    result->keyword_only = params.keyword_only;
+    result->star_args = !params.star_args.empty();
+    result->star_kwargs = !params.star_kwargs.empty();
+    return result;
+  }
+
+  std::optional<Forwarder> describe_forwarding(TSNode call, const ParameterList& params,
+                                               const Forwarder* next) {
+    using From = ForwardedArgument::From;
+    ArgumentList<ForwardedArgument> given;
+    std::vector<ForwardedArgument> splat_positional, splat_keywords;
+    std::vector<std::string> fixed;
+    auto from_parameter = [&](TSNode value) -> std::optional<ForwardedArgument> {
+      const std::string_view name = text_of(value, source_);
+      if (is(value, "identifier") && params.has(name))
+        return ForwardedArgument{From::Parameter, std::string(name)};
+      return std::nullopt;
+    };
+    for (TSNode a : named_children(field(call, "arguments"))) {
+      if (is(a, "keyword_argument")) {
+        std::string key(text_of(field(a, "name"), source_));
+        if (auto p = from_parameter(field(a, "value"))) {
+          given.keywords.emplace_back(std::move(key), *p);
+        } else {
+          fixed.push_back(std::move(key));
+        }
+      } else if (is(a, "list_splat") || is(a, "dictionary_splat")) {
+        const bool positional = is(a, "list_splat");
+        const std::string_view name = text_of(ts_node_named_child(a, 0), source_);
+        if (name != (positional ? params.star_args : params.star_kwargs)) continue;
+        (positional ? splat_positional : splat_keywords)
+            .push_back({positional ? From::ExtraPositional : From::ExtraKeywords, ""});
+      } else {
+        // A positional the wrapper makes itself cannot be placed: "" never binds.
+        given.positional.push_back(from_parameter(a).value_or(ForwardedArgument{}));
+      }
+    }
+    Forwarder f;
+    if (next) {
+      ArgumentList<ForwardedArgument> inner =
+          forward_call(*next, given, splat_positional, splat_keywords);
+      f = *next;
+      f.positional = std::move(inner.positional);
+      f.keywords = std::move(inner.keywords);
+    } else {
+      f.positional = given.positional;
+      f.positional.insert(f.positional.end(), splat_positional.begin(), splat_positional.end());
+      f.keywords = given.keywords;
+      for (const ForwardedArgument& s : splat_keywords) f.keywords.emplace_back("", s);
+      f.fixed_keywords = fixed;
+      record_fixed_facts(call, fixed, f);
+    }
+    // The kernel must come from the caller; a def that runs its own kernel is not a wrapper.
+    auto forwarded = [](const ForwardedArgument& a) {
+      return a.from != From::Parameter || !a.parameter.empty();
+    };
+    bool kernel_forwarded = false;
+    if (!f.positional.empty()) {
+      kernel_forwarded = forwarded(f.positional.front());
+    } else {
+      for (const auto& [key, a] : f.keywords)
+        if (key == "kernel" || (key.empty() && a.from == From::ExtraKeywords))
+          kernel_forwarded = true;
+    }
+    if (!kernel_forwarded) return std::nullopt;
+    return f;
+  }
+
+  // What the constant keyword arguments a wrapper gives pallas_call make known.
+  void record_fixed_facts(TSNode call, const std::vector<std::string>& fixed, Forwarder& f) {
+    const Arguments args = split_arguments(call, source_);
+    auto fixes = [&](std::string_view key) {
+      return std::find(fixed.begin(), fixed.end(), key) != fixed.end();
+    };
+    Kernel facts;
+    decode_backend(args, facts);
+    if (file_is_gpu_only_ || fixes("backend") || fixes("compiler_params"))
+      f.backend = facts.backend;
+    if (fixes("compiler_params")) {
+      decode_compiler_params(args.keyword("compiler_params"), facts);
+      f.dimension_semantics = facts.dimension_semantics;
+      f.vmem_limit_bytes = facts.vmem_limit_bytes;
+    }
+    if (fixes("interpret")) {
+      Value v = eval_.eval(*args.keyword("interpret"));
+      if (v.is(Value::Kind::Bool)) f.interpret = v.bool_value;
     }
   }
 
@@ -760,12 +986,26 @@ class Extractor {
   Evaluator eval_;
   bool file_is_gpu_only_ = false;
   Backend gpu_backend_ = Backend::TritonGpu;
+  const ForwarderSet* imported_ = nullptr;
+  std::unordered_set<std::string> forwarder_names_;  // callee names that may be forwarders
+  // Defs described during the current statement, by start byte (nullopt: not a forwarder).
+  std::unordered_map<uint32_t, std::optional<Forwarder>> described_;
 };
 
 }  // namespace
 
-PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache) {
-  return Extractor(root, source).run(cache);
+PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache,
+                                 const ForwarderSet* forwarders) {
+  return Extractor(root, source, forwarders).run(cache);
+}
+
+std::vector<Forwarder> find_forwarders(TSNode root, std::string_view source,
+                                       const ForwarderSet* imported) {
+  return Extractor(root, source, imported).forwarders();
+}
+
+std::vector<std::string> imported_names(TSNode root, std::string_view source) {
+  return Evaluator(root, source).imported_modules();
 }
 
 }  // namespace mk::pallas
