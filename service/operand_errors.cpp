@@ -45,9 +45,10 @@ std::optional<pallas::Span> operand_entry_span(const pallas::Kernel& kernel,
     op = &kernel.outputs[operand.index];
   }
   // A whole-array operand has no entry of its own (no in_specs given).
-  if (!op || op->block.span.empty() || (op->block.whole_array && !op->block.shape))
-    return std::nullopt;
-  return op->block.span;
+  if (!op || (op->block.whole_array && !op->block.shape)) return std::nullopt;
+  if (!op->block.entry_span.empty()) return op->block.entry_span;
+  if (!op->block.span.empty()) return op->block.span;
+  return std::nullopt;
 }
 
 bool place_on_operand(Finding& finding, std::string_view message, const pallas::PallasModel& model,

@@ -757,7 +757,9 @@ class Extractor {
   }
 
   // A spec list: a tuple/list of specs, or a single spec for one operand.
-  std::vector<std::pair<Value, TSNode>> spec_items(TSNode node, std::optional<size_t> expected) {
+  // `entries` (optional) receives each item's own expression in the list (or the whole node).
+  std::vector<std::pair<Value, TSNode>> spec_items(TSNode node, std::optional<size_t> expected,
+                                                   std::vector<TSNode>* entries = nullptr) {
     Value v = eval_.eval(node);
     TSNode literal = unparen(node);
     auto literal_items = (is(literal, "tuple") || is(literal, "list")) ? named_children(literal)
@@ -768,9 +770,11 @@ class Extractor {
         TSNode origin = i < literal_items.size() ? literal_items[i] : node;
         const Value& item = (*v.items)[i];
         out.emplace_back(item, item.is(Value::Kind::Call) ? item.node : origin);
+        if (entries) entries->push_back(origin);
       }
     } else if (v.known() && (!expected || *expected == 1)) {
       out.emplace_back(v, v.is(Value::Kind::Call) ? v.node : node);
+      if (entries) entries->push_back(node);
     }
     return out;
   }
@@ -789,8 +793,10 @@ class Extractor {
       }
     }
     std::vector<std::pair<Value, TSNode>> specs;
+    std::vector<TSNode> entries;
     if (out_specs_node)
-      specs = spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt);
+      specs =
+          spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt, &entries);
     const size_t n = std::max(shapes.size(), specs.size());
     for (size_t i = 0; i < n; ++i) {
       Operand op;
@@ -803,6 +809,7 @@ class Extractor {
       }
       op.block =
           i < specs.size() ? decode_block_spec(specs[i].first, specs[i].second) : BlockSpec{};
+      if (i < entries.size()) op.block.entry_span = span_of(entries[i]);
       if (!out_specs_node) op.block.whole_array = true;
       k.outputs.push_back(std::move(op));
     }
@@ -819,10 +826,11 @@ class Extractor {
     }
     const size_t prefetch = static_cast<size_t>(std::max(0, k.num_scalar_prefetch));
     std::vector<std::pair<Value, TSNode>> specs;
+    std::vector<TSNode> entries;
     if (in_specs_node) {
       std::optional<size_t> expected;
       if (operands_known && operands.size() >= prefetch) expected = operands.size() - prefetch;
-      specs = spec_items(*in_specs_node, expected);
+      specs = spec_items(*in_specs_node, expected, &entries);
     }
     size_t n = specs.size();
     if (!in_specs_node && operands_known) n = operands.size() - std::min(operands.size(), prefetch);
@@ -849,6 +857,7 @@ class Extractor {
       }
       if (i < specs.size()) {
         op.block = decode_block_spec(specs[i].first, specs[i].second);
+        if (i < entries.size()) op.block.entry_span = span_of(entries[i]);
       } else {
         op.block.whole_array = true;
       }

@@ -133,6 +133,29 @@ TEST(OperandErrors, PutsTheErrorOnTheEntryWithTheKernelAsRelated) {
   EXPECT_FALSE(untouched.span);
 }
 
+TEST(OperandErrors, ASpecNamedByAVariableGoesOnItsEntryInTheList) {
+  const Parsed p(
+      "import jax\nimport jax.numpy as jnp\n"
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "\n"
+      "\n"
+      "def k2(x_ref, y_ref, o_ref): pass\n"
+      "def f(x, y):\n"
+      "    spec = pl.BlockSpec((100, 128), lambda i: (i, 0))\n"
+      "    return pl.pallas_call(k2, out_shape=jax.ShapeDtypeStruct((1024, 1024), jnp.float32),\n"
+      "        grid=(8,),\n"
+      "        in_specs=[spec,\n"
+      "                  spec],\n"
+      "        out_specs=spec)(x, y)\n");
+  Finding in1, out;
+  ASSERT_TRUE(place_on_operand(in1, kInput1, p.model, p.lines));
+  EXPECT_EQ(in1.line, p.line_of("                  spec],"));
+  EXPECT_EQ(p.text.substr(in1.span->start, in1.span->end - in1.span->start), "spec");
+  ASSERT_TRUE(place_on_operand(out, kSingleOutput, p.model, p.lines));
+  EXPECT_EQ(out.line, p.line_of("out_specs=spec"));
+}
+
 TEST(OperandErrors, ScalarPrefetchOperandsAreCountedBeforeTheSpecs) {
   const Parsed p(
       "import jax\nimport jax.numpy as jnp\n"
