@@ -1014,7 +1014,7 @@ std::vector<Forwarder> find_forwarders(TSNode root, std::string_view source,
 }
 
 std::vector<std::string> imported_names(TSNode root, std::string_view source) {
-  return Evaluator(root, source).imported_modules();
+  return Evaluator(root, source).top_level_imports();
 }
 
 }  // namespace mk::pallas

@@ -139,8 +139,9 @@ def copy():
     "imports,callee",
     [("from pkg import block", "block.pallas_call"),
      ("import pkg.block as block", "block.pallas_call"),
-     ("from pkg.block import pallas_call as pc", "pc")],
-    ids=["from-import", "import-as", "function-alias"])
+     ("from pkg.block import pallas_call as pc", "pc"),
+     ("import pkg.block", "pkg.block.pallas_call")],
+    ids=["from-import", "import-as", "function-alias", "plain-import"])
 def test_kernel_behind_a_wrapper_in_another_file_of_the_project(tmp_path, imports, callee):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'wrapped'\n")
     (tmp_path / "pkg").mkdir()

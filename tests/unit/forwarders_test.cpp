@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "knowledge/tpu_generations.h"
 #include "pallas_test_util.h"
@@ -176,6 +178,18 @@ TEST(Forwarders, AWrapperFromAnotherFileByEveryImportForm) {
     for (const auto& finding : with.findings) mk001 = mk001 || finding.code == "MK001";
     EXPECT_TRUE(mk001) << imports;
   }
+}
+
+TEST(Forwarders, ImportedNamesIncludeEveryDottedModule) {
+  const std::string text =
+      "import jax\nimport pkg.block\nimport pkg.other as other\nfrom pkg import block\n"
+      "from pkg.block import pallas_call as pc\nx = 1\n";
+  syntax::PythonTree tree;
+  tree.parse(text);
+  std::vector<std::string> names = imported_names(tree.root(), text);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"jax", "jax", "pkg", "pkg.block", "pkg.block",
+                                             "pkg.block.pallas_call", "pkg.other"}));
 }
 
 TEST(Forwarders, TheCacheReusesStatementsAndNoticesAChangedWrapper) {
