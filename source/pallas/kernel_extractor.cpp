@@ -1,6 +1,7 @@
 #include "source/pallas/kernel_extractor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <functional>
 #include <unordered_map>
@@ -237,7 +238,8 @@ class Extractor {
     std::string_view callee_text = text_of(function, source_);
     if (callee_text.find("pallas_call") == std::string_view::npos &&
         callee_text.find("partial") == std::string_view::npos &&
-        !forwarder_names_.contains(std::string(callee_text.substr(callee_text.rfind('.') + 1)))) {
+        (forwarder_names_.empty() ||
+         !forwarder_names_.contains(std::string(callee_text.substr(callee_text.rfind('.') + 1))))) {
       // A local alias (`call = pl.pallas_call`) still resolves through the evaluator.
       if (!is(function, "identifier")) return;
     }
@@ -266,30 +268,68 @@ class Extractor {
   }
 
   // Names of top-level defs that may forward to pallas_call, found by text alone (cheap, and a
-  // superset): statements calling them are walked, and the call decides.
+  // superset of the real ones): a def that calls a trigger passing one of its own parameters,
+  // a splat or `kernel=` first. Statements calling them are walked, and the call decides.
   void find_candidate_forwarders() {
-    std::vector<std::pair<std::string, std::string_view>> defs;  // name, text
+    struct Def {
+      std::string name;
+      std::string_view text;
+    };
+    std::vector<Def> defs;
     for (TSNode statement : eval_.top_level_statements()) {
       TSNode def =
           is(statement, "decorated_definition") ? field(statement, "definition") : statement;
       if (!is(def, "function_definition")) continue;
-      defs.emplace_back(text_of(field(def, "name"), source_), text_of(statement, source_));
+      defs.push_back(
+          {std::string(text_of(field(def, "name"), source_)), text_of(statement, source_)});
     }
-    std::vector<std::string> triggers = {"pallas_call"};
-    triggers.insert(triggers.end(), forwarder_names_.begin(), forwarder_names_.end());
-    for (bool grew = true; grew;) {  // a def calling a candidate is one too (chains)
-      grew = false;
-      for (const auto& [name, text] : defs) {
-        if (forwarder_names_.contains(name)) continue;
-        for (const std::string& t : triggers) {
-          if (t == name || text.find(t) == std::string_view::npos) continue;
-          forwarder_names_.insert(name);
-          triggers.push_back(name);
-          grew = true;
+    std::vector<std::string> fresh = {"pallas_call"};
+    fresh.insert(fresh.end(), forwarder_names_.begin(), forwarder_names_.end());
+    while (!fresh.empty()) {  // a def calling a new candidate is one too (chains)
+      std::vector<std::string> next;
+      for (const Def& d : defs) {
+        if (forwarder_names_.contains(d.name)) continue;
+        for (const std::string& t : fresh) {
+          if (t == d.name || d.text.find(t) == std::string_view::npos) continue;
+          if (!passes_own_argument(d.text, t)) continue;
+          forwarder_names_.insert(d.name);
+          next.push_back(d.name);
           break;
         }
       }
+      fresh = std::move(next);
     }
+  }
+
+  // Whether some `trigger(` in a def's text is followed by what a forwarder passes first: a
+  // splat, `kernel=`, or an identifier that is one of the def's parameters (named in its header).
+  static bool passes_own_argument(std::string_view def_text, std::string_view trigger) {
+    const size_t header_end = def_text.find(':', def_text.find(')'));
+    const std::string_view header = def_text.substr(0, header_end);
+    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = def_text.find(trigger, header_end); at != std::string_view::npos;
+         at = def_text.find(trigger, at + 1)) {
+      size_t p = at + trigger.size();
+      if (at > 0 && is_word(def_text[at - 1])) continue;  // part of a longer name
+      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
+      if (p >= def_text.size() || def_text[p] != '(') continue;
+      ++p;
+      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
+      if (p < def_text.size() && def_text[p] == '*') return true;
+      size_t e = p;
+      while (e < def_text.size() && is_word(def_text[e])) ++e;
+      const std::string_view word = def_text.substr(p, e - p);
+      if (word.empty()) continue;
+      if (word == "kernel") return true;
+      // The word is a parameter when the header names it as a whole word.
+      for (size_t h = header.find(word); h != std::string_view::npos;
+           h = header.find(word, h + 1)) {
+        const bool starts = h == 0 || !is_word(header[h - 1]);
+        const bool ends = h + word.size() >= header.size() || !is_word(header[h + word.size()]);
+        if (starts && ends) return true;
+      }
+    }
+    return false;
   }
 
   // The forwarder a callee is: an imported one by qualified name, or a def of this file.
