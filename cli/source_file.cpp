@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "service/wrapper_modules.h"
+#include "source/pallas/kernel_extractor.h"
 #include "source/syntax/python_tree.h"
 
 namespace mk::cli {
@@ -60,7 +62,15 @@ AnalysedFile analyse_file(const fs::path& path, const knowledge::TpuGeneration& 
   f.lines = text::LineIndex(f.text);
   syntax::PythonTree tree;
   tree.parse(f.text);
-  f.analysis = analysis::analyze_document(tree.root(), f.text, target);
+  // pallas_call wrappers imported from the file's folder or its project (pyproject.toml,
+  // setup.py or .git above it).
+  service::WrapperModules wrappers;
+  wrappers.set_roots({service::WrapperModules::project_root(path)});
+  std::error_code ec;
+  const fs::path dir = fs::absolute(path, ec).parent_path();
+  const pallas::ForwarderSet forwarders =
+      wrappers.forwarders_for(pallas::imported_names(tree.root(), f.text), dir);
+  f.analysis = analysis::analyze_document(tree.root(), f.text, target, nullptr, &forwarders);
   return f;
 }
 

@@ -2,12 +2,15 @@
 // analysis, recomputed lazily when the text has moved on.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "knowledge/tpu_generations.h"
+#include "service/wrapper_modules.h"
 #include "source/analysis/document_analysis.h"
 #include "source/syntax/python_tree.h"
 #include "source/text/text_document.h"
@@ -25,6 +28,11 @@ struct OpenDocument {
   // Per-statement extraction results kept across edits: an edit re-analyses only the
   // pallas_call statements whose text, or whose module-level inputs, it changed.
   pallas::ModelCache model_cache;
+  // The pallas_call wrappers this document's imports name in other workspace files, found when
+  // the analysis is recomputed, and the files they came from (an edit of one re-analyses this).
+  service::WrapperModules* wrappers = nullptr;
+  pallas::ForwarderSet forwarders;
+  std::vector<std::filesystem::path> wrapper_files;
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);
@@ -32,13 +40,23 @@ struct OpenDocument {
 
 class DocumentStore {
  public:
+  DocumentStore();
+
   OpenDocument& open(const std::string& uri, int64_t version, std::string text, bool python);
   OpenDocument* find(const std::string& uri);
-  void close(const std::string& uri) { documents_.erase(uri); }
+  void close(const std::string& uri);
   std::map<std::string, std::unique_ptr<OpenDocument>>& all() { return documents_; }
+
+  // Workspace folders, for the imports of wrapper modules.
+  void set_workspace_roots(std::vector<std::filesystem::path> roots);
+  // The text of `uri` (open, or on disk) changed: the documents whose wrappers came from it
+  // are re-analysed when next asked. Returns their URIs.
+  std::vector<std::string> file_changed(const std::string& uri);
 
  private:
   std::map<std::string, std::unique_ptr<OpenDocument>> documents_;
+  // Open documents' texts win over the disk's.
+  service::WrapperModules wrappers_;
 };
 
 }  // namespace mk::server

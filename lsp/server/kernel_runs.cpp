@@ -8,6 +8,7 @@
 
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
 #include "tpu/host/content_hash.h"
@@ -208,9 +209,15 @@ void KernelRuns::on_save(OpenDocument& doc) {
   request.options["target"] = "tpu";
   const int64_t version = doc.text.version();
   auto post = context_.post;
-  pool_.submit([this, h, request, uri, version, post] {
+  // The model and lines of the saved text: an error naming an operand goes on its BlockSpec.
+  pallas::PallasModel model = doc.analysis ? doc.analysis->model : pallas::PallasModel{};
+  text::LineIndex lines = doc.text.lines();
+  pool_.submit([this, h, request, uri, version, post, model = std::move(model),
+                lines = std::move(lines)] {
     service::KernelCheck check =
         service::run_kernel_check(service::KernelOp::Lower, *h, nullptr, request, {});
+    for (service::Finding& f : check.line_findings)
+      service::place_on_operand(f, check.error_message, model, lines);
     post([this, check = std::move(check), uri, version] {
       if (check.verdict == service::Verdict::NotRun || check.verdict == service::Verdict::Cancelled)
         spdlog::warn("on-save lowering of {} did not run: {}", uri, check.message);

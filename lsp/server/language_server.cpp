@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "lsp/server/commands.h"
+#include "lsp/server/kernel_runs.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/process_memory.h"
 #include "source/analysis/describe.h"
@@ -27,6 +28,27 @@ text::Utf16Position read_position(const ParamReader& p) {
 
 text::Utf16Range read_range(const ParamReader& p) {
   return {read_position(p.object("start")), read_position(p.object("end"))};
+}
+
+// The folders of the workspace (workspaceFolders, else rootUri, else rootPath).
+std::vector<std::filesystem::path> workspace_roots(const ParamReader& params) {
+  std::vector<std::filesystem::path> roots;
+  if (const json* folders = params.optional_raw("workspaceFolders");
+      folders && folders->is_array()) {
+    for (const json& f : *folders) {
+      if (!f.is_object() || !f.contains("uri") || !f["uri"].is_string()) continue;
+      if (auto path = path_of_uri(f["uri"].get<std::string>())) roots.push_back(*path);
+    }
+  }
+  if (roots.empty()) {
+    if (const json* root = params.optional_raw("rootUri"); root && root->is_string()) {
+      if (auto path = path_of_uri(root->get<std::string>())) roots.push_back(*path);
+    } else if (const json* root_path = params.optional_raw("rootPath");
+               root_path && root_path->is_string()) {
+      roots.emplace_back(root_path->get<std::string>());
+    }
+  }
+  return roots;
 }
 
 }  // namespace
@@ -321,10 +343,12 @@ void LanguageServer::register_handlers() {
   dispatcher_.on_notification("textDocument/didChange",
                               [this](const ParamReader& p) { on_did_change(p); });
   dispatcher_.on_notification("textDocument/didSave", [this](const ParamReader& p) {
-    if (OpenDocument* doc = documents_.find(p.object("textDocument").string("uri"))) {
+    const std::string uri = p.object("textDocument").string("uri");
+    if (OpenDocument* doc = documents_.find(uri)) {
       if (doc->python) doc->analyse(target());
       runs_.on_save(*doc);
     }
+    wrapper_file_changed(uri);
   });
   dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
     const std::string token = p.raw("token").dump();
@@ -335,6 +359,17 @@ void LanguageServer::register_handlers() {
     const std::string uri = p.object("textDocument").string("uri");
     documents_.close(uri);
     notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
+    wrapper_file_changed(uri);  // the disk's text is the module's again
+  });
+  // Sent by clients that watch the workspace's files for us (e.g. a wrapper module saved by
+  // another tool); each changed file's wrappers are described again.
+  dispatcher_.on_notification("workspace/didChangeWatchedFiles", [this](const ParamReader& p) {
+    const json& changes = p.raw("changes");
+    if (!changes.is_array()) p.fail("changes", "expected an array");
+    for (const json& change : changes) {
+      if (change.is_object() && change.contains("uri") && change["uri"].is_string())
+        wrapper_file_changed(change["uri"].get<std::string>());
+    }
   });
   dispatcher_.on_notification("workspace/didChangeConfiguration", [this](const ParamReader& p) {
     if (client_.configuration) {
@@ -444,6 +479,7 @@ void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
   optimizations_.set_client(client_);
   writing_.set_client(client_);
   runs_.configure(host_settings());
+  documents_.set_workspace_roots(workspace_roots(params));
   initialized_ = true;
   reply.result({{"capabilities", server_capabilities()},
                 {"serverInfo", {{"name", "maxkernel-lsp"}, {"version", "0.1.0"}}}});
@@ -456,6 +492,11 @@ void LanguageServer::on_did_open(const ParamReader& params) {
   const bool python = language == "python" || uri.ends_with(".py");
   documents_.open(uri, td.optional_integer("version").value_or(0), td.string("text"), python);
   dirty_.push_back(uri);
+  wrapper_file_changed(uri);  // its open text now wins over the disk's
+}
+
+void LanguageServer::wrapper_file_changed(const std::string& uri) {
+  for (std::string& affected : documents_.file_changed(uri)) dirty_.push_back(std::move(affected));
 }
 
 void LanguageServer::on_did_change(const ParamReader& params) {
@@ -484,6 +525,7 @@ void LanguageServer::on_did_change(const ParamReader& params) {
   if (auto version = td.optional_integer("version")) doc->text.set_version(*version);
   doc->analysis.reset();
   dirty_.push_back(uri);
+  wrapper_file_changed(uri);
 }
 
 void LanguageServer::on_hover(const ParamReader& params, Reply reply) {

@@ -60,6 +60,8 @@ class LanguageServer {
   void on_initialize(const rpc::ParamReader& params, rpc::Reply reply);
   void on_did_open(const rpc::ParamReader& params);
   void on_did_change(const rpc::ParamReader& params);
+  // A wrapper module may have changed: the documents that import it are analysed again.
+  void wrapper_file_changed(const std::string& uri);
   void on_hover(const rpc::ParamReader& params, rpc::Reply reply);
   void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
   void register_test_methods();

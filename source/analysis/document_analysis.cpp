@@ -5,10 +5,10 @@
 namespace mk::analysis {
 
 DocumentAnalysis analyze_document(TSNode root, std::string_view source,
-                                  const knowledge::TpuGeneration& target,
-                                  pallas::ModelCache* cache) {
+                                  const knowledge::TpuGeneration& target, pallas::ModelCache* cache,
+                                  const pallas::ForwarderSet* forwarders) {
   DocumentAnalysis out;
-  out.model = pallas::extract_pallas_model(root, source, cache);
+  out.model = pallas::extract_pallas_model(root, source, cache, forwarders);
   out.findings = check_model(out.model, target);
   return out;
 }

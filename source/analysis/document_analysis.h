@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "source/analysis/findings.h"
+#include "source/pallas/forwarders.h"
 #include "source/pallas/kernel_model.h"
 #include "source/pallas/model_cache.h"
 
@@ -17,9 +18,11 @@ struct DocumentAnalysis {
 };
 
 // `cache` (optional) carries per-statement extraction results from one analysis of a document to
-// the next; see pallas::ModelCache.
+// the next; see pallas::ModelCache. `forwarders` are pallas_call wrappers from other files (see
+// pallas::extract_pallas_model).
 DocumentAnalysis analyze_document(TSNode root, std::string_view source,
                                   const knowledge::TpuGeneration& target,
-                                  pallas::ModelCache* cache = nullptr);
+                                  pallas::ModelCache* cache = nullptr,
+                                  const pallas::ForwarderSet* forwarders = nullptr);
 
 }  // namespace mk::analysis

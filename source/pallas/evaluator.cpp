@@ -350,6 +350,27 @@ std::vector<std::string> Evaluator::imported_modules() {
   return out;
 }
 
+std::vector<std::string> Evaluator::top_level_imports() {
+  Scope imports;
+  for (TSNode statement : named_children(root_)) {
+    if (is(statement, "import_statement") || is(statement, "import_from_statement"))
+      collect_statement(statement, imports);
+  }
+  std::vector<std::string> out;
+  // `import pkg.block` binds `pkg`, but names the module pkg.block too.
+  for (TSNode statement : named_children(root_)) {
+    if (!is(statement, "import_statement")) continue;
+    for (TSNode item : named_children(statement))
+      if (is(item, "dotted_name")) out.emplace_back(text_of(item, source_));
+  }
+  for (const auto& [name, bindings] : imports) {
+    for (const Binding& b : bindings) {
+      if (b.kind == Binding::Kind::Import) out.push_back(b.qualified);
+    }
+  }
+  return out;
+}
+
 const std::vector<TSNode>& Evaluator::top_level_statements() {
   if (statements_.empty() && regions_.empty()) {
     regions_.push_back({root_, ts_node_start_byte(root_), ts_node_end_byte(root_), {}});

@@ -39,6 +39,9 @@ class Evaluator {
   const std::vector<Binding>* module_binding(std::string_view name);
   // Every module-imported qualified name (for backend detection).
   std::vector<std::string> imported_modules();
+  // The same from the top-level import statements alone, without building the module scope
+  // (what a caller needs before the analysis: which other files to read).
+  std::vector<std::string> top_level_imports();
 
   // Starts the analysis of one top-level statement: forgets memoised binding values, so the
   // result depends only on the statement and the module bindings it reads (never on what an

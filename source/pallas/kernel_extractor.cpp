@@ -1,8 +1,11 @@
 #include "source/pallas/kernel_extractor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "source/pallas/evaluator.h"
 #include "source/syntax/node_util.h"
@@ -73,18 +76,73 @@ Arguments split_arguments(TSNode call, std::string_view source, size_t skip_posi
   return args;
 }
 
+// The parameters of a def, as a forwarder describes them.
+struct ParameterList {
+  std::vector<std::string> positional, keyword_only;
+  std::string star_args, star_kwargs;  // names of *args / **kwargs, "" when absent
+  bool has(std::string_view name) const {
+    for (const auto* list : {&positional, &keyword_only})
+      for (const std::string& p : *list)
+        if (p == name) return true;
+    return false;
+  }
+};
+
+ParameterList parameters_of(TSNode def, std::string_view source) {
+  ParameterList out;
+  bool keyword_only = false;
+  for (TSNode p : named_children(field(def, "parameters"))) {
+    TSNode node = p;
+    if (is(p, "typed_parameter")) node = ts_node_named_child(p, 0);
+    if (is(node, "default_parameter") || is(node, "typed_default_parameter"))
+      node = field(node, "name");
+    if (is(node, "list_splat_pattern")) {
+      out.star_args = std::string(text_of(ts_node_named_child(node, 0), source));
+      keyword_only = true;
+    } else if (is(node, "dictionary_splat_pattern")) {
+      out.star_kwargs = std::string(text_of(ts_node_named_child(node, 0), source));
+    } else if (is(node, "keyword_separator")) {
+      keyword_only = true;
+    } else if (is(node, "identifier")) {
+      (keyword_only ? out.keyword_only : out.positional).emplace_back(text_of(node, source));
+    }
+  }
+  return out;
+}
+
 class Extractor {
  public:
-  Extractor(TSNode root, std::string_view source)
-      : root_(root), source_(source), eval_(root, source) {}
+  Extractor(TSNode root, std::string_view source, const ForwarderSet* imported)
+      : root_(root), source_(source), eval_(root, source), imported_(imported) {
+    if (imported_) {
+      for (const auto& [qualified, f] : *imported_)
+        forwarder_names_.insert(qualified.substr(qualified.rfind('.') + 1));
+    }
+  }
+
+  // Top-level defs of this module that forward to pallas_call, under their own names.
+  std::vector<Forwarder> forwarders() {
+    detect_file_backend();
+    std::vector<Forwarder> out;
+    for (TSNode statement : eval_.top_level_statements()) {
+      TSNode def =
+          is(statement, "decorated_definition") ? field(statement, "definition") : statement;
+      if (!is(def, "function_definition")) continue;
+      eval_.begin_statement();
+      described_.clear();
+      if (auto f = describe_def(def)) out.push_back(std::move(*f));
+    }
+    return out;
+  }
 
   PallasModel run(ModelCache* cache) {
     PallasModel model;
     model.syntax_errors = ts_node_has_error(root_);
     detect_file_backend();
     // What every statement's kernels depend on besides the statement and the names it reads.
-    const uint64_t file_key =
-        file_is_gpu_only_ ? 1 + static_cast<uint64_t>(gpu_backend_) : uint64_t{0};
+    uint64_t file_key = file_is_gpu_only_ ? 1 + static_cast<uint64_t>(gpu_backend_) : uint64_t{0};
+    if (imported_) file_key ^= fingerprint(*imported_) * 0x9E3779B97F4A7C15ull;
+    find_candidate_forwarders();
     // Only statements that can contain a pallas_call site are walked: those mentioning
     // pallas_call or a module-level alias of it. Helpers between kernels are skipped.
     const std::vector<std::string> triggers = pallas_call_names();
@@ -99,6 +157,7 @@ class Extractor {
       if (cache && cache->reuse(statement, file_key, eval_, model.kernels)) continue;
       // Each statement is analysed on its own, so a cached result equals a fresh one.
       eval_.begin_statement();
+      described_.clear();  // a forwarder's reads count for every statement calling it
       const size_t first = model.kernels.size();
       walk(statement, model);
       if (cache) {
@@ -134,8 +193,14 @@ class Extractor {
   // import pallas_call as pc`, `call = pl.pallas_call`).
   std::vector<std::string> pallas_call_names() {
     std::vector<std::string> names = {"pallas_call"};
+    names.insert(names.end(), forwarder_names_.begin(), forwarder_names_.end());
+    const size_t base = names.size();
     for (TSNode statement : eval_.top_level_statements()) {
-      if (text_of(statement, source_).find("pallas_call") == std::string_view::npos) continue;
+      const std::string_view text = text_of(statement, source_);
+      if (std::none_of(
+              names.begin(), names.begin() + static_cast<std::ptrdiff_t>(base),
+              [&](const std::string& n) { return text.find(n) != std::string_view::npos; }))
+        continue;
       std::vector<TSNode> targets;
       if (is(statement, "import_from_statement") || is(statement, "import_statement")) {
         for (TSNode item : named_children(statement)) {
@@ -172,11 +237,23 @@ class Extractor {
     // Cheap textual filter before evaluating: every form mentions pallas_call or partial.
     std::string_view callee_text = text_of(function, source_);
     if (callee_text.find("pallas_call") == std::string_view::npos &&
-        callee_text.find("partial") == std::string_view::npos) {
+        callee_text.find("partial") == std::string_view::npos &&
+        (forwarder_names_.empty() ||
+         !forwarder_names_.contains(std::string(callee_text.substr(callee_text.rfind('.') + 1))))) {
       // A local alias (`call = pl.pallas_call`) still resolves through the evaluator.
       if (!is(function, "identifier")) return;
     }
     Value callee = eval_.eval(function);
+    if (const Forwarder* f = forwarder_for(callee)) {
+      Arguments site_args = split_arguments(call, source_);
+      ArgumentList<TSNode> given{site_args.positional, site_args.keywords};
+      ArgumentList<TSNode> inner = forward_call(*f, given, {}, {});
+      Arguments forwarded{inner.positional, inner.keywords, site_args.has_splat};
+      Kernel k = decode_site(call, parent, function, forwarded);
+      apply_forwarded_facts(*f, k);
+      model.kernels.push_back(std::move(k));
+      return;
+    }
     if (is_pallas_call(callee)) {
       model.kernels.push_back(decode_site(call, parent, function, split_arguments(call, source_)));
       return;
@@ -187,6 +264,195 @@ class Extractor {
       if (!is_pallas_call(eval_.eval(partial_args.positional[0]))) return;
       model.kernels.push_back(
           decode_site(call, parent, partial_args.positional[0], split_arguments(call, source_, 1)));
+    }
+  }
+
+  // Names of top-level defs that may forward to pallas_call, found by text alone (cheap, and a
+  // superset of the real ones): a def that calls a trigger passing one of its own parameters,
+  // a splat or `kernel=` first. Statements calling them are walked, and the call decides.
+  void find_candidate_forwarders() {
+    struct Def {
+      std::string name;
+      std::string_view text;
+    };
+    std::vector<Def> defs;
+    for (TSNode statement : eval_.top_level_statements()) {
+      TSNode def =
+          is(statement, "decorated_definition") ? field(statement, "definition") : statement;
+      if (!is(def, "function_definition")) continue;
+      defs.push_back(
+          {std::string(text_of(field(def, "name"), source_)), text_of(statement, source_)});
+    }
+    std::vector<std::string> fresh = {"pallas_call"};
+    fresh.insert(fresh.end(), forwarder_names_.begin(), forwarder_names_.end());
+    while (!fresh.empty()) {  // a def calling a new candidate is one too (chains)
+      std::vector<std::string> next;
+      for (const Def& d : defs) {
+        if (forwarder_names_.contains(d.name)) continue;
+        for (const std::string& t : fresh) {
+          if (t == d.name || d.text.find(t) == std::string_view::npos) continue;
+          if (!passes_own_argument(d.text, t)) continue;
+          forwarder_names_.insert(d.name);
+          next.push_back(d.name);
+          break;
+        }
+      }
+      fresh = std::move(next);
+    }
+  }
+
+  // Whether some `trigger(` in a def's text is followed by what a forwarder passes first: a
+  // splat, `kernel=`, or an identifier that is one of the def's parameters (named in its header).
+  static bool passes_own_argument(std::string_view def_text, std::string_view trigger) {
+    const size_t header_end = def_text.find(':', def_text.find(')'));
+    const std::string_view header = def_text.substr(0, header_end);
+    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = def_text.find(trigger, header_end); at != std::string_view::npos;
+         at = def_text.find(trigger, at + 1)) {
+      size_t p = at + trigger.size();
+      if (at > 0 && is_word(def_text[at - 1])) continue;  // part of a longer name
+      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
+      if (p >= def_text.size() || def_text[p] != '(') continue;
+      ++p;
+      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
+      if (p < def_text.size() && def_text[p] == '*') return true;
+      size_t e = p;
+      while (e < def_text.size() && is_word(def_text[e])) ++e;
+      const std::string_view word = def_text.substr(p, e - p);
+      if (word.empty()) continue;
+      if (word == "kernel") return true;
+      // The word is a parameter when the header names it as a whole word.
+      for (size_t h = header.find(word); h != std::string_view::npos;
+           h = header.find(word, h + 1)) {
+        const bool starts = h == 0 || !is_word(header[h - 1]);
+        const bool ends = h + word.size() >= header.size() || !is_word(header[h + word.size()]);
+        if (starts && ends) return true;
+      }
+    }
+    return false;
+  }
+
+  // The forwarder a callee is: an imported one by qualified name, or a def of this file.
+  const Forwarder* forwarder_for(const Value& callee) {
+    if (callee.is(Value::Kind::Symbol)) {
+      if (!imported_) return nullptr;
+      auto it = imported_->find(callee.text);
+      return it == imported_->end() ? nullptr : &it->second;
+    }
+    if (!callee.is(Value::Kind::Callable) || !is(callee.node, "function_definition"))
+      return nullptr;
+    const uint32_t key = ts_node_start_byte(callee.node);
+    if (auto it = described_.find(key); it != described_.end())
+      return it->second ? &*it->second : nullptr;
+    described_[key] = std::nullopt;  // a cycle of wrappers ends here, as "not a forwarder"
+    std::optional<Forwarder> f = describe_def(callee.node);
+    auto& slot = described_[key];
+    slot = std::move(f);
+    return slot ? &*slot : nullptr;
+  }
+
+  // A def forwards when its body calls pallas_call (or a forwarder) passing the kernel on from
+  // its own parameters; what it passes, and the constants it adds, are recorded.
+  std::optional<Forwarder> describe_def(TSNode def) {
+    const ParameterList params = parameters_of(def, source_);
+    std::optional<Forwarder> result;
+    syntax::for_each_descendant(field(def, "body"), [&](TSNode node, size_t) {
+      if (result || !is(node, "call")) return;
+      Value callee = eval_.eval(field(node, "function"));
+      const bool direct = is_pallas_call(callee);
+      const Forwarder* next = direct ? nullptr : forwarder_for(callee);
+      if (!direct && !next) return;
+      result = describe_forwarding(node, params, direct ? nullptr : next);
+    });
+    if (!result) return std::nullopt;
+    result->name = std::string(text_of(field(def, "name"), source_));
+    result->parameters = params.positional;
+    result->keyword_only = params.keyword_only;
+    result->star_args = !params.star_args.empty();
+    result->star_kwargs = !params.star_kwargs.empty();
+    return result;
+  }
+
+  std::optional<Forwarder> describe_forwarding(TSNode call, const ParameterList& params,
+                                               const Forwarder* next) {
+    using From = ForwardedArgument::From;
+    ArgumentList<ForwardedArgument> given;
+    std::vector<ForwardedArgument> splat_positional, splat_keywords;
+    std::vector<std::string> fixed;
+    auto from_parameter = [&](TSNode value) -> std::optional<ForwardedArgument> {
+      const std::string_view name = text_of(value, source_);
+      if (is(value, "identifier") && params.has(name))
+        return ForwardedArgument{From::Parameter, std::string(name)};
+      return std::nullopt;
+    };
+    for (TSNode a : named_children(field(call, "arguments"))) {
+      if (is(a, "keyword_argument")) {
+        std::string key(text_of(field(a, "name"), source_));
+        if (auto p = from_parameter(field(a, "value"))) {
+          given.keywords.emplace_back(std::move(key), *p);
+        } else {
+          fixed.push_back(std::move(key));
+        }
+      } else if (is(a, "list_splat") || is(a, "dictionary_splat")) {
+        const bool positional = is(a, "list_splat");
+        const std::string_view name = text_of(ts_node_named_child(a, 0), source_);
+        if (name != (positional ? params.star_args : params.star_kwargs)) continue;
+        (positional ? splat_positional : splat_keywords)
+            .push_back({positional ? From::ExtraPositional : From::ExtraKeywords, ""});
+      } else {
+        // A positional the wrapper makes itself cannot be placed: "" never binds.
+        given.positional.push_back(from_parameter(a).value_or(ForwardedArgument{}));
+      }
+    }
+    Forwarder f;
+    if (next) {
+      ArgumentList<ForwardedArgument> inner =
+          forward_call(*next, given, splat_positional, splat_keywords);
+      f = *next;
+      f.positional = std::move(inner.positional);
+      f.keywords = std::move(inner.keywords);
+    } else {
+      f.positional = given.positional;
+      f.positional.insert(f.positional.end(), splat_positional.begin(), splat_positional.end());
+      f.keywords = given.keywords;
+      for (const ForwardedArgument& s : splat_keywords) f.keywords.emplace_back("", s);
+      f.fixed_keywords = fixed;
+      record_fixed_facts(call, fixed, f);
+    }
+    // The kernel must come from the caller; a def that runs its own kernel is not a wrapper.
+    auto forwarded = [](const ForwardedArgument& a) {
+      return a.from != From::Parameter || !a.parameter.empty();
+    };
+    bool kernel_forwarded = false;
+    if (!f.positional.empty()) {
+      kernel_forwarded = forwarded(f.positional.front());
+    } else {
+      for (const auto& [key, a] : f.keywords)
+        if (key == "kernel" || (key.empty() && a.from == From::ExtraKeywords))
+          kernel_forwarded = true;
+    }
+    if (!kernel_forwarded) return std::nullopt;
+    return f;
+  }
+
+  // What the constant keyword arguments a wrapper gives pallas_call make known.
+  void record_fixed_facts(TSNode call, const std::vector<std::string>& fixed, Forwarder& f) {
+    const Arguments args = split_arguments(call, source_);
+    auto fixes = [&](std::string_view key) {
+      return std::find(fixed.begin(), fixed.end(), key) != fixed.end();
+    };
+    Kernel facts;
+    decode_backend(args, facts);
+    if (file_is_gpu_only_ || fixes("backend") || fixes("compiler_params"))
+      f.backend = facts.backend;
+    if (fixes("compiler_params")) {
+      decode_compiler_params(args.keyword("compiler_params"), facts);
+      f.dimension_semantics = facts.dimension_semantics;
+      f.vmem_limit_bytes = facts.vmem_limit_bytes;
+    }
+    if (fixes("interpret")) {
+      Value v = eval_.eval(*args.keyword("interpret"));
+      if (v.is(Value::Kind::Bool)) f.interpret = v.bool_value;
     }
   }
 
@@ -531,7 +797,9 @@ class Extractor {
   }
 
   // A spec list: a tuple/list of specs, or a single spec for one operand.
-  std::vector<std::pair<Value, TSNode>> spec_items(TSNode node, std::optional<size_t> expected) {
+  // `entries` (optional) receives each item's own expression in the list (or the whole node).
+  std::vector<std::pair<Value, TSNode>> spec_items(TSNode node, std::optional<size_t> expected,
+                                                   std::vector<TSNode>* entries = nullptr) {
     Value v = eval_.eval(node);
     TSNode literal = unparen(node);
     auto literal_items = (is(literal, "tuple") || is(literal, "list")) ? named_children(literal)
@@ -542,9 +810,11 @@ class Extractor {
         TSNode origin = i < literal_items.size() ? literal_items[i] : node;
         const Value& item = (*v.items)[i];
         out.emplace_back(item, item.is(Value::Kind::Call) ? item.node : origin);
+        if (entries) entries->push_back(origin);
       }
     } else if (v.known() && (!expected || *expected == 1)) {
       out.emplace_back(v, v.is(Value::Kind::Call) ? v.node : node);
+      if (entries) entries->push_back(node);
     }
     return out;
   }
@@ -563,8 +833,10 @@ class Extractor {
       }
     }
     std::vector<std::pair<Value, TSNode>> specs;
+    std::vector<TSNode> entries;
     if (out_specs_node)
-      specs = spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt);
+      specs =
+          spec_items(*out_specs_node, single ? std::optional<size_t>(1) : std::nullopt, &entries);
     const size_t n = std::max(shapes.size(), specs.size());
     for (size_t i = 0; i < n; ++i) {
       Operand op;
@@ -577,6 +849,7 @@ class Extractor {
       }
       op.block =
           i < specs.size() ? decode_block_spec(specs[i].first, specs[i].second) : BlockSpec{};
+      if (i < entries.size()) op.block.entry_span = span_of(entries[i]);
       if (!out_specs_node) op.block.whole_array = true;
       k.outputs.push_back(std::move(op));
     }
@@ -593,10 +866,11 @@ class Extractor {
     }
     const size_t prefetch = static_cast<size_t>(std::max(0, k.num_scalar_prefetch));
     std::vector<std::pair<Value, TSNode>> specs;
+    std::vector<TSNode> entries;
     if (in_specs_node) {
       std::optional<size_t> expected;
       if (operands_known && operands.size() >= prefetch) expected = operands.size() - prefetch;
-      specs = spec_items(*in_specs_node, expected);
+      specs = spec_items(*in_specs_node, expected, &entries);
     }
     size_t n = specs.size();
     if (!in_specs_node && operands_known) n = operands.size() - std::min(operands.size(), prefetch);
@@ -623,6 +897,7 @@ class Extractor {
       }
       if (i < specs.size()) {
         op.block = decode_block_spec(specs[i].first, specs[i].second);
+        if (i < entries.size()) op.block.entry_span = span_of(entries[i]);
       } else {
         op.block.whole_array = true;
       }
@@ -760,12 +1035,26 @@ class Extractor {
   Evaluator eval_;
   bool file_is_gpu_only_ = false;
   Backend gpu_backend_ = Backend::TritonGpu;
+  const ForwarderSet* imported_ = nullptr;
+  std::unordered_set<std::string> forwarder_names_;  // callee names that may be forwarders
+  // Defs described during the current statement, by start byte (nullopt: not a forwarder).
+  std::unordered_map<uint32_t, std::optional<Forwarder>> described_;
 };
 
 }  // namespace
 
-PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache) {
-  return Extractor(root, source).run(cache);
+PallasModel extract_pallas_model(TSNode root, std::string_view source, ModelCache* cache,
+                                 const ForwarderSet* forwarders) {
+  return Extractor(root, source, forwarders).run(cache);
+}
+
+std::vector<Forwarder> find_forwarders(TSNode root, std::string_view source,
+                                       const ForwarderSet* imported) {
+  return Extractor(root, source, imported).forwarders();
+}
+
+std::vector<std::string> imported_names(TSNode root, std::string_view source) {
+  return Evaluator(root, source).top_level_imports();
 }
 
 }  // namespace mk::pallas

@@ -54,7 +54,8 @@ struct BlockSpec {
   std::optional<IndexMap> index_map;
   MemorySpace memory_space = MemorySpace::Default;
   int buffer_count = 2;  // pipeline buffers (pl.Buffered(n)); 2 = double-buffered
-  Span span;
+  Span span;             // the BlockSpec(...) expression, wherever it is written
+  Span entry_span;       // its entry in in_specs / out_specs (`spec` in `in_specs=[spec, spec]`)
   friend bool operator==(const BlockSpec&, const BlockSpec&) = default;
 };
 

@@ -21,6 +21,7 @@ void for_each_span(Kernel& k, Visit visit) {
     for (Operand& op : *operands) {
       visit(op.block.shape_span);
       visit(op.block.span);
+      visit(op.block.entry_span);
       if (op.block.index_map) {
         visit(op.block.index_map->span);
         visit(op.block.index_map->result_span);

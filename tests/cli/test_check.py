@@ -103,3 +103,63 @@ def test_usage_errors_exit_two():
     assert check("--format", "xml", CORPUS).returncode == 2
     assert check("/no/such/path.py").returncode == 2
     assert check().returncode == 2
+
+
+WRAPPER_MODULE = '''from jax.experimental import pallas as pl
+
+
+def pallas_call(kernel, *args, **kwargs):
+    return pl.pallas_call(kernel, *args, **kwargs)
+'''
+
+WRAPPED_KERNEL = '''import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+{imports}
+
+
+def copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def copy():
+    x = jnp.zeros((1024, 1024), jnp.float32)
+    return {callee}(
+        copy_kernel,
+        out_shape=jax.ShapeDtypeStruct((1024, 1024), jnp.float32),
+        grid=(8,),
+        in_specs=[pl.BlockSpec((100, 1024), lambda i: (i, 0))],  # expect: MK001
+        out_specs=pl.BlockSpec((128, 1024), lambda i: (i, 0)),
+    )(x)
+'''
+
+
+@pytest.mark.parametrize(
+    "imports,callee",
+    [("from pkg import block", "block.pallas_call"),
+     ("import pkg.block as block", "block.pallas_call"),
+     ("from pkg.block import pallas_call as pc", "pc"),
+     ("import pkg.block", "pkg.block.pallas_call")],
+    ids=["from-import", "import-as", "function-alias", "plain-import"])
+def test_kernel_behind_a_wrapper_in_another_file_of_the_project(tmp_path, imports, callee):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'wrapped'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "block.py").write_text(WRAPPER_MODULE)
+    # The kernel file sits in a sub-folder: `pkg` is found from the project root.
+    (tmp_path / "kernels").mkdir()
+    path = tmp_path / "kernels" / "copy.py"
+    path.write_text(WRAPPED_KERNEL.format(imports=imports, callee=callee))
+    result = subprocess.run([maxkernel(), "check", "--format", "json", str(path)], capture_output=True,
+                            text=True, timeout=60, cwd="/")
+    data = json.loads(result.stdout)
+    f = data["files"][0]
+    assert len(f["kernels"]) == 1, f
+    assert {(d["line"], d["code"]) for d in f["diagnostics"]} == expectations(path), f["diagnostics"]
+    assert result.returncode == 1
+
+    # Without the wrapper module the call is not a pallas_call: nothing to check.
+    (tmp_path / "pkg" / "block.py").unlink()
+    data = json.loads(check("--format", "json", path).stdout)
+    assert data["files"][0]["kernels"] == []

@@ -90,9 +90,64 @@ def test_save_lowers_for_tpu_and_maps_the_error_to_its_line(server, workspace):
         "textDocument/publishDiagnostics",
         lambda p: p["uri"] == uri and any(d["code"] == "MK100" for d in p["diagnostics"]), timeout=120)["diagnostics"]
     (lowering,) = [d for d in diags if d["code"] == "MK100"]
-    expected = next(i for i, l in enumerate(text.splitlines()) if "PALLAS_CALL_LINE" in l)
+    # The error names args[0]: it goes on that operand's in_specs entry, the kernel's lines related.
+    lines = text.splitlines()
+    expected = next(i for i, l in enumerate(lines) if "in_specs=[spec, spec]" in l)
     assert lowering["range"]["start"]["line"] == expected
     assert "divisible by 8 and 128" in lowering["message"]
+    related = [r["location"]["range"]["start"]["line"] for r in lowering["relatedInformation"]]
+    assert related == [next(i for i, l in enumerate(lines) if l.startswith("def _kernel(")),
+                       next(i for i, l in enumerate(lines) if "PALLAS_CALL_LINE" in l)]
+
+
+# in_specs[0] is legal (the whole 12-row array), in_specs[1] is not (12 of 48 rows).
+SECOND_INPUT_BAD = '''import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def reference(x, y):
+    return jnp.tile(x, (4, 1)) + y
+
+
+def make_inputs(key):
+    kx, ky = jax.random.split(key)
+    return (jax.random.normal(kx, (12, 128), jnp.float32),
+            jax.random.normal(ky, (48, 128), jnp.float32))
+
+
+def _kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def candidate(x, y):
+    return pl.pallas_call(
+        _kernel,
+        out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype),
+        grid=(4,),
+        in_specs=[pl.BlockSpec((12, 128), lambda i: (0, 0)),
+                  pl.BlockSpec((12, 128), lambda i: (i, 0))],  # SECOND_SPEC
+        out_specs=pl.BlockSpec((12, 128), lambda i: (i, 0)),
+    )(x, y)
+'''
+
+
+def test_save_puts_an_error_naming_in_specs_1_on_that_entry(server, tmp_path):
+    path = tmp_path / "second_bad.py"
+    path.write_text(SECOND_INPUT_BAD)
+    uri, text = open_file(server, path)
+    server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    diags = server.wait_notification(
+        "textDocument/publishDiagnostics",
+        lambda p: p["uri"] == uri and any(d["code"] == "MK100" for d in p["diagnostics"]), timeout=120)["diagnostics"]
+    (lowering,) = [d for d in diags if d["code"] == "MK100"]
+    assert "args[1]" in lowering["message"], lowering["message"]
+    lines = text.splitlines()
+    entry = next(i for i, l in enumerate(lines) if "SECOND_SPEC" in l)
+    assert lowering["range"]["start"]["line"] == entry
+    assert lines[entry][lowering["range"]["start"]["character"]:].startswith("pl.BlockSpec((12, 128), lambda i: (i, 0))")
+    related = [r["location"]["range"]["start"]["line"] for r in lowering["relatedInformation"]]
+    assert next(i for i, l in enumerate(lines) if l.startswith("def _kernel(")) in related
 
 
 def test_test_without_a_task_says_why(server, tmp_path):
