@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from optimize_helpers import kernel_copy, node_rows, optimize
+from optimize_helpers import kernel_copy, node_rows, optimize, runs
 
 
 def first_children(kernel_name, tmp_path, *extra):
@@ -18,6 +18,7 @@ def first_children(kernel_name, tmp_path, *extra):
     root_metrics = json.loads(rows[0][5])
     children = [n for n in out["nodes"] if n["parent"] == 0]
     assert children, out
+    out["store"] = str(store)
     return out, root_metrics, children
 
 
@@ -69,8 +70,11 @@ def test_a_kernel_over_the_vmem_budget_asks_for_smaller_blocks(tmp_path):
         if child["strategy"] in ("block_sizes", "autotune"):
             _, before, after = block_move(child["description"])
             assert after < before
-    # The CLI prints the best node's diagnosis.
-    assert "summary" in out["best"]["bottleneck"]
+    # The CLI prints the best node's diagnosis, in JSON and in `runs show` text.
+    summary = out["best"]["bottleneck"]["summary"]
+    shown = runs("show", out["run"], store=out["store"])
+    assert shown.returncode == 0, shown.stderr
+    assert f"diagnosis: {summary}" in shown.stdout
 
 
 def test_without_the_diagnosis_the_order_is_plain_and_no_child_claims_an_answer(tmp_path):
