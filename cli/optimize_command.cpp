@@ -37,6 +37,9 @@ constexpr const char* kOptimizeUsage =
     "  --mode auto|graph        Auto loop (greedy, default) or graph search\n"
     "  --search beam|parallel|ucb   graph search strategy (default beam)\n"
     "  --beam N --branches N --depth N --keep F --concurrency N   search shape\n"
+    "  --roofline F             stop once the best kernel reaches F of the roofline\n"
+    "                           (default 0.9; 0 = never)\n"
+    "  --no-diagnosis           expand in the plain order, not the one the diagnosis picks\n"
     "  --budget SPEC            iterations=8,evaluations=40,seconds=600,tokens=N,usd=X,\n"
     "                           patience=3,target=1.5 (any subset)\n"
     "  --llm SPEC               none (default: autotuner + rule-based rewrites), replay:FILE,\n"
@@ -272,6 +275,10 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
               o.params.keep_factor = std::stod(r.value());
             else if (r.is("--concurrency"))
               o.params.concurrency = std::stoul(r.value());
+            else if (r.is("--roofline"))
+              o.params.roofline_stop = std::stod(r.value());
+            else if (r.is("--no-diagnosis"))
+              o.params.diagnosis = false;
             else
               return false;
             return true;

@@ -71,6 +71,9 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                             {"description", best->description}}
                      : json();
   if (best) {
+    // What limits it (the search's diagnosis), and its share of the task's roofline.
+    const json metrics = parse_or_empty(best->metrics_json);
+    if (metrics.contains("bottleneck")) out["best"]["bottleneck"] = metrics["bottleneck"];
     if (auto vs = versus_xla(run, *best)) {
       out["best"]["speedup_vs_xla"] = vs->first;
       out["best"]["roofline_fraction"] = vs->second ? json(*vs->second) : json();
@@ -91,6 +94,8 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                     {"code_hash", n.code_hash},
                     // the host that evaluated it (of a pool: the one it went to)
                     {"host", parse_or_empty(n.metrics_json).value("host", json())},
+                    // the parent's diagnosis this node answers ("" when none was used)
+                    {"answers", parse_or_empty(n.metrics_json).value("answers", "")},
                     {"finished_at", n.finished_at}});
   }
   out["nodes"] = list;
@@ -138,6 +143,9 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
       out << "      " << fixed(vs->first, "%.2fx") << " vs XLA (the reference)"
           << (vs->second ? ", " + fixed(100 * *vs->second, "%.0f") + "% of the roofline" : "")
           << "\n";
+    const json bottleneck = parse_or_empty(best->metrics_json).value("bottleneck", json::object());
+    if (bottleneck.contains("summary"))
+      out << "      diagnosis: " << bottleneck.value("summary", std::string()) << "\n";
   }
   out << "cost: " << cost.value("evaluations", 0) << " evaluations (" << cost.value("cache_hits", 0)
       << " from cache), " << fixed(cost.value("host_seconds", 0.0), "%.1f") << " host s, "

@@ -171,6 +171,10 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
                // "shrunk" when correctness was checked on a smaller instance of the task.
                {"instance", body.value("instance", json())}};
   if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
+  // The task's minimum work (the worker's count of the reference), for the node's diagnosis.
+  if (const json ref = lowered.reply.body.value("work", json::object()).value("reference", json());
+      ref.is_object())
+    e.metrics["task_work"] = ref;
   if (!body.value("correct", false)) {
     e.status = NodeStatus::incorrect;
     e.stage = "correctness";

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agents/llm/llm_client.h"
+#include "agents/orchestration/diagnosis.h"
 
 namespace mk::agents {
 
@@ -18,6 +20,7 @@ struct Proposal {
   std::string description;  // one line
   std::string plan;         // markdown (LLM) or the rule's explanation
   llm::Usage usage;         // LLM usage spent producing it
+  std::string answers;      // the parent's diagnosis it answers ("" when none was used)
 };
 
 struct ExpansionRequest {
@@ -29,6 +32,9 @@ struct ExpansionRequest {
   std::string history;               // earlier attempts with errors/metrics (for LLMs)
   bool parent_is_reference = false;  // the parent is the task's plain JAX reference (no kernel)
   llm::Usage* unattributed_usage = nullptr;  // LLM usage no proposal carries (added to the run)
+  // What limits the parent (absent when the search runs without diagnoses, or for a root that
+  // has none): expanders order their ideas by it and record which one each proposal answers.
+  std::optional<Diagnosis> diagnosis;
 };
 
 class Expander {

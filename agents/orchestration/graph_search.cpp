@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "agents/orchestration/candidate_evaluator.h"  // score_label
+#include "agents/orchestration/diagnosis.h"
 #include "agents/orchestration/selection.h"
 
 namespace mk::agents {
@@ -113,10 +114,21 @@ void GraphSearch::add_cost(const NodeRecord& node) {
   if (c.value("cache_hit", false)) cost_["cache_hits"] = cost_.value("cache_hits", 0) + 1;
 }
 
+void GraphSearch::record_diagnosis(json& metrics, std::optional<double> score_s) const {
+  const Diagnosis d = diagnose(metrics, score_s, evaluator_.target());
+  metrics["bottleneck"] = d.to_json();
+  metrics["roofline_fraction"] = d.roofline_fraction ? json(*d.roofline_fraction) : json();
+}
+
 void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   node.status = evaluation.status;
   node.error = evaluation.error;
   json metrics = evaluation.metrics;
+  // What the node answers was recorded when it was proposed; the evaluation keeps it.
+  if (const json proposed = parse_or(node.metrics_json, json::object());
+      proposed.contains("answers"))
+    metrics["answers"] = proposed["answers"];
+  if (evaluation.status == NodeStatus::correct) record_diagnosis(metrics, evaluation.score_s);
   if (!evaluation.locations.empty()) metrics["locations"] = evaluation.locations;
   if (!evaluation.stage.empty()) metrics["stage"] = evaluation.stage;
   node.metrics_json = metrics.dump();
@@ -247,7 +259,6 @@ void GraphSearch::evaluate_nodes(std::vector<NodeRecord>& pending, const Progres
 
 std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord>& nodes, int round,
                                                     int rounds_without_gain) const {
-  (void)nodes;
   const double elapsed = state_.value("elapsed_s", 0.0) + (wall_now() - session_start_);
   if (budget_.target_speedup > 0 && best_speedup_ >= budget_.target_speedup)
     return "target speedup " + format_speedup(budget_.target_speedup) + " reached";
@@ -264,6 +275,21 @@ std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord
   if (budget_.usd > 0 && cost_.value("usd", 0.0) >= budget_.usd) return "budget: LLM cost";
   if (budget_.patience > 0 && rounds_without_gain >= budget_.patience)
     return "no gain in " + std::to_string(budget_.patience) + " iterations";
+  // At the roofline: the best kernel (never the reference root, which is the roofline by
+  // construction on a predicted run) does the task's minimum work at nearly the peak.
+  if (params_.roofline_stop > 0 && run_.best_node && *run_.best_node != 0)
+    for (const NodeRecord& n : nodes) {
+      if (n.id != *run_.best_node) continue;
+      const json fraction =
+          parse_or(n.metrics_json, json::object()).value("roofline_fraction", json());
+      if (fraction.is_number() && fraction.get<double>() >= params_.roofline_stop) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf,
+                      "at the roofline: the best kernel reaches %.0f%% (stop at %.0f%%)",
+                      fraction.get<double>() * 100, params_.roofline_stop * 100);
+        return std::string(buf);
+      }
+    }
   return std::nullopt;
 }
 
@@ -403,6 +429,11 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       // hold the run for retries x the client's total timeout).
       request.cancelled = [&] { return (cancelled && cancelled()) || out_of_time(); };
       request.history = lineage_history(nodes, *parent);
+      if (params_.diagnosis)
+        if (const json b =
+                parse_or(parent->metrics_json, json::object()).value("bottleneck", json());
+            b.is_object())
+          request.diagnosis = Diagnosis::from_json(b);
       llm::Usage unattributed;
       request.unattributed_usage = &unattributed;
       auto charge_unattributed = [&] {
@@ -440,6 +471,10 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         child.strategy = p.strategy;
         child.description = p.description;
         child.plan = p.plan;
+        if (!p.answers.empty()) {
+          child.plan += "\n\nAnswers the diagnosis: " + p.answers;
+          child.metrics_json = json{{"answers", p.answers}}.dump();
+        }
         child.code = std::move(p.code);
         child.code_hash = candidate_hash(child.code);
         child.status = NodeStatus::pending;

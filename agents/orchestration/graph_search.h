@@ -46,6 +46,8 @@ class GraphSearch {
   void evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
                       const std::function<bool()>& cancelled);
   void finish_node(NodeRecord& node, const Evaluation& evaluation);
+  // The node's diagnosis (metrics "bottleneck", "roofline_fraction"), from its own metrics.
+  void record_diagnosis(nlohmann::json& metrics, std::optional<double> score_s) const;
   std::optional<std::string> stop_reason(const std::vector<NodeRecord>& nodes, int round,
                                          int rounds_without_gain) const;
   void add_cost(const NodeRecord& node);

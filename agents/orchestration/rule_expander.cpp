@@ -52,6 +52,44 @@ std::vector<Proposal> autotune_moves(const std::string& source) {
   return out;
 }
 
+// The move's direction from its description "NAME a -> b": +1 larger, -1 smaller, 0 unknown.
+int move_direction(const std::string& description) {
+  const auto arrow = description.find(" -> ");
+  const auto space = description.rfind(' ', arrow == std::string::npos ? 0 : arrow - 1);
+  if (arrow == std::string::npos || space == std::string::npos) return 0;
+  try {
+    const double from = std::stod(description.substr(space + 1, arrow - space - 1));
+    const double to = std::stod(description.substr(arrow + 4));
+    return to > from ? 1 : to < from ? -1 : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// The diagnosis picks the order: its families first (in its order), the rest after in the order
+// they were found; within a family, moves in the direction it asks for first (stable).
+void order_by_diagnosis(const Diagnosis& d, std::vector<std::string>& order,
+                        std::map<std::string, std::vector<Proposal>>& buckets) {
+  const std::vector<std::string> wanted = answering_strategies(d);
+  if (wanted.empty()) return;
+  auto rank = [&](const std::string& s) {
+    const auto it = std::find(wanted.begin(), wanted.end(), s);
+    return it == wanted.end() ? wanted.size() : static_cast<size_t>(it - wanted.begin());
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  const int direction = preferred_block_direction(d);
+  for (auto& [strategy, bucket] : buckets) {
+    if (direction != 0)
+      std::stable_sort(bucket.begin(), bucket.end(), [&](const Proposal& a, const Proposal& b) {
+        return move_direction(a.description) * direction >
+               move_direction(b.description) * direction;
+      });
+    if (rank(strategy) < wanted.size())
+      for (Proposal& p : bucket) p.answers = answer_text(d, p.description);
+  }
+}
+
 }  // namespace
 
 std::vector<Proposal> RuleExpander::expand(const ExpansionRequest& request) {
@@ -71,6 +109,7 @@ std::vector<Proposal> RuleExpander::expand(const ExpansionRequest& request) {
     add(std::move(p));
   }
   for (Proposal& p : autotune_moves(request.parent_code)) add(std::move(p));
+  if (request.diagnosis) order_by_diagnosis(*request.diagnosis, order, buckets);
 
   std::vector<Proposal> chosen;
   std::set<std::string> seen = request.known_hashes;

@@ -11,7 +11,8 @@ json SearchParams::to_json() const {
   return {{"strategy", strategy},       {"beam_size", beam_size},
           {"branches", branches},       {"max_depth", max_depth},
           {"keep_factor", keep_factor}, {"ucb_exploration", ucb_exploration},
-          {"concurrency", concurrency}};
+          {"concurrency", concurrency}, {"roofline_stop", roofline_stop},
+          {"diagnosis", diagnosis}};
 }
 
 SearchParams SearchParams::from_json(const json& j) {
@@ -24,6 +25,8 @@ SearchParams SearchParams::from_json(const json& j) {
   p.keep_factor = j.value("keep_factor", p.keep_factor);
   p.ucb_exploration = j.value("ucb_exploration", p.ucb_exploration);
   p.concurrency = j.value("concurrency", p.concurrency);
+  p.roofline_stop = j.value("roofline_stop", p.roofline_stop);
+  p.diagnosis = j.value("diagnosis", p.diagnosis);
   return p;
 }
 

@@ -16,6 +16,10 @@ struct SearchParams {
   double keep_factor = 0.5;       // beam: share of the previous beam carried into the next
   double ucb_exploration = 1.4;   // ucb: the c in mean + c * sqrt(ln N / n)
   size_t concurrency = 2;         // evaluations in flight at once
+  // Stop once the best kernel reaches this share of the task's roofline (its minimum work at
+  // the target's peak; 0 = never). A node at 90% has little left for any rewrite to win.
+  double roofline_stop = 0.9;
+  bool diagnosis = true;  // order each expansion by the parent's diagnosis (off: plain order)
 
   nlohmann::json to_json() const;
   static SearchParams from_json(const nlohmann::json& j);

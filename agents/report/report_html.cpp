@@ -158,6 +158,20 @@ std::string diff_block(const agents::NodeRecord& parent, const agents::NodeRecor
   return html + "</pre>\n";
 }
 
+// What limits the node (the search's diagnosis) and which diagnosis of its parent it answers.
+std::string diagnosis_block(const agents::NodeRecord& node) {
+  const json metrics = parse_object(node.metrics_json);
+  std::string html;
+  const json bottleneck = metrics.value("bottleneck", json::object());
+  if (bottleneck.is_object() && bottleneck.contains("summary"))
+    html += "<h4>Diagnosis</h4>\n<p class=\"diagnosis\">" +
+            html_escape(bottleneck.value("summary", std::string())) + "</p>\n";
+  if (metrics.value("answers", json()).is_string())
+    html += "<p class=\"answers\">Answers the parent's diagnosis: " +
+            html_escape(metrics["answers"].get<std::string>()) + "</p>\n";
+  return html;
+}
+
 std::string node_section(const agents::RunRecord& run, const agents::NodeRecord& node,
                          const std::map<int64_t, const agents::NodeRecord*>& by_id, bool best) {
   const std::string id = std::to_string(node.id);
@@ -175,6 +189,7 @@ std::string node_section(const agents::RunRecord& run, const agents::NodeRecord&
   if (!node.plan.empty())
     html += "<h4>Plan</h4>\n<pre class=\"plan\">" + html_escape(node.plan) + "</pre>\n";
   html += "<h4>Metrics</h4>\n" + metrics_table(run, node);
+  html += diagnosis_block(node);
   if (!node.error.empty())
     html += "<h4>Error</h4>\n<pre class=\"error\">" + html_escape(node.error) + "</pre>\n";
   if (node.parent) {
@@ -225,6 +240,9 @@ std::string summary_table(const agents::RunRecord& run,
           "<br><span class=\"muted\">Pallas interpret-mode time on a CPU: not a TPU "
           "speedup.</span>";
     html += row("best speedup", value);
+    const json bottleneck = parse_object(best->metrics_json).value("bottleneck", json::object());
+    if (bottleneck.is_object() && bottleneck.contains("summary"))
+      html += row("best's diagnosis", html_escape(bottleneck.value("summary", std::string())));
   } else {
     html += row("best speedup", "<span class=\"muted\">no correct node yet</span>");
   }

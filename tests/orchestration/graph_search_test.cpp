@@ -18,6 +18,7 @@
 
 #include "agents/orchestration/evaluator.h"
 #include "agents/orchestration/selection.h"
+#include "knowledge/time_model.h"
 
 namespace mk::agents {
 namespace {
@@ -409,6 +410,86 @@ TEST_F(GraphSearchTest, PatienceStopsAfterThatManyRoundsWithoutAGain) {
   EXPECT_EQ(state(run).value("round", 0), 3);
   EXPECT_EQ(state(run).value("rounds_without_gain", 0), 2);
   EXPECT_EQ(store().nodes(id)[static_cast<size_t>(*run.best_node)].code, good);
+}
+
+// A scripted node whose metrics carry the task's minimum work: at `fraction` of its roofline.
+Evaluation gs_at_roofline(const knowledge::TpuGeneration& target, double fraction, double* score) {
+  knowledge::KernelCostFacts facts;
+  facts.hbm_bytes = 8e7;
+  facts.grid_steps = 0;
+  const auto roof = knowledge::predict_time(facts, target);
+  Evaluation e = gs_verdict("correct", roof->memory_seconds / fraction);
+  e.metrics = {{"task_work", {{"flops", 0}, {"matmul_flops", 0}, {"min_bytes", 8e7}}}};
+  *score = *e.score_s;
+  return e;
+}
+
+TEST_F(GraphSearchTest, AtTheRooflineStopsOnceTheBestKernelReachesTheSetFraction) {
+  for (const double stop_at : {0.9, 0.0}) {
+    ScriptedEvaluator evaluator;
+    ScriptedExpander expander;
+    const std::string root = gs_code("root"), near = gs_code("near"), next = gs_code("next");
+    double near_score = 0, next_score = 0;
+    evaluator.script(near, gs_at_roofline(evaluator.target(), 0.95, &near_score));
+    evaluator.script(next, gs_at_roofline(evaluator.target(), 0.97, &next_score));
+    evaluator.correct(root, near_score * 3);
+    expander.script(root, {{gs_proposal(near)}});
+    expander.script(near, {{gs_proposal(next)}});
+    json search = kGsGreedy;
+    search["roofline_stop"] = stop_at;
+    const std::string id = create_run(search, {{"iterations", 2}});
+    const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
+    EXPECT_EQ(run.status, RunStatus::done);
+    const NodeRecord best = store().nodes(id)[static_cast<size_t>(*run.best_node)];
+    if (stop_at > 0) {
+      EXPECT_EQ(run.stop_reason, "at the roofline: the best kernel reaches 95% (stop at 90%)");
+      EXPECT_EQ(expander.requests.size(), 1u);  // `near` is never expanded
+      EXPECT_EQ(best.code, near);
+    } else {
+      EXPECT_EQ(run.stop_reason, "budget: 2 iterations");  // 0 turns the rule off
+      EXPECT_EQ(best.code, next);
+    }
+    EXPECT_NEAR(json::parse(best.metrics_json).value("roofline_fraction", 0.0),
+                stop_at > 0 ? 0.95 : 0.97, 1e-9);
+  }
+}
+
+TEST_F(GraphSearchTest, TheParentsDiagnosisReachesTheExpanderAndEachChildRecordsWhatItAnswers) {
+  for (const bool use_diagnosis : {true, false}) {
+    ScriptedEvaluator evaluator;
+    ScriptedExpander expander;
+    const std::string root = gs_code("root"), child = gs_code("child");
+    Evaluation r = gs_verdict("correct", 1e-3);
+    r.metrics = {
+        {"pallas_calls", {{{"kernel", "k"}, {"grid", {4096}}, {"traffic", {{"available", true}}}}}},
+        {"predictions",
+         {{{"compute_s", 1e-7}, {"memory_s", 1e-6}, {"overhead_s", 1e-3}, {"predicted_s", 1e-3}}}}};
+    evaluator.script(root, r);
+    evaluator.correct(child, 5e-4);
+    Proposal p = gs_proposal(child);
+    p.answers = "grid overhead-bound -> BLOCK 8 -> 512";
+    expander.script(root, {{p}});
+    std::vector<std::optional<Diagnosis>> seen;
+    expander.on_expand = [&](const ExpansionRequest& req) { seen.push_back(req.diagnosis); };
+    json search = kGsGreedy;
+    search["diagnosis"] = use_diagnosis;
+    const std::string id = create_run(search, {{"iterations", 1}});
+    GraphSearch(store(), evaluator, expander, id).run(root);
+    ASSERT_EQ(seen.size(), 1u);
+    const auto nodes = store().nodes(id);
+    EXPECT_EQ(json::parse(nodes[0].metrics_json)["bottleneck"].value("bound", ""), "grid overhead");
+    if (use_diagnosis) {
+      ASSERT_TRUE(seen[0]);
+      EXPECT_EQ(seen[0]->bound, "grid overhead");
+    } else {
+      EXPECT_FALSE(seen[0]);  // the switch turns the ordering off
+    }
+    const NodeRecord* c = node_with_code(nodes, child);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(json::parse(c->metrics_json).value("answers", ""),
+              p.answers);  // kept past evaluation
+    EXPECT_NE(c->plan.find("Answers the diagnosis: " + p.answers), std::string::npos);
+  }
 }
 
 TEST_F(GraphSearchTest, PatienceFromAReferenceWatchesTheBestKernelNotTheRoot) {
