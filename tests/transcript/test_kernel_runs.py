@@ -135,7 +135,7 @@ def candidate(x, y):
 def test_save_puts_an_error_naming_in_specs_1_on_that_entry(server, tmp_path):
     path = tmp_path / "second_bad.py"
     path.write_text(SECOND_INPUT_BAD)
-    uri, text = open_file(server, path)
+    uri, text = server.open_file(path)
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
     diags = server.wait_notification(
         "textDocument/publishDiagnostics",
