@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <type_traits>
 
 #include "cli/argument_reader.h"
 #include "cli/source_file.h"
@@ -43,15 +42,11 @@ struct Options {
 };
 
 // The whole text must be a number: "12abc" is an error, not 12.
-template <typename T>
-T parse_number(const std::string& option, const std::string& text, const char* what) {
+double parse_number(const std::string& option, const std::string& text, const char* what) {
   size_t used = 0;
-  T v{};
+  double v = 0;
   try {
-    if constexpr (std::is_same_v<T, int>)
-      v = std::stoi(text, &used);
-    else
-      v = std::stod(text, &used);
+    v = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
@@ -86,7 +81,7 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
     } else if (r.is("--notes")) {
       o.notes = r.value();
     } else if (r.is("--effect")) {
-      o.effect = parse_number<double>("--effect", r.value(), "a number (a speedup ratio)");
+      o.effect = parse_number("--effect", r.value(), "a number (a speedup ratio)");
       o.has_effect = true;
     } else if (r.is_option()) {
       return false;
