@@ -180,6 +180,54 @@ TEST_F(KernelHostTest, UnreachableSshHostSaysWhy) {
   EXPECT_NE(r.message.find("connection refused"), std::string::npos) << r.message;
 }
 
+// ssh's shared connection can outlive a dropped link for a moment: the next worker start rides
+// the dying master and ssh exits 255 at once. A stand-in named "ssh" (a command host runs it)
+// fails the first worker start that way and runs the rest locally; the start is tried once more
+// and the job passes. A second fast failure is not retried again.
+TEST_F(KernelHostTest, AWorkerStartOnADyingSharedSshConnectionIsTriedOnceMore) {
+  const fs::path bin = scratch_ / "bin";
+  fs::create_directories(bin);
+  const fs::path count = scratch_ / "worker-starts";
+  // Counts the worker starts (the commands with --lane); fails the first FAILURES of them.
+  const std::string body = R"(
+case "$1" in *--lane*)
+  n=$(cat "$COUNT" 2>/dev/null || echo 0)
+  echo $((n + 1)) > "$COUNT"
+  if [ "$n" -lt "$FAILURES" ]; then
+    echo 'mux_client_request_session: read from master failed' >&2
+    exit 255
+  fi ;;
+esac
+exec sh -c "$1"
+)";
+  auto fake_ssh = [&](int failures) {
+    std::ofstream(bin / "ssh") << "#!/bin/sh\nCOUNT='" << count.string()
+                               << "' FAILURES=" << failures << body;
+    fs::permissions(bin / "ssh", fs::perms::owner_all);
+    fs::remove(count);
+  };
+  HostConfig c = config_;
+  c.kind = HostKind::Command;
+  c.command_template = {(bin / "ssh").string(), "{command}"};
+  c.remote_dir = (scratch_ / "remote").string();
+
+  fake_ssh(1);
+  {
+    KernelHost host(c, bundle_);
+    WorkerReply r = host.run(Lane::Compile, lower_request(""));
+    ASSERT_TRUE(r.ok()) << r.message << r.stderr_tail;
+    EXPECT_EQ(read_text(count), "2\n");  // the failed start and the one that worked
+  }
+  fake_ssh(2);
+  {
+    KernelHost host(c, bundle_);
+    WorkerReply r = host.run(Lane::Compile, lower_request(""));
+    EXPECT_EQ(r.status, WorkerReply::Status::Unreachable);
+    EXPECT_NE(r.message.find("connection lost"), std::string::npos) << r.message;
+    EXPECT_EQ(read_text(count), "2\n");  // tried once more, not again
+  }
+}
+
 // The local host's workers share the editor's cores: they run at a lower priority than the
 // server so interactive requests are served first.
 TEST_F(KernelHostTest, LocalWorkersRunAtTheConfiguredNiceness) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/process.hpp>
+#include <chrono>
 
 namespace mk::tpu {
 
@@ -174,13 +175,27 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
     failure.message = error;
     return nullptr;
   }
-  auto worker = std::make_unique<WorkerProcess>(worker_argv(lane), "the worker on " + config_.name);
-  if (!worker->start(error)) {
-    failure.message = error;
-    return nullptr;
+  // A remote start whose connection fails fast is tried once more: ssh's shared connection
+  // (ControlMaster) can outlive its link for a moment, and a start that rides it fails with
+  // "connection lost" although the host is back. A failure that took the whole connect timeout
+  // is a host that is not there, and is not tried again.
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<WorkerProcess> worker;
+  WorkerReply hello;
+  for (int attempt = 1;; ++attempt) {
+    worker = std::make_unique<WorkerProcess>(worker_argv(lane), "the worker on " + config_.name);
+    if (!worker->start(error)) {
+      failure.message = error;
+      return nullptr;
+    }
+    // A worker is usable once it has said hello.
+    hello = worker->call({{"op", "hello"}}, config_.start_timeout);
+    const bool fast = std::chrono::steady_clock::now() - started <
+                      std::chrono::seconds(config_.connect_timeout_s);
+    if (hello.ok() || attempt == 2 || !fast || !worker->lost_ssh_connection()) break;
+    spdlog::warn("{}; starting it once more", hello.message);
+    worker->kill();
   }
-  // A worker is usable once it has said hello.
-  WorkerReply hello = worker->call({{"op", "hello"}}, config_.start_timeout);
   if (!hello.ok()) {
     const std::string why = explain_start_failure(hello);
     failure.message =

@@ -74,6 +74,8 @@ class WorkerProcess {
   void kill();
   std::string stderr_tail();
   const std::string& description() const { return description_; }
+  // Whether the worker ran through ssh and ssh reported a connection failure (exit 255).
+  bool lost_ssh_connection();
   int pid() const;
 
  private:
@@ -83,8 +85,6 @@ class WorkerProcess {
   void stop_readers();
   bool send_line(const std::string& line);
   std::string exit_description();
-  // Whether the worker ran through ssh and ssh reported a connection failure (exit 255).
-  bool lost_ssh_connection();
   // The reply for a worker whose output ended: Crashed with how it exited, or Unreachable
   // ("connection lost") when its ssh connection failed.
   void describe_exit(WorkerReply& reply, const std::string& suffix);
