@@ -110,6 +110,26 @@ def _fit_pow2(block, dim):
 '''
 
 
+# erf for modules in the GPU form, whose Triton lowering has none (JAX 0.10): Abramowitz and
+# Stegun 7.1.26, absolute error below 1.5e-7, in float32.
+ERF_HELPER = '''
+
+def _erf(x):
+    """erf(x) to within 1.5e-7 (Abramowitz and Stegun 7.1.26): Pallas on GPU has no erf."""
+    a = jnp.abs(x.astype(jnp.float32))
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+            + 0.254829592) * t
+    y = 1.0 - poly * jnp.exp(-a * a)
+    return jnp.where(x < 0, -y, y).astype(x.dtype)
+'''
+
+
+def helpers_code(helpers) -> str:
+    """The module-level helpers a region's code calls (Region.helpers)."""
+    return ERF_HELPER if "erf" in helpers else ""
+
+
 def notes_for_form() -> str:
     return ("GPU form (Pallas on GPU through Triton): power-of-two tiles, a parallel grid, "
             "reductions as loops inside the kernel")

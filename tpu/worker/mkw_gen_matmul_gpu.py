@@ -218,7 +218,8 @@ def {ctx.entry}({ctx.signature}):
         (" fused into the output stage" if epi_desc else "") + " (GPU form)"
     source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
                                            constants=constants,
-                                           code=GPU.FIT_POW2_HELPER + kernel + entry,
+                                           code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
+                                           + kernel + entry,
                                            imports=GPU.IMPORTS)
     notes = [GPU.notes_for_form(),
              f"tiles {bm}x{bn}, K in steps of {bk}; {warps} warps, {GPU.DEFAULT_STAGES} stages"]
