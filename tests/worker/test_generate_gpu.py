@@ -59,7 +59,7 @@ def test_matmul_epilogue_gpu_form_loops_over_k_and_is_correct(worker, tmp_path):
     assert r["class"] == "matmul_epilogue"
     assert "jax.lax.fori_loop(0, k // bk, _k_step" in r["source"]
     call = _lower_and_evaluate(worker, task, r, tmp_path)
-    bm, k = call["operands"][0]["block_shape"]
+    _, k = call["operands"][0]["block_shape"]
     assert k == 512  # the whole K in the block: the loop walks it
     assert len(call["grid"]) == 2 and call["dimension_semantics"] is None
     assert all(v & (v - 1) == 0 for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")
