@@ -38,7 +38,13 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
                          f"power-of-two block of at least {GPU.MIN_DOT} dividing them")
     narrow = G.itemsize(qdt) <= 2
     bq = max(b for b in q_c if b <= (128 if narrow else 64)) if min(q_c) <= 64 else min(q_c)
-    bk = max(b for b in k_c if b <= 64) if min(k_c) <= 64 else min(k_c)
+    # One kv step stages a (BK, D) slice of k and a (BK, DV) slice of v in shared memory.
+    plan = GPU.stages_and_depth(k_c, D * G.itemsize(k_var.aval.dtype)
+                                + DV * G.itemsize(v_var.aval.dtype), 64)
+    if plan is None:
+        raise NoTemplate(f"GPU form: one kv step of head_dim {D} needs more than the "
+                         f"{GPU.SMEM_BUDGET // 1024} KiB shared-memory budget")
+    stages, bk = plan
     warps = 8 if bq * max(D, DV) >= 128 * 128 else 4
     scale_text, _ = matcher._scale_text(scale, D)
     views = {}
@@ -56,12 +62,12 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
                    f"{bk}-long kv blocks in a loop (GPU form)")
     constants = [("BLOCK_Q", bq, f"query rows per program; valid here: {q_c}"),
                  ("BLOCK_K", bk, f"kv rows per loop step; valid here: {k_c}")]
-    constants += GPU.launch_constants(warps)
+    constants += GPU.launch_constants(warps, stages)
     source, imports, body = G.write_module(
         description=description, ctx=ctx, kernel_class="attention", constants=constants,
         code=GPU.FIT_POW2_HELPER + "\n\n" + kernel + "\n\n\n" + entry, imports=GPU.IMPORTS)
     notes = [GPU.notes_for_form(), f"scale {scale:.6g} ({scale_text})",
-             f"BLOCK_Q={bq}, BLOCK_K={bk}, {warps} warps"]
+             f"BLOCK_Q={bq}, BLOCK_K={bk}, {warps} warps, {stages} stages"]
     if group > 1:
         notes.append(f"GQA: q head h reads kv head "
                      f"{'h // ' + str(group) if m['hmap'] == 'repeat' else 'h % ' + str(KVH)}")
@@ -69,7 +75,7 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
         notes.append("causal: the kv loop stops at the last block the q block needs; diagonal "
                      "blocks are masked")
     tunables = {"BLOCK_Q": G.around(q_c, bq), "BLOCK_K": G.around(k_c, bk)}
-    tunables.update(GPU.launch_tunables(warps))
+    tunables.update(GPU.launch_tunables(warps, stages))
     return G.Generated(kernel_class="attention", description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables,
                        notes=notes + matcher.notes)

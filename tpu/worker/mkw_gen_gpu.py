@@ -42,6 +42,22 @@ MIN_DOT = 16
 # Triton spills to local memory.
 MAX_TILE_ELEMENTS = 32 * 1024
 DEFAULT_STAGES = 3
+# Shared memory a kernel's pipelined loop may take (the dot operands of NUM_STAGES steps):
+# Hopper has 227 KiB per block; the rest is Triton's own (layout conversions, reductions).
+SMEM_BUDGET = 160 * 1024
+
+
+def stages_and_depth(depths, bytes_per_depth: int, want_depth: int):
+    """(num_stages, depth) for a pipelined loop whose step moves `bytes_per_depth` bytes of
+    shared memory per unit of depth (BK): the deepest step not above `want_depth`, with as
+    many stages (3, else 2, else 1) as fit SMEM_BUDGET; None when even one stage of the
+    shallowest step does not fit."""
+    for stages in (DEFAULT_STAGES, 2, 1):
+        fit = [d for d in depths if d <= want_depth and stages * d * bytes_per_depth <= SMEM_BUDGET]
+        if fit:
+            return stages, max(fit)
+    fit = [d for d in depths if d * bytes_per_depth <= SMEM_BUDGET]
+    return (1, min(fit)) if fit else None
 
 
 def kernel_form(requested, platform: str) -> str:

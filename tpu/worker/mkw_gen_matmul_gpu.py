@@ -52,21 +52,26 @@ def _choose(ms, reduction: bool):
         n_c = _pow2_blocks(ms.n, "N", MAX_BLOCK_MN)
     bm = _pick(m_c, 128 if not reduction else max(m_c))
     bn = _pick(n_c, 128)
-    narrow = max(G.itemsize(ms.lhs.var.aval.dtype), G.itemsize(ms.rhs.var.aval.dtype)) <= 2
-    bk = _pick(k_c, 64 if narrow else 32)
+    xs, ws = G.itemsize(ms.lhs.var.aval.dtype), G.itemsize(ms.rhs.var.aval.dtype)
+    # One K step stages a (BM, BK) slice of x and a (BK, BN) slice of w in shared memory.
+    plan = GPU.stages_and_depth(k_c, bm * xs + bn * ws, 64 if max(xs, ws) <= 2 else 32)
+    if plan is None:
+        raise NoTemplate(f"GPU form: one K step of a {bm}x{bn} tile needs more than the "
+                         f"{GPU.SMEM_BUDGET // 1024} KiB shared-memory budget", ["dot_general"])
+    stages, bk = plan
     tun = {"BLOCK_M": G.around(m_c, bm), "BLOCK_K": G.around(k_c, bk)}
     if not reduction:
         tun["BLOCK_N"] = G.around(n_c, bn)
-    return bm, bn, bk, tun
+    return bm, bn, bk, stages, tun
 
 
 def write(ctx, ms, region, out, store, reduction: bool, blocks, out_block) -> G.Generated:
     x_name = ctx.name_of_invar(ms.lhs.var)
     w_name = ctx.name_of_invar(ms.rhs.var)
     batched = ms.nbatch > 0
-    bm, bn, bk, tunables = _choose(ms, reduction)
+    bm, bn, bk, stages, tunables = _choose(ms, reduction)
     warps = 8 if bm * bn >= 128 * 128 else 4
-    tunables.update(GPU.launch_tunables(warps))
+    tunables.update(GPU.launch_tunables(warps, stages))
     raxis, caxis = (1, 2) if batched else (0, 1)
 
     # --- kernel
@@ -211,7 +216,7 @@ def {ctx.entry}({ctx.signature}):
     if not reduction:
         constants.append(("BLOCK_N", bn, "columns of the output tile"))
     constants.append(("BLOCK_K", bk, "depth of one step of the K loop"))
-    constants += GPU.launch_constants(warps)
+    constants += GPU.launch_constants(warps, stages)
     kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
     epi_desc = MM._epilogue_summary(region, blocks)
     description = MM._dot_summary(ms) + (f" + {epi_desc}" if epi_desc else "") + \
@@ -221,8 +226,11 @@ def {ctx.entry}({ctx.signature}):
                                            code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
                                            + kernel + entry,
                                            imports=GPU.IMPORTS)
+    smem = stages * bk * (bm * G.itemsize(ms.lhs.var.aval.dtype)
+                          + bn * G.itemsize(ms.rhs.var.aval.dtype))
     notes = [GPU.notes_for_form(),
-             f"tiles {bm}x{bn}, K in steps of {bk}; {warps} warps, {GPU.DEFAULT_STAGES} stages"]
+             (f"tiles {bm}x{bn}, K in steps of {bk}; {warps} warps, {stages} stages "
+              f"({smem // 1024} KiB of shared memory)")]
     if reduction:
         notes.append(f"N={ms.n} row in a {bm}-row tile: the row reduction runs after the K loop")
     if ctx.static_args:
