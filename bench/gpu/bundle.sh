@@ -20,5 +20,7 @@ ldd "$cli" | awk '/=> \// {print $3}' | while read -r lib; do
     *) cp -L "$lib" "$dest/lib/" ;;
   esac
 done
+# Without debug information the bundle travels (a lent machine takes 64 MiB with the tree).
+strip --strip-unneeded "$dest/maxkernel" "$dest"/lib/* 2>/dev/null || true
 du -sh "$dest" >&2
 echo "bundle: $dest (bench/gpu/run.sh picks it up)" >&2

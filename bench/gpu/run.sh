@@ -38,7 +38,7 @@ except Exception as e:  # noqa: BLE001
 d = devs[0]
 print(json.dumps({"device_kind": d.device_kind, "devices": len(devs), "jax": jax.__version__,
                   "compute_capability": getattr(d, "compute_capability", None),
-                  "python": sys.version.split()[0]}))
+                  "python": sys.version.split()[0], "dry_run": d.platform != "gpu"}))
 EOF
 )" || fail "needs a GPU: $device_json (PYTHON=$PYTHON)"
 
@@ -74,6 +74,7 @@ if [[ -n "${TASKS:-}" ]]; then
 fi
 # One process holds the GPU (the timing worker); it takes memory as it needs it.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
+export MAXKERNEL_WORKER_DIR="$root/tpu/worker"
 echo "maxkernel bench $suite --optimize on $(echo "$device_json" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["device_kind"])') -> $out" >&2
 set +e
 "$cli" bench "$suite" --optimize --host local --python "$(command -v "$PYTHON")" \

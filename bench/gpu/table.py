@@ -30,7 +30,11 @@ def _num(v, fmt="{:.3f}") -> str:
 def render(bench: dict, env: dict) -> str:
     gpu = env.get("device_kind", "an unnamed GPU")
     cc = env.get("compute_capability")
-    lines = [f"GPU: {gpu}" + (f" (compute capability {cc})" if cc else "") +
+    lines = []
+    if env.get("dry_run"):
+        lines += [("**Dry run on a CPU (DRY_RUN_ON_CPU=1): every kernel ran in the interpreter; "
+                   "no number below is a GPU time.**"), ""]
+    lines += [f"GPU: {gpu}" + (f" (compute capability {cc})" if cc else "") +
              f", JAX {env.get('jax', '?')}; suite `{bench.get('suite')}`, mode "
              f"{bench.get('mode')}, LLM {bench.get('llm') or 'none'}", "",
              "| task | class | compiled | correct | speedup vs XLA | evaluations | note |",
