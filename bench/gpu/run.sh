@@ -42,6 +42,24 @@ print(json.dumps({"device_kind": d.device_kind, "devices": len(devs), "jax": jax
 EOF
 )" || fail "needs a GPU: $device_json (PYTHON=$PYTHON)"
 
+# 1b. The compile check of a GPU kernel runs in a compile worker, JAX on the CPU: the Pallas ->
+# Triton lowering for CUDA must work there (it does on JAX 0.10 without a GPU; later JAX also
+# compiles the Triton IR in Python then). A tiny kernel says so before the suite starts.
+JAX_PLATFORMS=cpu "$PYTHON" - <<'EOF' >&2 || fail "a Pallas GPU kernel does not lower for CUDA in a CPU-only JAX process here: every compile check would fail"
+import jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
+def k(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0
+def f(x):
+    return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+                          in_specs=[pl.BlockSpec((16, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((16, 128), lambda i: (i, 0)),
+                          compiler_params=plgpu.CompilerParams(num_warps=4))(x)
+jax.jit(f).trace(jax.ShapeDtypeStruct((32, 128), jnp.float32)).lower(lowering_platforms=("cuda",))
+print("preflight: a Pallas GPU kernel lowers for CUDA in a CPU-only JAX process")
+EOF
+
 # 2. The CLI: a given or bundled binary, else the build (built when missing).
 cli="${MAXKERNEL_CLI:-}"
 if [[ -z "$cli" && -x bench/gpu/.bundle/maxkernel ]]; then
