@@ -136,3 +136,19 @@ def test_a_tpu_kernel_on_a_gpu_host_is_interpreted_and_says_so():
     assert (mode.kind, mode.time_kind) == ("device", "device") and "note" not in mode.to_json()
     assert mkw_run.choose_mode("cpu", gpu, None).interpret_kind == "hlo"
     assert mkw_run.choose_mode("cpu", tpu, None).interpret_kind == "tpu"
+
+
+def test_autotune_lowers_each_gpu_config_for_cuda(worker, tmp_path):
+    """The autotuner's compile check lowers a GPU-form module for CUDA (for TPU it cannot)."""
+    task = _infile("generate", "mm_bias_gelu.py")
+    r = _gpu(worker, task)
+    f = tmp_path / "generated_gpu.py"
+    f.write_text(r["source"], encoding="utf-8")
+    at = worker.request("autotune", task=task, source=r["source"], filename=str(f),
+                        kernel=r["entry"], space={"BLOCK_M": [16, 32]}, num_seeds=1,
+                        timing={"warmup": 0, "min_runs": 1, "max_runs": 1, "min_seconds": 0,
+                                "max_seconds": 0}, timeout=600)
+    assert at["ok"] is True, at.get("error")
+    assert [(x["config"], x["status"], x["correct"]) for x in at["results"]] == [
+        ({"BLOCK_M": 16}, "ok", True), ({"BLOCK_M": 32}, "ok", True)], at["results"]
+    assert all(x["run_mode"]["interpret_kind"] == "hlo" for x in at["results"])

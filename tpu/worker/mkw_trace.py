@@ -44,7 +44,7 @@ def lower_tpu(traced, fn, args, kwargs, plat, filename, source):
 def lower_gpu(traced, fn, args, kwargs, plat, filename, source):
     """Lower for a GPU (CUDA): natively on a GPU, otherwise cross-platform (the Pallas -> Triton
     lowering runs in Python without a GPU and raises Triton's block-shape errors: a power-of-two
-    rule on every array, the dot's minimum sizes). XLA's Triton custom call has no
+    rule on every array; tl.dot's minimum of 16 is checked only when Triton compiles). XLA's Triton custom call has no
     serialisation guarantee, so the lowering is not exported, only made."""
     try:
         if plat == "gpu":
