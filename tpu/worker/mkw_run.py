@@ -54,6 +54,7 @@ def device_info() -> dict:
         "device_kind": kind,
         "device_count": len(devs),
         "tpu_generation": tpu_generation(kind) if plat == "tpu" else None,
+        "compute_capability": getattr(devs[0], "compute_capability", None) if plat == "gpu" else None,
         # Cores this worker may run on: the host sizes its cpu timing lane by it.
         "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
