@@ -184,9 +184,15 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     e.status = NodeStatus::correct;
     const std::string kind = body.value("time_kind", "");
     const json median = timed_median(body.value("timing", json()), "candidate");
+    const json run_mode = body.value("run_mode", json::object());
     if (kind == "device" && median.is_number()) {
       e.score_s = median.get<double>();
       e.time_kind = "device";
+    } else if (run_mode.value("platform", std::string()) == "gpu") {
+      // A kernel interpreted on a GPU host (a TPU kernel there): neither its interpreter time nor
+      // a TPU prediction compares with the kernels measured on the GPU. Correct, not scored.
+      e.metrics["unscored"] = run_mode.value(
+          "note", std::string("interpreted on a GPU host: not comparable with measured kernels"));
     } else if (auto predicted = predicted_total(predictions)) {
       e.score_s = *predicted + outside_work_seconds(lowered.reply.body, target_, e.metrics);
       e.time_kind = "predicted";

@@ -1,7 +1,6 @@
 """lower: facts of a correct kernel, and errors mapped to source lines."""
 
 import pytest
-
 from worker_harness import marker_line, read_task, task_path
 
 

@@ -115,8 +115,14 @@ JobResult KernelJobs::reference(const KernelRequest& request,
 JobResult KernelJobs::generate(const KernelRequest& request,
                                const std::function<bool()>& cancelled) {
   JobResult result;
-  result.reply =
-      host_.run(Lane::Compile, base_request("generate", request), cancelled, {}, {}, &result.host);
+  json r = base_request("generate", request);
+  // The generate op runs on a compile worker, on the CPU: the device is the timing worker's.
+  if (!r.contains("kernel_form")) {
+    const WorkerReply hello = host_.hello();
+    if (hello.ok() && hello.body.value("platform", std::string()) == "gpu")
+      r["kernel_form"] = "gpu";
+  }
+  result.reply = host_.run(Lane::Compile, r, cancelled, {}, {}, &result.host);
   return result;
 }
 

@@ -61,7 +61,9 @@ class KernelJobs {
   // The task's reference as XLA runs it: its cost at full shapes and, on a device, its time.
   JobResult reference(const KernelRequest& request, const std::function<bool()>& cancelled = {});
   // A Pallas kernel written from the task's reference by the worker's templates (no LLM),
-  // lowered for TPU before it is returned; kind "no_template" when no template covers it.
+  // lowered before it is returned; kind "no_template" when no template covers it. On a GPU host
+  // (its timing worker's hello says "gpu") the request asks for the GPU form (kernel_form), a
+  // Triton kernel lowered for CUDA, unless the options name a form; otherwise the TPU form.
   JobResult generate(const KernelRequest& request, const std::function<bool()>& cancelled = {});
   JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {},
                     const Progress& on_progress = {});

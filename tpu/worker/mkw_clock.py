@@ -28,6 +28,7 @@ import types
 import jax
 import jax.numpy as jnp
 import mkw_common as C
+import mkw_device_events
 import numpy as np
 from jax._src import api as _jax_api
 from jax._src.array import ArrayImpl as _ArrayImpl
@@ -134,10 +135,6 @@ def _make_profiled():
 
 profile_runs = _make_profiled()
 
-# Device timeline rows that summarise other rows (a module's whole run, a step): never summed.
-_SUMMARY_THREADS = ("xla modules", "steps", "framework", "source code", "xla traceme", "host offload")
-
-
 def _module_matches(hmod, module) -> bool:
     if not module or not hmod:
         return True
@@ -149,19 +146,12 @@ def device_run_times(events: list, module: str | None, runs: int) -> dict | None
     """Per-run device time of the timed calls in a Chrome/Perfetto trace's events.
 
     Device op events are the complete ('X') events of processes named `/device:...` that carry
-    an `hlo_op` (and, when the event says, belong to `module`), off the summary rows. A run's
+    an `hlo_op` (and, when the event says, belong to `module`), on the rows mkw_device_events
+    counts (a TPU's op row; a GPU's stream rows, never the rows derived from them). A run's
     time is the sum of the op events that start inside its `maxkernel.timed/<i>` annotation; if
     the device clock puts none inside any window, the total is split evenly (`attribution`
     says which). None when the trace has no device op events (a CPU host)."""
-    procs, threads = {}, {}
-    for e in events:
-        if e.get("ph") != "M":
-            continue
-        name = str((e.get("args") or {}).get("name", ""))
-        if e.get("name") == "process_name":
-            procs[e.get("pid")] = name
-        elif e.get("name") == "thread_name":
-            threads[(e.get("pid"), e.get("tid"))] = name.lower()
+    rows = mkw_device_events.DeviceRows(events)
     windows, ops = [], []
     for e in events:
         if e.get("ph") != "X":
@@ -174,9 +164,7 @@ def device_run_times(events: list, module: str | None, runs: int) -> dict | None
                 continue
             windows.append((idx, float(e.get("ts", 0.0)), float(e.get("ts", 0.0)) + float(e.get("dur", 0.0))))
             continue
-        if "/device:" not in procs.get(e.get("pid"), ""):
-            continue
-        if any(s in threads.get((e.get("pid"), e.get("tid")), "") for s in _SUMMARY_THREADS):
+        if not rows.counts(e):
             continue
         args = e.get("args") or {}
         if "hlo_op" not in args and "hlo_module" not in args:

@@ -472,6 +472,10 @@ class _Matcher:
         qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
         B, H, S, T, D, DV, KVH = (m[k] for k in ("B", "H", "S", "T", "D", "DV", "KVH"))
         group = H // KVH
+        if ctx.form == "gpu":
+            import mkw_gen_attention_gpu
+            return mkw_gen_attention_gpu.emit(self, m, causal, scale, q_var, k_var, v_var,
+                                              out_var, _ident)
         sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
         sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
 

@@ -77,6 +77,7 @@ class GenContext:
     out_avals     output ShapedArrays (the reference may return a tuple)
     out_tree      the output pytree structure (a single array or a tuple/list...)
     reference_name, reference_file, reference_source: for readable text and line numbers
+    form          "tpu" (Mosaic) or "gpu" (Triton, mkw_gen_gpu): the module the template writes
     """
 
     closed_jaxpr: object
@@ -93,6 +94,7 @@ class GenContext:
     reference_name: str = "reference"
     reference_file: str | None = None
     reference_source: str | None = None
+    form: str = "tpu"  # "tpu" or "gpu" (mkw_gen_gpu): which Pallas backend the module targets
 
     # -- conveniences
     @property

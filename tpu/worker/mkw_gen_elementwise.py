@@ -13,6 +13,7 @@ import math
 
 import mkw_gen_common as G
 import mkw_gen_expr as E
+import mkw_gen_gpu as GPU
 from mkw_gen_common import NoTemplate
 
 # A tile of about this many bytes per operand keeps the per-step overhead small and leaves room
@@ -20,6 +21,10 @@ from mkw_gen_common import NoTemplate
 TARGET_BLOCK_BYTES = 1 << 20
 MAX_COLS_BLOCK = 4096
 LANE_CHOICES = (1024, 512, 256, 128)
+# GPU form: values per program (a tile of about 8 KiB of f32; more in flight comes from more
+# programs, not bigger ones).
+GPU_TILE_ELEMENTS = 2048
+GPU_MAX_COLS = 1024
 
 
 def generate(ctx):
@@ -113,6 +118,8 @@ def _write(ctx, region: E.Region, out, shape) -> G.Generated:
     total = math.prod(shape)
     rows = math.prod(shape[:-1])
     cols = shape[-1]
+    if ctx.form == "gpu":
+        return _write_gpu(ctx, region, out, shape, inputs)
     # (An iota indexes the output's own rows and columns: no lane-dense re-view then.)
     dense = cols < G.LANE and all(i.full or i.scalar for i in inputs) and total % G.LANE == 0 \
         and not region.tiles_used
@@ -214,6 +221,98 @@ def {ctx.entry}({ctx.signature}):
     if not dense:
         tun["BLOCK_COLS"] = G.around([b for b in col_c if vmem(br, b) <= budget], bc)
     notes = [f"{br}x{bc} tiles: {G.mib(vbytes)} of VMEM per step (budget {G.mib(budget)})"]
+    if ctx.static_args:
+        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
+        if folded:
+            notes.append("static arguments folded in at their task values: " +
+                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
+    return G.Generated(kernel_class="elementwise", description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=mbody, tunables=tun, notes=notes)
+
+
+def _write_gpu(ctx, region: E.Region, out, shape, inputs) -> G.Generated:
+    """The GPU form (mkw_gen_gpu): power-of-two tiles dividing the (rows, cols) view, or, when
+    every input is full-shaped or a scalar, the whole array viewed as (size / LANES, LANES)
+    (contiguous programs whatever the last dim)."""
+    total = math.prod(shape)
+    rows = math.prod(shape[:-1])
+    cols = shape[-1]
+    dense = all(i.full or i.scalar for i in inputs) and not region.tiles_used
+    if dense:
+        cols = GPU.largest_pow2(total, GPU_MAX_COLS)
+        rows = total // cols
+    bc = GPU.largest_pow2(cols, GPU_MAX_COLS)
+    br = GPU.largest_pow2(rows, max(1, GPU_TILE_ELEMENTS // bc))
+    warps = 4 if br * bc <= GPU_TILE_ELEMENTS else 8
+    # --- kernel (the same body as the TPU form: refs loaded whole, the reference's equations)
+    params = [f"{i.name}_ref" for i in inputs] + ["o_ref"]
+    statics = list(region.statics_used)
+    sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
+    pos = []
+    if "rows" in region.tiles_used:
+        pos.append("row0 = pl.program_id(0) * o_ref.shape[0]")
+    if "cols" in region.tiles_used:
+        pos.append("col0 = pl.program_id(1) * o_ref.shape[1]")
+    body = pos + region.lines + region.store_lines(out, "o_ref")
+    kernel = f'''
+
+def _elementwise_kernel({sig}):
+{G.indent(chr(10).join(body), 4)}
+'''
+    dims = _runtime_dims(region, inputs, shape)
+    ent = [f"shape = ({', '.join(dims)}{',' if len(dims) == 1 else ''})"]
+    if dense:
+        ent += ["total = 1", "for d in shape:", "    total *= d",
+                "cols = _fit_pow2(LANES, total)", "rows = total // cols", "bc = cols"]
+    else:
+        ent += ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d",
+                "bc = _fit_pow2(BLOCK_COLS, cols)"]
+    ent.append("br = _fit_pow2(BLOCK_ROWS, rows)")
+    specs, args = [], []
+    for i in inputs:
+        r = "rows" if i.rows_full else "1"
+        c = "cols" if i.cols_full else "1"
+        ent.append(f"{i.name}_in = jnp.reshape({i.name}, ({r}, {c}))")
+        specs.append(f"pl.BlockSpec(({'br' if i.rows_full else '1'}, {'bc' if i.cols_full else '1'}), "
+                     f"lambda i, j: ({'i' if i.rows_full else '0'}, {'j' if i.cols_full else '0'}))")
+        args.append(f"{i.name}_in")
+    kern = G.static_partial("_elementwise_kernel", ctx, statics)
+    call = f'''out = pl.pallas_call(
+    {kern},
+    out_shape=jax.ShapeDtypeStruct((rows, cols), {G.dtype_code(out.aval.dtype)}),
+    grid=(rows // br, cols // bc),
+    in_specs=[
+{G.indent(chr(10).join(s + "," for s in specs), 8)}
+    ],
+    out_specs=pl.BlockSpec((br, bc), lambda i, j: (i, j)),
+    compiler_params=plgpu.CompilerParams(num_warps=NUM_WARPS),
+)({", ".join(args)})
+return out.reshape(shape)'''
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
+    constants = [("BLOCK_ROWS", br, "rows of one tile (a power of two)")]
+    if dense:
+        constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES)"))
+    else:
+        constants.append(("BLOCK_COLS", bc, "columns of one tile (a power of two)"))
+    constants.append(("NUM_WARPS", warps, "warps per program (32 threads each)"))
+    ops = region.summary() or [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES][:4]
+    description = (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
+                   f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
+                   f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles (GPU form)")
+    source, imports, mbody = G.write_module(description=description, ctx=ctx,
+                                            kernel_class="elementwise", constants=constants,
+                                            code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
+                                            + kernel + entry,
+                                            imports=GPU.IMPORTS)
+    tun = {"BLOCK_ROWS": G.around(GPU.pow2_divisors(rows, 1024), br),
+           "NUM_WARPS": GPU.launch_tunables(warps)["NUM_WARPS"]}
+    if not dense:
+        tun["BLOCK_COLS"] = G.around(GPU.pow2_divisors(cols, GPU_MAX_COLS), bc)
+    notes = [GPU.notes_for_form(), f"{br}x{bc} tiles, {warps} warps"]
     if ctx.static_args:
         folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
         if folded:

@@ -148,6 +148,7 @@ class Region:
         self.statics_used: list[str] = []
         self.primitives: list[str] = []
         self.reduced: set = set()  # ids of vars that derive from a row reduction
+        self.helpers: set = set()  # module-level helpers the code calls ("erf": _erf, GPU form)
         self._held = {}
         self._counter = 0
         self._take_along_rows()
@@ -503,6 +504,12 @@ class Region:
         if name == "is_finite" and G.itemsize(ins[0].aval.dtype) < 4:
             # Mosaic verifies is_finite on 32-bit floats only.
             self._assign(e, f"jnp.isfinite({self.code(ins[0])}.astype(jnp.float32))")
+            return
+        if name in ("erf", "erfc") and getattr(self.ctx, "form", "tpu") == "gpu":
+            # Pallas' Triton lowering has no erf (JAX 0.10): the module carries its own.
+            self.helpers.add("erf")
+            x = self.code(ins[0])
+            self._assign(e, f"_erf({x})" if name == "erf" else f"(1.0 - _erf({x}))")
             return
         if name in _UNARY:
             self._assign(e, _UNARY[name].format(self.code(ins[0])))

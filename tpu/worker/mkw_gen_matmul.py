@@ -371,6 +371,9 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     if not orf or (batched and not obf) or (ms.n > 1 and not ocf and not reduction):
         raise NoTemplate("the output is broadcast along the matmul's rows; not covered", [])
     out_block = _Block("out", out, True, ocf, obf, out.aval.dtype)
+    if ctx.form == "gpu":
+        import mkw_gen_matmul_gpu
+        return mkw_gen_matmul_gpu.write(ctx, ms, region, out, store, reduction, blocks, out_block)
     plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
 
     sub = _row_align(ms, blocks, out_block)  # the same rule at every size the entry meets

@@ -19,6 +19,7 @@ import itertools
 import jax
 import jax.numpy as jnp
 import mkw_gen_common as G
+import mkw_gen_gpu as GPU
 import mkw_gen_rows_util as R
 import numpy as np
 
@@ -142,25 +143,37 @@ class _Plan:
             cast = ".astype(jnp.float32)" if jnp.issubdtype(dt, np.floating) and dt != np.float32 else ""
             load.append(f"{text} = {text}_ref[...]{cast}")
         outs = self._outputs()
-        block_rows, tunables, notes, vmem = self._blocks(inputs, outs)
+        gpu = ctx.form == "gpu"
+        block_rows, tunables, notes, vmem = (self._blocks_gpu if gpu else self._blocks)(inputs, outs)
         kind = _describe(self.prog)
         dt_text = ", ".join(sorted({G.dtype_name(v.aval.dtype) for v, _, _ in inputs}))
         description = (f"{kind} over {self.m} rows of {self.n} ({dt_text}): a row-tiled kernel, "
-                       f"{block_rows} full rows per grid step, float32 inside")
+                       f"{block_rows} full rows per grid step, float32 inside"
+                       + (" (GPU form)" if gpu else ""))
         code = self._code(inputs, load, outs)
         constants = [("BLOCK_ROWS", block_rows,
                       f"rows per grid step; valid here: {tunables}")]
+        all_tunables = {"BLOCK_ROWS": tunables}
+        if gpu:
+            constants.append(("NUM_WARPS", self.warps, "warps per program (32 threads each)"))
+            all_tunables["NUM_WARPS"] = GPU.launch_tunables(self.warps)["NUM_WARPS"]
         source, imports, body = G.write_module(description=description, ctx=ctx,
                                                kernel_class="rowwise", constants=constants,
-                                               code=code)
-        notes.insert(0, f"{kind}: {', '.join(self.prog.reductions)} over the last axis "
-                        f"(n={self.n}); {mib_step(vmem)} per step at BLOCK_ROWS={block_rows}")
+                                               code=code, imports=GPU.IMPORTS if gpu else None)
+        if gpu:
+            notes.insert(0, f"{kind}: {', '.join(self.prog.reductions)} over the last axis "
+                            f"(n={self.n}); {block_rows * self.n} values per program, "
+                            f"{self.warps} warps")
+            notes.insert(0, GPU.notes_for_form())
+        else:
+            notes.insert(0, f"{kind}: {', '.join(self.prog.reductions)} over the last axis "
+                            f"(n={self.n}); {mib_step(vmem)} per step at BLOCK_ROWS={block_rows}")
         if self.prog.used_n:
             notes.append(f"the literal {self.n} (the row length) is written as `n`, so the module "
                          f"follows a smaller instance")
         return G.Generated(kernel_class="rowwise", description=description, source=source,
                            entry=ctx.entry, imports=imports, body=body,
-                           tunables={"BLOCK_ROWS": tunables}, notes=notes)
+                           tunables=all_tunables, notes=notes)
 
     def _outputs(self):
         outs = []
@@ -210,6 +223,29 @@ class _Plan:
         self.vmem = step(chosen)
         return chosen, cands, notes, self.vmem
 
+    def _blocks_gpu(self, inputs, outs):
+        """GPU form: each program holds BLOCK_ROWS whole rows in registers, so the row must be a
+        power of two (Triton's rule) and a block at most GPU.MAX_TILE_ELEMENTS values."""
+        if {"erf", "erfc"} & set(self.prog.primitives):
+            raise G.NoTemplate("GPU form: the row program uses erf, which Pallas' Triton lowering "
+                               "does not have", ["erf"])
+        if not GPU.is_pow2(self.n):
+            raise G.NoTemplate(f"GPU form: a row of {self.n} is not a power of two; Triton "
+                               f"computes on power-of-two blocks (a masked row kernel is not "
+                               f"written yet)")
+        if self.n > GPU.MAX_TILE_ELEMENTS:
+            raise G.NoTemplate(f"GPU form: a row of {self.n} is over the {GPU.MAX_TILE_ELEMENTS}"
+                               f"-value register budget of one program (two passes are not "
+                               f"covered)")
+        self.align = 1
+        cap = max(1, GPU.MAX_TILE_ELEMENTS // 8 // self.n)
+        cands = GPU.pow2_divisors(self.m, max(cap, 1))
+        chosen = cands[-1]
+        self.warps = GPU.warps_for(chosen * self.n)
+        self.vmem = 0
+        notes = [f"BLOCK_ROWS is a power of two dividing {self.m}"]
+        return chosen, G.around(GPU.pow2_divisors(self.m, 64), chosen), notes, 0
+
     def _block_shape(self, dom, b, var):
         if dom == "row":
             return (b, self.n) if var.aval.shape[-1] == self.n else (b, 1)
@@ -247,7 +283,8 @@ class _Plan:
         e = [f"{_ident(p)} = {p}" for p in ctx.params if _ident(p) != p]
         e += [f"lead, n = {x}.shape[:-1], {x}.shape[-1]",
              f"m = {x}.size // n",
-             f"block_rows = _fit_block(BLOCK_ROWS, m, {self.align})"]
+             ("block_rows = _fit_pow2(BLOCK_ROWS, m)" if ctx.form == "gpu" else
+              f"block_rows = _fit_block(BLOCK_ROWS, m, {self.align})")]
         specs, args = [], []
         for var, name, dom in inputs:
             nm = _ident(name)
@@ -284,11 +321,17 @@ class _Plan:
               "    grid=(m // block_rows,),",
               "    in_specs=[" + ",\n              ".join(specs) + "],",
               f"    out_specs={ospecs[0] if one else '[' + ', '.join(ospecs) + ']'},",
-              f"    compiler_params={G.compiler_params_code(('parallel',), ctx, self.vmem)},",
+              f"    compiler_params={self._params_code()},",
               f")({', '.join(args)})"]
         e.append("return " + _return_text(ctx, rets))
         entry = f"def {ctx.entry}({ctx.signature}):\n" + G.indent("\n".join(e))
-        return G.FIT_BLOCK_HELPER + "\n\n" + kernel + "\n\n\n" + entry + "\n"
+        helper = GPU.FIT_POW2_HELPER if ctx.form == "gpu" else G.FIT_BLOCK_HELPER
+        return helper + "\n\n" + kernel + "\n\n\n" + entry + "\n"
+
+    def _params_code(self) -> str:
+        if self.ctx.form == "gpu":
+            return "plgpu.CompilerParams(num_warps=NUM_WARPS)"
+        return G.compiler_params_code(("parallel",), self.ctx, self.vmem)
 
 
 def _return_text(ctx, rets) -> str:

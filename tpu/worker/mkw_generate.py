@@ -1,9 +1,11 @@
-"""The `generate` op: a Pallas TPU kernel module written from a task's reference, without an LLM.
+"""The `generate` op: a Pallas kernel module written from a task's reference, without an LLM.
 
 task -> input shapes (no data) -> jax.make_jaxpr of the reference (Python-number inputs bound as
 static arguments) -> nested jit / custom_jvp / custom_vjp calls inlined -> GenContext -> the
 templates in order (attention, matmul_row_reduction, matmul_epilogue, rowwise, elementwise) ->
-the module is executed and lowered for TPU at the task's full shapes -> reply.
+the module is executed and lowered at the task's full shapes -> reply. The module is in the TPU
+form (Mosaic, lowered for TPU) or the GPU form (Triton, lowered for CUDA; mkw_gen_gpu), as the
+request's `kernel_form` says (default: the worker's platform).
 
 A reference no template covers gets kind `no_template` naming the primitives at fault (with
 their lines in the reference file); a generated module that does not lower is a generator bug,
@@ -22,6 +24,7 @@ import jax
 import mkw_common as C
 import mkw_gen_common as G
 import mkw_gen_expr as E
+import mkw_gen_gpu as GPU
 import mkw_run
 import mkw_tasks
 import mkw_trace
@@ -49,6 +52,7 @@ def op_generate(req, cancel, progress) -> dict:
     if "task" not in req:
         raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
     target = _target(req.get("target"))
+    form = GPU.kernel_form(req.get("kernel_form"), mkw_run.platform())
     filename = req.get("filename") or "<generated>"
     if not isinstance(filename, str):
         raise C.WorkerError(C.BAD_REQUEST, "`filename` must be a string")
@@ -58,7 +62,7 @@ def op_generate(req, cancel, progress) -> dict:
         if not isinstance(entry, str) or not entry.isidentifier():
             raise C.WorkerError(C.BAD_REQUEST, f"`entry` must be a Python identifier, got {entry!r}")
         progress(stage="trace")
-        ctx = build_context(task, entry, target)
+        ctx = build_context(task, entry, target, form)
         cancel.check()
         progress(stage="match")
         gen, tried = run_templates(ctx)
@@ -78,6 +82,7 @@ def op_generate(req, cancel, progress) -> dict:
             "notes": gen.notes,
             "templates_tried": tried,
             "target": target,
+            "kernel_form": form,
             "task": task.describe(),
         }
     finally:
@@ -133,7 +138,7 @@ _RESERVED = frozenset((
     "o", "acc", "y", "row_len", "kk", "m", "n", "k", "lead", "shape", "rows", "cols", "out",
     "batch", "nb", "bm", "bn", "bk", "br", "bc", "total", "d", "jax", "jnp", "pl",
     "pltpu", "functools", "math", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_ROWS", "BLOCK_COLS",
-    "LANES"))
+    "LANES", "plgpu", "NUM_WARPS", "NUM_STAGES", "x_tile", "w_tile"))
 
 
 def _safe_name(name: str) -> str:
@@ -143,7 +148,7 @@ def _safe_name(name: str) -> str:
     return name
 
 
-def build_context(task, entry: str, target: dict) -> GenContext:
+def build_context(task, entry: str, target: dict, form: str = "tpu") -> GenContext:
     # Shapes only (the inputs function runs under jax.eval_shape); Python numbers and other
     # non-array inputs stay as values and are bound as static arguments, as in every op.
     args, kwargs = mkw_run.abstract_inputs(task)
@@ -176,7 +181,7 @@ def build_context(task, entry: str, target: dict) -> GenContext:
         out_avals=[v.aval for v in flat.jaxpr.outvars],
         out_tree=jax.tree_util.tree_structure(out_shapes),
         reference_name=task.reference_name, reference_file=task.ref_module.filename,
-        reference_source=task.ref_module.source)
+        reference_source=task.ref_module.source, form=form)
 
 
 _CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -358,17 +363,19 @@ def lower_generated(gen: G.Generated, ctx: GenContext, task, filename: str) -> d
         args, kwargs = mkw_run.abstract_inputs(task)
         bound, dyn_args, dyn_kwargs, _ = mkw_run.bind_static(fn, args, kwargs)
         traced, _ = mkw_trace.trace_candidate(bound, dyn_args, dyn_kwargs, filename, gen.source)
-        mkw_trace.lower_tpu(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
-                          gen.source)
+        lower = mkw_trace.lower_gpu if ctx.form == "gpu" else mkw_trace.lower_tpu
+        _, lowered_for = lower(traced, bound, dyn_args, dyn_kwargs, mkw_run.platform(), filename,
+                               gen.source)
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise
         detail = e.message if isinstance(e, C.WorkerError) else f"{type(e).__name__}: {e}"
+        where = "GPU (CUDA)" if ctx.form == "gpu" else "TPU"
         raise C.WorkerError(C.INTERNAL, f"the generated {gen.kernel_class} kernel does not lower "
-                                        f"for TPU (a generator bug): {detail}",
+                                        f"for {where} (a generator bug): {detail}",
                             generated_source=gen.source, stage="lowering",
                             locations=getattr(e, "extra", {}).get("locations", [])) from None
     finally:
         if mod is not None:
             mod.close()
-    return {"ok": True, "seconds": round(time.perf_counter() - t0, 3), "platforms": ["tpu"]}
+    return {"ok": True, "seconds": round(time.perf_counter() - t0, 3), "platforms": [lowered_for]}

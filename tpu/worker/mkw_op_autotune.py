@@ -121,9 +121,13 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None) -> d
         if work.get("verdict"):
             r.update(status="incorrect", failure=work["verdict"])
             return r
-        if target == "tpu" and plat != "tpu":
+        gpu_kernel = mkw_trace.kernel_platform(facts) == "gpu"
+        # The compile check: a TPU kernel cross-lowers for TPU; a GPU (Triton) kernel for CUDA,
+        # unless it is on a GPU, where running it compiles it.
+        if target == "tpu" and plat != "tpu" and not (gpu_kernel and plat == "gpu"):
+            lower = mkw_trace.lower_gpu if gpu_kernel else mkw_trace.lower_tpu
             try:
-                mkw_trace.lower_tpu(traced, entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
+                lower(traced, entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
             except C.WorkerError as e:
                 r.update(status="skipped", stage="lowering", reason=e.message,
                          locations=e.extra.get("locations", []))

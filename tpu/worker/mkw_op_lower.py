@@ -1,5 +1,9 @@
 """The `lower` op: trace the candidate at the task's full (abstract) shapes, report its
-pallas_calls, lower it for TPU (or natively) and, when asked, compile it."""
+pallas_calls, lower it for its accelerator (or natively) and, when asked, compile it.
+
+target "tpu" is the compile check of a kernel: TPU kernels lower for TPU, and a candidate whose
+pallas_calls are all GPU kernels (Triton compiler params, the generator's GPU form) lowers for
+CUDA instead, since it cannot lower for TPU; target "gpu" always lowers for CUDA."""
 
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ import mkw_trace
 
 def op_lower(req, cancel, progress) -> dict:
     target = req.get("target", "tpu")
-    if target not in ("tpu", "native"):
-        raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu' or 'native'")
+    if target not in ("tpu", "gpu", "native"):
+        raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu', 'gpu' or 'native'")
     if mkw_shrink.parse_request(req.get("shrink")) is not None:
         raise C.WorkerError(C.BAD_REQUEST, "`shrink` is for evaluate, autotune and profile: lower "
                                            "always uses the task's full shapes (it needs no data)")
@@ -42,9 +46,11 @@ def op_lower(req, cancel, progress) -> dict:
         }
         cancel.check()
         try:
-            if target == "tpu":
-                lowered, lowered_for = mkw_trace.lower_tpu(traced, entry, args, kwargs, plat, prep.filename,
-                                                 prep.source)
+            if target in ("tpu", "gpu"):
+                gpu = target == "gpu" or mkw_trace.kernel_platform(facts) == "gpu"
+                lower = mkw_trace.lower_gpu if gpu else mkw_trace.lower_tpu
+                lowered, lowered_for = lower(traced, entry, args, kwargs, plat, prep.filename,
+                                             prep.source)
             else:
                 mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
                 try:
@@ -56,7 +62,8 @@ def op_lower(req, cancel, progress) -> dict:
                                            prefix=f"lowering for {plat} failed") from None
                 lowered_for = plat
                 base["run_mode"] = mode.to_json()
-            if req.get("compile") and hasattr(lowered, "compile") and (target == "native" or plat == "tpu"):
+            native = target == "native" or (plat, lowered_for) in (("tpu", "tpu"), ("gpu", "cuda"))
+            if req.get("compile") and hasattr(lowered, "compile") and native:
                 try:
                     t0 = time.perf_counter()
                     lowered.compile()

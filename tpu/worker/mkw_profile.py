@@ -20,6 +20,7 @@ import os
 import re
 
 import jax
+import mkw_device_events
 import mkw_eqn
 import mkw_facts
 from jax.extend import core as _jex_core
@@ -122,10 +123,8 @@ def _load_events(path: str):
 def summarize(trace_path: str, module: str | None, ops: dict[str, str], kernels: list[str],
               runs: int, platform: str) -> dict:
     events = _load_events(trace_path)
-    procs: dict = {}
-    for e in events:
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            procs[e.get("pid")] = str((e.get("args") or {}).get("name", ""))
+    rows = mkw_device_events.DeviceRows(events)
+    procs = rows.procs
     run_walls = []
     matched = {}
     for e in events:
@@ -144,8 +143,10 @@ def summarize(trace_path: str, module: str | None, ops: dict[str, str], kernels:
         op = op.lstrip("%")
         if op not in ops:
             continue
-        if not hmod and not ("/device:" in procs.get(e.get("pid"), "")):
+        if not hmod and not rows.is_device(e.get("pid")):
             continue  # unattributed host event that merely shares a name
+        if rows.is_device(e.get("pid")) and not rows.counts(e):
+            continue  # a summary row, or a GPU's rows derived from its stream rows
         key = (e.get("pid"), e.get("tid"), e.get("ts"), op)
         matched[key] = (op, dur, procs.get(e.get("pid"), ""))
     device_events = [v for v in matched.values() if "/device:" in v[2]]

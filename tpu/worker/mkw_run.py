@@ -54,6 +54,7 @@ def device_info() -> dict:
         "device_kind": kind,
         "device_count": len(devs),
         "tpu_generation": tpu_generation(kind) if plat == "tpu" else None,
+        "compute_capability": getattr(devs[0], "compute_capability", None) if plat == "gpu" else None,
         # Cores this worker may run on: the host sizes its cpu timing lane by it.
         "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
@@ -72,10 +73,12 @@ class RunMode:
              raise), 'hlo' -> interpret=True (grid loop lowered to plain
              XLA ops; outputs start as NaN)."""
 
-    def __init__(self, kind: str, interpret_kind: str | None = None, plat: str | None = None):
+    def __init__(self, kind: str, interpret_kind: str | None = None, plat: str | None = None,
+                 note: str | None = None):
         self.kind = kind
         self.interpret_kind = interpret_kind
         self.platform = plat
+        self.note = note  # why a kernel on an accelerator is interpreted (shown with the mode)
 
     @property
     def time_kind(self) -> str:
@@ -103,28 +106,40 @@ class RunMode:
                 pass
 
     def to_json(self) -> dict:
-        return {"mode": self.kind, "interpret_kind": self.interpret_kind, "platform": self.platform}
+        out = {"mode": self.kind, "interpret_kind": self.interpret_kind, "platform": self.platform}
+        if self.note:
+            out["note"] = self.note
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> RunMode:
-        return cls(d["mode"], d.get("interpret_kind"), d.get("platform"))
+        return cls(d["mode"], d.get("interpret_kind"), d.get("platform"), d.get("note"))
+
+
+TPU_KERNEL_ON_GPU = ("a TPU kernel on a GPU host runs in the Pallas interpreter: its time is "
+                     "not a kernel time")
 
 
 def choose_mode(plat: str, facts: list[dict], requested: str | None) -> RunMode:
     """tpu: native.  gpu: native, unless the kernel is a TPU kernel (then
-    interpret).  cpu: interpret.  interpret_mode 'none' never forces
-    interpretation (for kernels that pass interpret=... themselves)."""
+    interpret, with a note saying so).  cpu: interpret; a GPU kernel (Triton
+    compiler params) through interpret=True ('hlo'), which runs any backend's
+    kernel, where the TPU interpreter takes TPU kernels only.  interpret_mode
+    'none' never forces interpretation (for kernels that pass interpret=...
+    themselves)."""
     requested = requested or "auto"
     if requested not in INTERPRET_MODES:
         raise C.WorkerError(C.BAD_REQUEST, f"interpret_mode must be one of {INTERPRET_MODES}")
     if requested == "none":
         return RunMode("device", None, plat)
-    ikind = "tpu" if requested == "auto" else requested
+    gpu_kernels = any(f.get("compiler_params") == "triton" for f in facts)
+    ikind = ("hlo" if gpu_kernels else "tpu") if requested == "auto" else requested
     if plat == "tpu":
         return RunMode("device", None, plat)
     if plat == "gpu":
         if any(f.get("compiler_params") == "tpu" for f in facts):
-            return RunMode("interpret", ikind, plat)
+            return RunMode("interpret", "tpu" if requested == "auto" else requested, plat,
+                           TPU_KERNEL_ON_GPU)
         return RunMode("device", None, plat)
     return RunMode("interpret", ikind, plat)
 

@@ -41,6 +41,30 @@ def lower_tpu(traced, fn, args, kwargs, plat, filename, source):
         raise C.from_exception(C.LOWERING, e, filename, source=source, prefix="lowering for TPU failed") from None
 
 
+def lower_gpu(traced, fn, args, kwargs, plat, filename, source):
+    """Lower for a GPU (CUDA): natively on a GPU, otherwise cross-platform (the Pallas -> Triton
+    lowering runs in Python without a GPU and raises Triton's block-shape errors: a power-of-two
+    rule on every array; tl.dot's minimum of 16 is checked only when Triton compiles). XLA's Triton custom call has no
+    serialisation guarantee, so the lowering is not exported, only made."""
+    try:
+        if plat == "gpu":
+            return traced.lower(), "cuda"
+        return traced.lower(lowering_platforms=("cuda",)), "cuda"
+    except C.WorkerError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise C.from_exception(C.LOWERING, e, filename, source=source,
+                               prefix="lowering for GPU (CUDA) failed") from None
+
+
+def kernel_platform(facts) -> str | None:
+    """"gpu" when the candidate's pallas_calls are all GPU kernels (Triton compiler params), "tpu"
+    when any is a TPU kernel or names no backend, None without pallas_calls."""
+    if not facts:
+        return None
+    return "gpu" if all(f.get("compiler_params") == "triton" for f in facts) else "tpu"
+
+
 def fact_warnings(facts) -> list[str]:
     w = []
     for f in facts:
