@@ -187,7 +187,8 @@ std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
       [&](const Plan& p, size_t i) { return implement(client_, context, p, i, request.cancelled); },
       spent);
   if (request.diagnosis)
-    for (Proposal& p : out) p.answers = llm_answer_text(*request.diagnosis, analysis, p.description);
+    for (Proposal& p : out)
+      p.answers = llm_answer_text(*request.diagnosis, analysis, p.description);
   if (out.empty() && options_.fall_back_to_rules) {
     spdlog::info("LLM expansion gave nothing new; using the rule-based expander");
     out = rules_.expand(request);

@@ -19,6 +19,12 @@ std::string number_text(double v) {
   return buf;
 }
 
+std::string percent_text(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
+  return buf;
+}
+
 std::string seconds_text(double s) {
   return number_text(s * 1e6) + " us";
 }
@@ -91,8 +97,8 @@ std::string traffic_text(const json& traffic) {
     const std::string origin = string_at(op, "origin");
     out += "\n  - " + (origin.empty() ? "input" : origin) + ": " + number_text(*fetches) +
            " block fetches of " + number_text(*distinct) + " distinct blocks";
-    if (op.contains("grid_axes_read")) out += ", index map reads grid axes [" +
-                                              list_text(op["grid_axes_read"]) + "]";
+    if (op.contains("grid_axes_read"))
+      out += ", index map reads grid axes [" + list_text(op["grid_axes_read"]) + "]";
   }
   return out;
 }
@@ -199,11 +205,11 @@ std::string device_profile_text(const json& metrics) {
   if (const auto per_run = number_at(summary, "op_time_per_run_us"))
     out += "; op time per run " + number_text(*per_run) + " us";
   if (const auto share = number_at(summary, "pallas_share"))
-    out += "; share in Pallas kernels " + number_text(*share * 100) + "%";
+    out += "; share in Pallas kernels " + percent_text(*share);
   for (const json& k : summary.value("kernels", json::array())) {
     out += "\n- kernel " + string_at(k, "kernel");
     if (const auto us = number_at(k, "per_run_us")) out += ": " + number_text(*us) + " us per run";
-    if (const auto share = number_at(k, "share")) out += " (" + number_text(*share * 100) + "%)";
+    if (const auto share = number_at(k, "share")) out += " (" + percent_text(*share) + ")";
   }
   size_t shown = 0;
   for (const json& op : summary.value("top_ops", json::array())) {
@@ -240,16 +246,16 @@ std::string diagnosis_text(const Diagnosis& d) {
   if (d.roofline_s) {
     out += "\nroofline: the task's minimum work takes " + seconds_text(*d.roofline_s);
     if (d.roofline_fraction)
-      out += "; this kernel is at " + number_text(*d.roofline_fraction * 100) + "% of it";
+      out += "; this kernel is at " + percent_text(*d.roofline_fraction) + " of it";
   }
   if (d.pallas_share)
-    out += "\nshare of device op time in Pallas kernels: " + number_text(*d.pallas_share * 100) +
-           "%";
+    out += "\nshare of device op time in Pallas kernels: " + percent_text(*d.pallas_share);
   return out;
 }
 
 std::string planner_diagnosis_text(const Diagnosis& d, const ParentAnalysis& analysis) {
-  std::string out = "Rule-based (from the lowering facts and the time model):\n" + diagnosis_text(d);
+  std::string out =
+      "Rule-based (from the lowering facts and the time model):\n" + diagnosis_text(d);
   if (!analysis.analysis) {
     out += "\n\nProfile analyst: no answer (" +
            (analysis.error.empty() ? std::string("not asked") : analysis.error) +
@@ -271,8 +277,7 @@ std::string llm_answer_text(const Diagnosis& d, const ParentAnalysis& analysis,
                             const std::string& proposal_description) {
   Diagnosis named = d;
   if (named.summary.empty()) named.summary = named.bound;
-  if (analysis.analysis)
-    named.summary += "; profile analyst: " + analysis.analysis->bottleneck;
+  if (analysis.analysis) named.summary += "; profile analyst: " + analysis.analysis->bottleneck;
   return answer_text(named, proposal_description);
 }
 

@@ -224,9 +224,9 @@ TEST(ProfileAnalyst, BottleneckAndNextStrategies) {
       {"```json\n{\"bottleneck\": \"grid_overhead\", \"evidence\": \"16 steps of 2 us\", "
        "\"next_strategies\": [{\"name\": \"bigger_blocks\", \"why\": \"fewer steps\", "
        "\"expected_effect\": \"-30%\"}]}\n```"});
-  const ProfileAnalysis a = analyze_profile(
-      client, softmax_context(),
-      {"grid 16, 2.1 us/step", "grid overhead-bound (3% of the roofline)", ""});
+  const ProfileAnalysis a =
+      analyze_profile(client, softmax_context(),
+                      {"grid 16, 2.1 us/step", "grid overhead-bound (3% of the roofline)", ""});
   ASSERT_TRUE(a.ok()) << a.error;
   EXPECT_EQ(a.analysis.bottleneck, "grid_overhead");
   EXPECT_EQ(a.analysis.next_strategies[0].name, "bigger_blocks");

@@ -53,17 +53,18 @@ std::string le_plan(const std::string& name) {
 
 // Metrics of a grid-overhead-bound kernel, as the worker and the time model give them.
 json le_metrics() {
-  return {{"time_kind", "predicted"},
-          {"pallas_calls",
-           {{{"kernel", "_k"},
-             {"grid", {4096}},
-             {"vmem_bytes_per_step", 8192},
-             {"traffic", {{"available", true}, {"hbm_bytes_read", 4 << 20}, {"grid_steps", 4096}}}}}},
-          {"predictions",
-           {{{"compute_s", 1e-7},
-             {"memory_s", 1e-6},
-             {"overhead_s", 1.4e-3},
-             {"predicted_s", 1.4011e-3}}}}};
+  return {
+      {"time_kind", "predicted"},
+      {"pallas_calls",
+       {{{"kernel", "_k"},
+         {"grid", {4096}},
+         {"vmem_bytes_per_step", 8192},
+         {"traffic", {{"available", true}, {"hbm_bytes_read", 4 << 20}, {"grid_steps", 4096}}}}}},
+      {"predictions",
+       {{{"compute_s", 1e-7},
+         {"memory_s", 1e-6},
+         {"overhead_s", 1.4e-3},
+         {"predicted_s", 1.4011e-3}}}}};
 }
 
 Diagnosis le_diagnosis() {
@@ -156,6 +157,32 @@ TEST(LlmExpanderAnalyst, ReadsTheParentsNumbersAndItsAnswerGoesIntoThePlannersPr
   EXPECT_EQ(out[0].usage.input_tokens, le_input_tokens(client.requests));
 }
 
+TEST(LlmExpanderAnalyst, SeesTheDeviceProfileWhenTheParentHasOne) {
+  ScriptedClient client({kAnalystAnswer, le_plan("row_block_64"), le_python(le_kernel(64))});
+  LlmExpander expander(client, le_options());
+  LeParent parent;
+  parent.metrics["time_kind"] = "device";
+  parent.metrics["timing"] = {{"candidate", {{"device", {{"median_s", 1.25e-3}}}}}};
+  parent.metrics["profile"] = {
+      {"summary",
+       {{"measured", "device"},
+        {"op_time_per_run_us", 1300.0},
+        {"pallas_share", 0.8},
+        {"kernels", {{{"kernel", "_k"}, {"per_run_us", 1040.0}, {"share", 0.8}}}},
+        {"top_ops", {{{"op", "fusion.3"}, {"time_us", 260.0}}}},
+        {"note", "Device op events of the profiled program."}}}};
+  ASSERT_EQ(expander.expand(parent.request()).size(), 1u);
+  const std::string analyst = le_sent(client.requests[0]);
+  EXPECT_NE(analyst.find("scored by: measured on the device\nmeasured device time: median 1250 us"),
+            std::string::npos)
+      << analyst;
+  EXPECT_NE(analyst.find("## Device profile\nmeasured: device; op time per run 1300 us; share in "
+                         "Pallas kernels 80.0%\n- kernel _k: 1040 us per run (80.0%)\n"
+                         "- op fusion.3: 260 us\nDevice op events of the profiled program."),
+            std::string::npos)
+      << analyst;
+}
+
 TEST(LlmExpanderAnalyst, IsAskedOncePerParentAndItsRecordedAnswerReachesEveryPlanner) {
   ScriptedClient client({kAnalystAnswer, le_plan("row_block_64"), le_python(le_kernel(64)),
                          le_plan("row_block_128"), le_python(le_kernel(128))});
@@ -182,9 +209,9 @@ TEST(LlmExpanderAnalyst, GarbageTwiceLeavesThePlannerTheRuleDiagnosisAndIsPaidFo
   LeParent parent;
   const std::vector<Proposal> out = expander.expand(parent.request());
 
-  ASSERT_EQ(le_purposes(client.requests),
-            (std::vector<std::string>{"profile_analyst", "profile_analyst", "planner",
-                                      "implementer"}));
+  ASSERT_EQ(
+      le_purposes(client.requests),
+      (std::vector<std::string>{"profile_analyst", "profile_analyst", "planner", "implementer"}));
   const std::string planner = le_sent(client.requests[2]);
   EXPECT_NE(planner.find(le_diagnosis().summary), std::string::npos) << planner;
   EXPECT_NE(planner.find("Profile analyst: no answer (the profile_analyst answered in the wrong "
@@ -252,9 +279,10 @@ TEST(LlmExpanderAnalyst, WithoutADiagnosisNoAnalystIsAskedAndNothingIsAnswered) 
   LeParent parent;
   const std::vector<Proposal> out = expander.expand(parent.request(/*with_diagnosis=*/false));
   EXPECT_EQ(le_purposes(client.requests), (std::vector<std::string>{"planner", "implementer"}));
-  EXPECT_NE(le_sent(client.requests[0]).find("## Diagnosis: what limits this kernel "
-                                             "(rule-based, and the profile analyst's reading)\n"
-                                             "(none)"),
+  EXPECT_NE(le_sent(client.requests[0])
+                .find("## Diagnosis: what limits this kernel "
+                      "(rule-based, and the profile analyst's reading)\n"
+                      "(none)"),
             std::string::npos);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].answers, "");
@@ -288,8 +316,8 @@ class LeEvaluator final : public Evaluator {
 class LlmExpanderSearchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("mk-llm-expander-" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("mk-llm-expander-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     store_.emplace(dir_ / "store.sqlite");
