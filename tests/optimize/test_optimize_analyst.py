@@ -9,7 +9,14 @@ import json
 import os
 import urllib.request
 
-from optimize_helpers import FIXTURES, kernel_copy, node_rows, optimize, replay_server, sent_text
+from optimize_helpers import (
+    FIXTURES,
+    kernel_copy,
+    node_rows,
+    optimize,
+    replay_server,
+    sent_text,
+)
 
 FIXTURE = FIXTURES / "analyst_chain_openai.json"
 KEY = "sk-analyst-0123456789"
