@@ -158,8 +158,11 @@ ParentAnalysis LlmExpander::analysis_of_parent(const ExpansionRequest& request,
     else
       out.error = answer.error;
   } catch (const llm::LlmError& e) {
-    // The search decides about these, as for any other call; the rest only cost the analysis.
-    if (e.kind() == llm::ErrorKind::Cancelled || e.kind() == llm::ErrorKind::BudgetExceeded) throw;
+    // These end the run whichever call meets them (the search decides); the rest only cost the
+    // analysis.
+    if (e.kind() == llm::ErrorKind::Cancelled || e.kind() == llm::ErrorKind::BudgetExceeded ||
+        e.kind() == llm::ErrorKind::BadKey)
+      throw;
     out.error = std::string("its call failed: ") + llm::to_string(e.kind()) + ": " + e.what();
   }
   if (!out.analysis)

@@ -72,9 +72,9 @@ class LlmExpander : public Expander {
 
   // The parent's analysis: the one its node recorded (request.parent_metrics "analysis"), else
   // the Profile analyst's answer now, recorded through request.record_analysis. A failure (a
-  // malformed answer twice, an LLM error other than cancellation or the budget) is recorded as
-  // an analysis with an error and logged: the planner then gets the rule diagnosis alone.
-  // Adds the call's usage to `spent`.
+  // malformed answer twice, an LLM error other than cancellation, the budget or a rejected key) is
+  // recorded as an analysis with an error and logged: the planner then gets the rule diagnosis
+  // alone. Adds the call's usage to `spent`.
   ParentAnalysis analysis_of_parent(const ExpansionRequest& request, const AgentContext& context,
                                     llm::Usage& spent);
 

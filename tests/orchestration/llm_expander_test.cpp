@@ -2,7 +2,8 @@
 // rule diagnosis, its answer goes into the Planner's prompt, it is asked once per parent (the
 // answer is recorded on the node and reused, also by a resumed run), its usage is paid for like
 // the other calls, and a failure (garbage twice, a rate limit) leaves the Planner the rule
-// diagnosis while cancellation and the budget still stop the expansion. No worker.
+// diagnosis while cancellation, the budget and a rejected key still stop the expansion. No
+// worker.
 #include "agents/orchestration/llm_expander.h"
 
 #include <gtest/gtest.h>
@@ -262,8 +263,9 @@ TEST(LlmExpanderAnalyst, ARateLimitedAnalystDoesNotStopTheExpansion) {
       << planner;
 }
 
-TEST(LlmExpanderAnalyst, CancellationAndTheBudgetStillStopTheExpansion) {
-  for (const auto kind : {llm::ErrorKind::BudgetExceeded, llm::ErrorKind::Cancelled}) {
+TEST(LlmExpanderAnalyst, CancellationTheBudgetAndARejectedKeyStillStopTheExpansion) {
+  for (const auto kind :
+       {llm::ErrorKind::BudgetExceeded, llm::ErrorKind::Cancelled, llm::ErrorKind::BadKey}) {
     AnalystFailsClient client(kind, {le_plan("row_block_64"), le_python(le_kernel(64))});
     LlmExpander expander(client, le_options());
     LeParent parent;
