@@ -434,6 +434,17 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
                 parse_or(parent->metrics_json, json::object()).value("bottleneck", json());
             b.is_object())
           request.diagnosis = Diagnosis::from_json(b);
+      request.parent_metrics = parent->metrics_json;
+      // An LLM's analysis of the parent is kept on the parent at once (paid for, and a resumed
+      // run or a later expansion of this parent reuses it).
+      request.record_analysis = [this, parent_id](const json& analysis) {
+        std::optional<NodeRecord> stored = store_.node(run_.id, parent_id);
+        if (!stored) return;
+        json metrics = parse_or(stored->metrics_json, json::object());
+        metrics["analysis"] = analysis;
+        stored->metrics_json = metrics.dump();
+        store_.update_node(*stored);
+      };
       llm::Usage unattributed;
       request.unattributed_usage = &unattributed;
       auto charge_unattributed = [&] {

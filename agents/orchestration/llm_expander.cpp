@@ -129,7 +129,7 @@ std::vector<Proposal> LlmExpander::plan_and_implement(
     const std::function<Plan()>& make_plan, const Implement& implement, llm::Usage& spent) {
   return accounted(request, spent, [&] {
     const Plan the_plan = make_plan();
-    spent = the_plan.usage;
+    add_usage(spent, the_plan.usage);
     if (!the_plan.ok()) {
       spdlog::warn("{}: {}", planner, the_plan.error);
       return std::vector<Proposal>();
@@ -138,15 +138,60 @@ std::vector<Proposal> LlmExpander::plan_and_implement(
   });
 }
 
+ParentAnalysis LlmExpander::analysis_of_parent(const ExpansionRequest& request,
+                                               const AgentContext& context, llm::Usage& spent) {
+  const nlohmann::json metrics = nlohmann::json::parse(
+      request.parent_metrics.empty() ? "{}" : request.parent_metrics, nullptr, false);
+  if (metrics.is_object() && metrics.contains("analysis"))
+    if (auto recorded = ParentAnalysis::from_json(metrics["analysis"])) return *recorded;
+  ParentAnalysis out;
+  try {
+    ProfileFacts facts;
+    facts.metrics = measurements_text(metrics);
+    facts.diagnosis = diagnosis_text(*request.diagnosis);
+    facts.device_profile = device_profile_text(metrics);
+    const ProfileAnalysis answer = analyze_profile(client_, context, facts, request.cancelled);
+    add_usage(spent, answer.usage);
+    out.prompt_version = answer.prompt_version;
+    if (answer.ok())
+      out.analysis = answer.analysis;
+    else
+      out.error = answer.error;
+  } catch (const llm::LlmError& e) {
+    // These end the run whichever call meets them (the search decides); the rest only cost the
+    // analysis.
+    if (e.kind() == llm::ErrorKind::Cancelled || e.kind() == llm::ErrorKind::BudgetExceeded ||
+        e.kind() == llm::ErrorKind::BadKey)
+      throw;
+    out.error = std::string("its call failed: ") + llm::to_string(e.kind()) + ": " + e.what();
+  }
+  if (!out.analysis)
+    spdlog::warn("profile analyst: {}; the planner gets the rule diagnosis alone", out.error);
+  if (request.record_analysis) request.record_analysis(out.to_json());
+  return out;
+}
+
 std::vector<Proposal> LlmExpander::expand(const ExpansionRequest& request) {
   if (request.parent_is_reference) return write_from_reference(request, {});
   AgentContext context = context_for(request, "the path to this kernel");
   if (options_.retrieve) context.knowledge = options_.retrieve(request.parent_code, "");
   llm::Usage spent;
+  // What limits the parent goes to the planner: the rule diagnosis always, the analyst's reading
+  // of the numbers when it gave one. Without a diagnosis (--no-diagnosis) neither is used.
+  ParentAnalysis analysis;
+  std::string diagnosis;
+  if (request.diagnosis) {
+    analysis = analysis_of_parent(request, context, spent);
+    diagnosis = planner_diagnosis_text(*request.diagnosis, analysis);
+  }
   std::vector<Proposal> out = plan_and_implement(
-      request, context, "planner", [&] { return plan(client_, context, request.cancelled); },
+      request, context, "planner",
+      [&] { return plan(client_, context, diagnosis, request.cancelled); },
       [&](const Plan& p, size_t i) { return implement(client_, context, p, i, request.cancelled); },
       spent);
+  if (request.diagnosis)
+    for (Proposal& p : out)
+      p.answers = llm_answer_text(*request.diagnosis, analysis, p.description);
   if (out.empty() && options_.fall_back_to_rules) {
     spdlog::info("LLM expansion gave nothing new; using the rule-based expander");
     out = rules_.expand(request);

@@ -1,7 +1,9 @@
-// The expander that uses an LLM: the Planner proposes strategies for the parent, the Implementer
-// writes one child per strategy, and a child that does not lower goes to the Debugger (bounded
-// attempts, with the history of earlier attempts) before it becomes a node. Falls back to the
-// rule-based expander when the LLM has nothing usable, so a search never stalls on bad answers.
+// The expander that uses an LLM: the Profile analyst reads the parent's numbers and its rule
+// diagnosis (once per parent: its answer is recorded on the node), the Planner proposes strategies
+// for the parent with that diagnosis in its prompt, the Implementer writes one child per strategy,
+// and a child that does not lower goes to the Debugger (bounded attempts, with the history of
+// earlier attempts) before it becomes a node. Falls back to the rule-based expander when the LLM
+// has nothing usable, so a search never stalls on bad answers.
 // A parent that is the task's plain JAX reference (no kernel yet) is written FROM the reference
 // instead: the from-reference Planner and Implementer, the same Debugger, and no rule fallback
 // (the rules need a kernel to change).
@@ -14,6 +16,7 @@
 
 #include "agents/llm/llm_client.h"
 #include "agents/orchestration/expander.h"
+#include "agents/orchestration/profile_analysis.h"
 #include "agents/orchestration/rule_expander.h"
 #include "agents/subagents/subagents.h"
 
@@ -66,6 +69,14 @@ class LlmExpander : public Expander {
                                            const AgentContext& context, const std::string& planner,
                                            const std::function<Plan()>& make_plan,
                                            const Implement& implement, llm::Usage& spent);
+
+  // The parent's analysis: the one its node recorded (request.parent_metrics "analysis"), else
+  // the Profile analyst's answer now, recorded through request.record_analysis. A failure (a
+  // malformed answer twice, an LLM error other than cancellation, the budget or a rejected key) is
+  // recorded as an analysis with an error and logged: the planner then gets the rule diagnosis
+  // alone. Adds the call's usage to `spent`.
+  ParentAnalysis analysis_of_parent(const ExpansionRequest& request, const AgentContext& context,
+                                    llm::Usage& spent);
 
   llm::Client& client_;
   LlmExpanderOptions options_;

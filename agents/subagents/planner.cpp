@@ -20,7 +20,14 @@ Plan plan_with(llm::Client& client, const AgentContext& context, AgentPrompt pro
 }  // namespace
 
 Plan plan(llm::Client& client, const AgentContext& context, const llm::CancelFlag& cancelled) {
-  return plan_with(client, context, {"planner", {}, 2048}, cancelled);
+  return plan(client, context, "", cancelled);
+}
+
+Plan plan(llm::Client& client, const AgentContext& context, const std::string& diagnosis,
+          const llm::CancelFlag& cancelled) {
+  return plan_with(client, context,
+                   {"planner", {{"diagnosis", diagnosis.empty() ? "(none)" : diagnosis}}, 2048},
+                   cancelled);
 }
 
 // With no kernel yet: the context's kernel_source is the task's plain JAX reference.
@@ -31,11 +38,16 @@ Plan plan_from_reference(llm::Client& client, const AgentContext& context,
 }
 
 ProfileAnalysis analyze_profile(llm::Client& client, const AgentContext& context,
-                                const std::string& metrics, const llm::CancelFlag& cancelled) {
+                                const ProfileFacts& facts, const llm::CancelFlag& cancelled) {
+  auto or_none = [](const std::string& text) { return text.empty() ? "(none)" : text; };
   ProfileAnalysis result;
   ask_agent(
       client, context,
-      {"profile_analyst", {{"metrics", metrics.empty() ? "(none)" : metrics}}, 2048},
+      {"profile_analyst",
+       {{"metrics", or_none(facts.metrics)},
+        {"diagnosis", or_none(facts.diagnosis)},
+        {"device_profile", or_none(facts.device_profile)}},
+       2048},
       [&](const std::string& answer) { result.analysis = parse_analysis_answer(answer); }, result,
       cancelled);
   return result;

@@ -44,8 +44,12 @@ struct ProfileAnalysis : AgentOutcome {
   Analysis analysis;
 };
 
-// Planner: strategies (name, why, expected effect) for the kernel in the context.
+// Planner: strategies (name, why, expected effect) for the kernel in the context. `diagnosis`:
+// what limits the kernel, in words (the rule diagnosis and the profile analyst's answer), for the
+// template's diagnosis section; the first form says "(none)" there.
 Plan plan(llm::Client& client, const AgentContext& context, const llm::CancelFlag& cancelled = {});
+Plan plan(llm::Client& client, const AgentContext& context, const std::string& diagnosis,
+          const llm::CancelFlag& cancelled = {});
 
 // Implementer: the whole file rewritten to apply plan.strategies[strategy_index].
 Code implement(llm::Client& client, const AgentContext& context, const Plan& plan,
@@ -87,8 +91,15 @@ TuningSpace tuning_space(llm::Client* client, const AgentContext& context,
                          const std::string& metrics, size_t max_configs = 64,
                          const llm::CancelFlag& cancelled = {});
 
+// What the ProfileAnalyst reads beside the context, each in words ("" = none).
+struct ProfileFacts {
+  std::string metrics;         // the worker's lowering facts and the time model's predictions
+  std::string diagnosis;       // the rule-based diagnosis of the same facts
+  std::string device_profile;  // a profile measured on the device
+};
+
 // ProfileAnalyst: the bottleneck and next strategies from the measurements.
 ProfileAnalysis analyze_profile(llm::Client& client, const AgentContext& context,
-                                const std::string& metrics, const llm::CancelFlag& cancelled = {});
+                                const ProfileFacts& facts, const llm::CancelFlag& cancelled = {});
 
 }  // namespace mk::agents

@@ -52,6 +52,21 @@ TEST(Planner, ParsesStrategiesAndCarriesUsage) {
   EXPECT_NE(r.messages[1].text.find("[1] Blocks of 512+ rows"), std::string::npos);
 }
 
+TEST(Planner, TheDiagnosisGoesInItsOwnSectionAndSaysNoneWithoutOne) {
+  ScriptedClient client({kPlanJson, kPlanJson});
+  ASSERT_TRUE(plan(client, softmax_context(), "HBM-bound: x re-fetched 4x").ok());
+  ASSERT_TRUE(plan(client, softmax_context()).ok());
+  const std::string heading = "## Diagnosis: what limits this kernel";
+  const std::string& with = client.requests[0].messages[1].text;
+  const size_t at = with.find(heading);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(with.find("HBM-bound: x re-fetched 4x"), with.find('\n', at) + 1);
+  const std::string& without = client.requests[1].messages[1].text;
+  EXPECT_NE(without.find(heading), std::string::npos);
+  EXPECT_EQ(without.find("HBM-bound"), std::string::npos);
+  EXPECT_NE(without.find("(none)"), std::string::npos);
+}
+
 TEST(Planner, OneRetryQuotingTheParseErrorThenAClearError) {
   ScriptedClient client({"I think bigger blocks would help.", "{\"strategies\": \"bigger\"}"});
   const Plan p = plan(client, softmax_context());
@@ -209,11 +224,17 @@ TEST(ProfileAnalyst, BottleneckAndNextStrategies) {
       {"```json\n{\"bottleneck\": \"grid_overhead\", \"evidence\": \"16 steps of 2 us\", "
        "\"next_strategies\": [{\"name\": \"bigger_blocks\", \"why\": \"fewer steps\", "
        "\"expected_effect\": \"-30%\"}]}\n```"});
-  const ProfileAnalysis a = analyze_profile(client, softmax_context(), "grid 16, 2.1 us/step");
+  const ProfileAnalysis a =
+      analyze_profile(client, softmax_context(),
+                      {"grid 16, 2.1 us/step", "grid overhead-bound (3% of the roofline)", ""});
   ASSERT_TRUE(a.ok()) << a.error;
   EXPECT_EQ(a.analysis.bottleneck, "grid_overhead");
   EXPECT_EQ(a.analysis.next_strategies[0].name, "bigger_blocks");
-  EXPECT_NE(client.requests[0].messages[1].text.find("grid 16, 2.1 us/step"), std::string::npos);
+  const std::string& sent = client.requests[0].messages[1].text;
+  EXPECT_NE(sent.find("grid 16, 2.1 us/step"), std::string::npos);
+  EXPECT_NE(sent.find("## Rule-based diagnosis\ngrid overhead-bound (3% of the roofline)"),
+            std::string::npos);
+  EXPECT_NE(sent.find("## Device profile\n(none)"), std::string::npos);
 }
 
 TEST(Context, TrimmedToTheBudgetInTheRequest) {

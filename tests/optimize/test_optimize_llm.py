@@ -1,6 +1,6 @@
-"""The sub-agent chain on a recording against a real worker: planner -> implementer (a block
-that breaks the TPU rules) -> debugger (fixed from the worker's real lowering error) ->
-implementer, through `maxkernel optimize --llm replay:FILE`. Also: LLM budgets stop a run, and
+"""The sub-agent chain on a recording against a real worker: profile analyst -> planner ->
+implementer (a block that breaks the TPU rules) -> debugger (fixed from the worker's real
+lowering error) -> implementer, through `maxkernel optimize --llm replay:FILE`. Also: LLM budgets stop a run, and
 a planted API key appears nowhere the run writes."""
 import json
 import os
@@ -50,9 +50,10 @@ def test_plan_implement_debug_implement_chain(tmp_path):
     assert "BLOCK_ROWS = 64\n" in code[2]
     assert all(nodes[i]["status"] == "correct" for i in (0, 1, 2))
     assert out["best"]["node"] == 2 and out["best"]["speedup"] > nodes[1]["speedup"] > 1.0
-    # Usage of all four calls (planner, implementer, debugger, implementer) is accounted.
-    assert out["cost"]["tokens_in"] == 900 + 1500 + 1700 + 1500
-    assert out["cost"]["tokens_out"] == 120 + 400 + 420 + 400
+    # Usage of all five calls (profile analyst, planner, implementer, debugger, implementer) is
+    # accounted.
+    assert out["cost"]["tokens_in"] == 300 + 900 + 1500 + 1700 + 1500
+    assert out["cost"]["tokens_out"] == 40 + 120 + 400 + 420 + 400
     assert out["cost"]["usd"] > 0
     # The key reached the provider (as the replay server saw it) and nothing else.
     written = [r.stdout, r.stderr, (tmp_path / "report.html").read_text(),
@@ -68,9 +69,9 @@ def test_a_token_budget_stops_the_run_cleanly(tmp_path):
     assert out["status"] == "done"
     assert out["stop_reason"].startswith("LLM: ") and "budget" in out["stop_reason"].lower()
     spent = out["cost"]["tokens_in"] + out["cost"]["tokens_out"]
-    # The planner (1020) and one implementer (1900) fit before the limit was seen; no call was
-    # made after it.
-    assert 2000 <= spent <= 1020 + 1900
+    # The profile analyst (340), the planner (1020) and one implementer (1900) fit before the
+    # limit was seen; no call was made after it.
+    assert 2000 <= spent <= 340 + 1020 + 1900
     assert [n["id"] for n in out["nodes"]] == [0]  # no candidate was left half-made
 
 

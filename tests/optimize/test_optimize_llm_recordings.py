@@ -80,8 +80,9 @@ def test_the_usd_budget_stops_the_run_and_no_call_is_made_after_it(tmp_path):
     assert out["status"] == "done"
     assert out["stop_reason"].startswith("LLM: the run's LLM budget is spent ($"), out["stop_reason"]
     assert "of $0.0003" in out["stop_reason"]
-    # The planner ($0.0002) was under the limit, so one implementer call was made; it crossed
-    # the limit, and nothing was asked after that.
-    assert [r["purpose"] for r in log] == ["planner", "implementer"]
+    # The profile analyst and the planner ($0.00028) were under the limit, so one implementer
+    # call was made; it crossed the limit, and nothing was asked after that.
+    assert [r["purpose"] for r in log] == ["profile_analyst", "planner", "implementer"]
     assert out["cost"]["usd"] >= 0.0003
-    assert out["cost"]["tokens_in"] == 900 + 1500 and out["cost"]["tokens_out"] == 120 + 400
+    assert out["cost"]["tokens_in"] == 300 + 900 + 1500
+    assert out["cost"]["tokens_out"] == 40 + 120 + 400
