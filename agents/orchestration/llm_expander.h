@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ namespace mk::agents {
 
 struct LlmExpanderOptions {
   std::string task_summary;  // the task object (JSON text), as the run keeps it
+  nlohmann::json task = nlohmann::json::object();  // the same task (RunRecord::task)
   std::string target_facts;
   // Knowledge passages for a kernel (and an error text, for the debugger), best first.
   std::function<std::vector<std::string>(const std::string& source, const std::string& error)>
