@@ -185,13 +185,11 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
       service::drive_search(runs, *session.host, session.store.get(), row.run_id,
                             read_text_file(anchor).value_or(""), std::move(setup), {}, {});
   row.stop_reason = outcome.run.stop_reason;
-  const json cost = json::parse(outcome.run.cost_json, nullptr, false);
-  if (cost.is_object()) {
-    row.evaluations = cost.value("evaluations", 0);
-    row.host_seconds = cost.value("host_seconds", 0.0);
-    row.tokens = cost.value("tokens_in", int64_t{0}) + cost.value("tokens_out", int64_t{0});
-    row.usd = cost.value("usd", 0.0);
-  }
+  const agents::RunCost& cost = outcome.run.cost;
+  row.evaluations = cost.evaluations;
+  row.host_seconds = cost.host_seconds;
+  row.tokens = cost.tokens();
+  row.usd = cost.usd;
   // The task's answer is its best correct kernel, even one that does not beat XLA.
   for (const agents::NodeRecord& n : outcome.nodes) {
     if (n.id == 0) continue;

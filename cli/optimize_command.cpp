@@ -132,8 +132,8 @@ bool kernels_from_reference(HostSession& session, const agents::RunRecord& run,
   if (!run.kernel.empty()) entry = run.kernel;
   std::cerr << "writing a kernel from the reference (templates"
             << (llm == "none" ? ", no LLM" : "; then the LLM " + llm) << ")...\n";
-  const service::GeneratedKernel kernel = service::generate_kernel(
-      *session.jobs, run.file, json::parse(run.task_json), *generation, entry);
+  const service::GeneratedKernel kernel =
+      service::generate_kernel(*session.jobs, run.file, run.task, *generation, entry);
   if (kernel.ok) {
     std::cerr << "generated: " << kernel.kernel_class << ": " << kernel.description << "\n";
     setup.from_reference.push_back(service::as_proposal(kernel));

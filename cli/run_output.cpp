@@ -15,11 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-json parse_or_empty(const std::string& text) {
-  json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
-
 std::string fixed(double v, const char* format) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -37,13 +32,13 @@ std::string one_line(std::string s, size_t max) {
 // speedup already is vs XLA).
 std::optional<std::pair<double, std::optional<double>>> versus_xla(const agents::RunRecord& run,
                                                                    const agents::NodeRecord& best) {
-  const json xla = parse_or_empty(run.params_json).value("xla", json::object());
-  if (!best.score_s || *best.score_s <= 0 || !xla.contains("score_s") ||
-      xla.value("time_kind", std::string()) != best.time_kind)
+  const std::optional<agents::XlaBaseline>& xla = run.params.xla;
+  if (!best.score_s || *best.score_s <= 0 || !xla || !xla->score_s ||
+      xla->time_kind != best.time_kind)
     return std::nullopt;
   std::optional<double> roofline;
-  if (xla.contains("roofline_s")) roofline = xla["roofline_s"].get<double>() / *best.score_s;
-  return std::make_pair(xla["score_s"].get<double>() / *best.score_s, roofline);
+  if (xla->roofline_s) roofline = *xla->roofline_s / *best.score_s;
+  return std::make_pair(*xla->score_s / *best.score_s, roofline);
 }
 
 }  // namespace
@@ -61,9 +56,9 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
               {"status", to_string(run.status)},
               {"stop_reason", run.stop_reason},
               {"score_kind", run.score_kind},
-              {"cost", parse_or_empty(run.cost_json)},
-              {"params", parse_or_empty(run.params_json)},
-              {"budget", parse_or_empty(run.budget_json)}};
+              {"cost", run.cost.to_json()},
+              {"params", run.params.to_json()},
+              {"budget", run.budget.to_json()}};
   const agents::NodeRecord* best = agents::best_node(nodes);
   out["best"] = best ? json{{"node", best->id},
                             {"speedup", *best->speedup},
@@ -72,8 +67,7 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                      : json();
   if (best) {
     // What limits it (the search's diagnosis), and its share of the task's roofline.
-    const json metrics = parse_or_empty(best->metrics_json);
-    if (metrics.contains("bottleneck")) out["best"]["bottleneck"] = metrics["bottleneck"];
+    if (best->metrics.bottleneck) out["best"]["bottleneck"] = best->metrics.bottleneck->to_json();
     if (auto vs = versus_xla(run, *best)) {
       out["best"]["speedup_vs_xla"] = vs->first;
       out["best"]["roofline_fraction"] = vs->second ? json(*vs->second) : json();
@@ -93,9 +87,9 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                     {"time_kind", n.time_kind},
                     {"code_hash", n.code_hash},
                     // the host that evaluated it (of a pool: the one it went to)
-                    {"host", parse_or_empty(n.metrics_json).value("host", json())},
+                    {"host", n.metrics.host.empty() ? json() : json(n.metrics.host)},
                     // the parent's diagnosis this node answers ("" when none was used)
-                    {"answers", parse_or_empty(n.metrics_json).value("answers", "")},
+                    {"answers", n.metrics.answers},
                     {"finished_at", n.finished_at}});
   }
   out["nodes"] = list;
@@ -130,7 +124,7 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
                     90)
         << "\n";
   }
-  const json cost = parse_or_empty(run.cost_json);
+  const agents::RunCost& cost = run.cost;
   const agents::NodeRecord* best = agents::best_node(nodes);
   if (best) {
     out << "best: node " << best->id << ", " << fixed(*best->speedup, "%.2fx") << " "
@@ -143,14 +137,13 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
       out << "      " << fixed(vs->first, "%.2fx") << " vs XLA (the reference)"
           << (vs->second ? ", " + fixed(100 * *vs->second, "%.0f") + "% of the roofline" : "")
           << "\n";
-    const json bottleneck = parse_or_empty(best->metrics_json).value("bottleneck", json::object());
-    if (bottleneck.contains("summary"))
-      out << "      diagnosis: " << bottleneck.value("summary", std::string()) << "\n";
+    if (const auto& bottleneck = best->metrics.bottleneck;
+        bottleneck && !bottleneck->summary.empty())
+      out << "      diagnosis: " << bottleneck->summary << "\n";
   }
-  out << "cost: " << cost.value("evaluations", 0) << " evaluations (" << cost.value("cache_hits", 0)
-      << " from cache), " << fixed(cost.value("host_seconds", 0.0), "%.1f") << " host s, "
-      << cost.value("tokens_in", int64_t{0}) + cost.value("tokens_out", int64_t{0})
-      << " LLM tokens, $" << fixed(cost.value("usd", 0.0), "%.4f") << "\n";
+  out << "cost: " << cost.evaluations << " evaluations (" << cost.cache_hits << " from cache), "
+      << fixed(cost.host_seconds, "%.1f") << " host s, " << cost.tokens() << " LLM tokens, $"
+      << fixed(cost.usd, "%.4f") << "\n";
   if (!report_file.empty()) out << "report: " << report_file << "\n";
 }
 

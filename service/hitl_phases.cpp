@@ -69,11 +69,11 @@ std::string failure_text(const std::string& what, const std::exception& e) {
 // Test and autotune compare timings, so several hosts must first agree on one device; then
 // `body` scores candidates with one evaluator over the pool. `phase` names the step if refused.
 template <typename Body>
-HitlPhaseOutcome with_evaluator(const HitlHostJob& job, const std::string& phase, Body&& body) {
+HitlPhaseOutcome with_evaluator(const HitlHostJob& job, agents::HitlPhase phase, Body&& body) {
   std::string error;
   if (job.host->size() > 1 && !job.host->verify(error)) {
     HitlPhaseOutcome refused;
-    refused.summary = phase + " cannot run: " + error;
+    refused.summary = to_string(phase) + " cannot run: " + error;
     return refused;
   }
   tpu::KernelJobs jobs(*job.host, nullptr);
@@ -162,7 +162,7 @@ HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
-  return with_evaluator(job, "test", [&](agents::CandidateEvaluator& evaluator) {
+  return with_evaluator(job, agents::HitlPhase::test, [&](agents::CandidateEvaluator& evaluator) {
     const agents::Evaluation e = evaluator.evaluate(job.code, job.cancelled);
     HitlPhaseOutcome out;
     out.has_diagnostics = true;
@@ -182,7 +182,7 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
     node.code_hash = agents::candidate_hash(job.code);
     node.status = e.status;
     node.error = e.error;
-    node.metrics_json = e.metrics.dump();
+    node.metrics = agents::NodeMetrics::from_json(e.metrics);
     node.score_s = e.score_s;
     node.time_kind = e.time_kind;
     out.node = std::move(node);
@@ -191,46 +191,48 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
-  return with_evaluator(job, "autotune", [&](agents::CandidateEvaluator& evaluator) {
-    const knowledge::TpuGeneration& target = *job.target;
-    agents::RuleExpander expander;
-    agents::ExpansionRequest er;
-    er.parent_code = job.code;
-    er.kernel_name = job.kernel;
-    er.max_children = 1000;
-    std::vector<agents::Proposal> moves;
-    for (agents::Proposal& p : expander.expand(er))
-      if (p.strategy == "autotune" && moves.size() < kAutotuneMoves) moves.push_back(std::move(p));
-    HitlPhaseOutcome out;
-    const agents::Evaluation current = evaluator.evaluate(job.code, job.cancelled);
-    const bool current_scored =
-        current.status == agents::NodeStatus::correct && current.score_s.has_value();
-    double best = current_scored ? *current.score_s : 0.0;
-    bool have_best = current_scored;
-    std::string best_move, best_kind;
-    for (const agents::Proposal& move : moves) {
-      if (job.cancelled()) break;
-      const agents::Evaluation e = evaluator.evaluate(move.code, job.cancelled);
-      if (e.status != agents::NodeStatus::correct || !e.score_s) continue;
-      if (!have_best || *e.score_s < best) {
-        have_best = true;
-        best = *e.score_s;
-        best_move = move.description;
-        best_kind = e.time_kind;
-        out.proposed = move.code;
-      }
-    }
-    const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
-    if (out.proposed.empty()) {
-      out.summary = "no move of " + std::to_string(moves.size()) +
-                    " beats the current configuration" +
-                    (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
-    } else {
-      out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
-                    agents::score_label(best_kind, target) + was;
-    }
-    return out;
-  });
+  return with_evaluator(
+      job, agents::HitlPhase::autotune, [&](agents::CandidateEvaluator& evaluator) {
+        const knowledge::TpuGeneration& target = *job.target;
+        agents::RuleExpander expander;
+        agents::ExpansionRequest er;
+        er.parent_code = job.code;
+        er.kernel_name = job.kernel;
+        er.max_children = 1000;
+        std::vector<agents::Proposal> moves;
+        for (agents::Proposal& p : expander.expand(er))
+          if (p.strategy == "autotune" && moves.size() < kAutotuneMoves)
+            moves.push_back(std::move(p));
+        HitlPhaseOutcome out;
+        const agents::Evaluation current = evaluator.evaluate(job.code, job.cancelled);
+        const bool current_scored =
+            current.status == agents::NodeStatus::correct && current.score_s.has_value();
+        double best = current_scored ? *current.score_s : 0.0;
+        bool have_best = current_scored;
+        std::string best_move, best_kind;
+        for (const agents::Proposal& move : moves) {
+          if (job.cancelled()) break;
+          const agents::Evaluation e = evaluator.evaluate(move.code, job.cancelled);
+          if (e.status != agents::NodeStatus::correct || !e.score_s) continue;
+          if (!have_best || *e.score_s < best) {
+            have_best = true;
+            best = *e.score_s;
+            best_move = move.description;
+            best_kind = e.time_kind;
+            out.proposed = move.code;
+          }
+        }
+        const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
+        if (out.proposed.empty()) {
+          out.summary = "no move of " + std::to_string(moves.size()) +
+                        " beats the current configuration" +
+                        (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
+        } else {
+          out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
+                        agents::score_label(best_kind, target) + was;
+        }
+        return out;
+      });
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {

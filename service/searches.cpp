@@ -27,20 +27,17 @@ std::string create_search(agents::RunStore& runs, const NewSearch& search) {
   run.target = search.target;
   run.host = search.host;
   run.llm = search.llm;
-  json params = {{"search", search.params.to_json()}};
-  if (search.start == SearchStart::Reference) params["start"] = "reference";
-  if (search.evaluate_options.is_object() && !search.evaluate_options.empty())
-    params["evaluate"] = search.evaluate_options;
-  run.params_json = params.dump();
-  run.budget_json = search.budget.to_json().dump();
+  run.params.search = search.params;
+  run.params.from_reference = search.start == SearchStart::Reference;
+  if (search.evaluate_options.is_object()) run.params.evaluate = search.evaluate_options;
+  run.budget = search.budget;
   run.status = agents::RunStatus::running;
-  run.task_json = search.task.dump();
+  run.task = search.task;
   return runs.create_run(run);
 }
 
 bool starts_from_reference(const agents::RunRecord& run) {
-  const json params = json::parse(run.params_json, nullptr, false);
-  return params.is_object() && params.value("start", std::string()) == "reference";
+  return run.params.from_reference;
 }
 
 json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& target) {
@@ -66,19 +63,18 @@ void record_xla_baseline(agents::RunStore& runs, const std::string& run_id,
                          agents::CandidateEvaluator& evaluator,
                          const std::function<bool()>& cancelled) {
   auto run = runs.run(run_id);
-  json params = json::parse(run->params_json, nullptr, false);
-  if (!params.is_object() || params.contains("xla")) return;  // a resume keeps the first answer
+  if (!run || run->params.xla) return;  // a resume keeps the first answer
   const agents::Evaluation xla = evaluator.evaluate_reference(cancelled);
-  json entry = {{"time_kind", xla.time_kind}};
-  if (xla.score_s) entry["score_s"] = *xla.score_s;
-  if (!xla.error.empty()) entry["error"] = xla.error;
+  agents::XlaBaseline entry;
+  entry.time_kind = xla.time_kind;
+  entry.score_s = xla.score_s;
+  entry.error = xla.error;
   const json prediction = xla.metrics.value("prediction", json::object());
   // The roofline of the minimum work: the reference's FLOPs and the bytes any program moves.
   if (prediction.contains("compute_s") && prediction.contains("memory_s"))
-    entry["roofline_s"] =
+    entry.roofline_s =
         std::max(prediction["compute_s"].get<double>(), prediction["memory_s"].get<double>());
-  params["xla"] = entry;
-  run->params_json = params.dump();
+  run->params.xla = entry;
   runs.update_run(*run);
 }
 
@@ -93,20 +89,19 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   tpu::KernelJobs jobs(hosts, cache);
   agents::EvaluationSetup evaluation;
   evaluation.file = run->file;
-  evaluation.task = json::parse(run->task_json);
+  evaluation.task = run->task;
   if (!run->kernel.empty()) evaluation.kernel = run->kernel;
   evaluation.use_cache = setup.use_cache;
   evaluation.options.update(evaluate_options_for(hosts, *generation));
-  const json params = json::parse(run->params_json, nullptr, false);
-  if (params.is_object() && params.contains("evaluate") && params["evaluate"].is_object())
-    evaluation.options.update(params["evaluate"]);
+  if (run->params.evaluate.is_object()) evaluation.options.update(run->params.evaluate);
   agents::CandidateEvaluator evaluator(jobs, evaluation, *generation);
 
   agents::ExpanderSetup& llm = setup.llm;
   llm.llm_spec = run->llm;
-  llm.budget = agents::Budget::from_json(json::parse(run->budget_json));
+  llm.budget = run->budget;
   llm.kernel_class = setup.kernel_class;
-  llm.task_summary = run->task_json;
+  llm.task = run->task;
+  llm.task_summary = run->task.dump();
   llm.store = cache;
   llm.evaluator = &evaluator;
   agents::ExpanderBundle expander;

@@ -11,6 +11,7 @@
 
 #include "agents/llm/llm_client.h"
 #include "agents/orchestration/diagnosis.h"
+#include "agents/orchestration/node_metrics.h"
 
 namespace mk::agents {
 
@@ -35,9 +36,9 @@ struct ExpansionRequest {
   // What limits the parent (absent when the search runs without diagnoses, or for a root that
   // has none): expanders order their ideas by it and record which one each proposal answers.
   std::optional<Diagnosis> diagnosis;
-  // The parent's metrics (JSON text, as its node keeps them): what the LLM's profile analyst
-  // reads, and its answer from an earlier expansion ("analysis"), reused instead of asking again.
-  std::string parent_metrics;
+  // The parent's metrics: what the LLM's profile analyst reads, and its answer from an earlier
+  // expansion (`analysis`), reused instead of asking again.
+  NodeMetrics parent_metrics;
   // Records a new analysis of the parent on its node (metrics "analysis"); null: not recorded.
   std::function<void(const nlohmann::json& analysis)> record_analysis;
 };

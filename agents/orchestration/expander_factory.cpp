@@ -58,6 +58,7 @@ ExpanderBundle make_expander(const ExpanderSetup& setup, const knowledge::TpuGen
 
   LlmExpanderOptions options;
   options.task_summary = setup.task_summary;
+  options.task = setup.task;
   options.target_facts = describe_target(target);
   if (setup.store) {
     knowledge::Store* store = setup.store;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "agents/llm/llm_client.h"
@@ -21,7 +22,9 @@ struct ExpanderSetup {
   llm::ProviderConfig llm_settings;  // timeouts, key, python for the replay server, recording
   Budget budget;                     // its tokens / usd limits bound the LLM client
   std::string kernel_class;          // for lessons
-  std::string task_summary;
+  std::string task_summary;          // what the agents are told the task is (text)
+  // The run's located task (RunRecord::task): it says which function a written kernel defines.
+  nlohmann::json task = nlohmann::json::object();
   knowledge::Store* store = nullptr;        // retrieval and lessons; may be null
   CandidateEvaluator* evaluator = nullptr;  // the debugger's compile check; may be null
 };

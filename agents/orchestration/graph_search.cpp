@@ -18,8 +18,6 @@
 
 namespace mk::agents {
 
-using nlohmann::json;
-
 namespace {
 
 double wall_now() {
@@ -30,12 +28,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-json parse_or(const std::string& text, json fallback) {
-  if (text.empty()) return fallback;
-  json j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? fallback : j;
 }
 
 std::string format_speedup(double s) {
@@ -74,16 +66,10 @@ GraphSearch::GraphSearch(RunStore& store, Evaluator& evaluator, Expander& expand
   auto run = store_.run(run_id);
   if (!run) throw std::runtime_error("no run '" + run_id + "' in the store");
   run_ = *run;
-  const json params = parse_or(run_.params_json, json::object());
-  params_ = SearchParams::from_json(params.value("search", json::object()));
-  state_ = params.value("state", json::object());
-  reference_root_ = params.value("start", std::string()) == "reference";
-  budget_ = Budget::from_json(parse_or(run_.budget_json, json::object()));
-  cost_ = parse_or(run_.cost_json, json::object());
-  for (const char* key : {"tokens_in", "tokens_out", "evaluations", "cache_hits"})
-    if (!cost_.contains(key)) cost_[key] = 0;
-  for (const char* key : {"usd", "host_seconds"})
-    if (!cost_.contains(key)) cost_[key] = 0.0;
+  params_ = run_.params.search;
+  state_ = run_.params.state;
+  reference_root_ = run_.params.from_reference;
+  budget_ = run_.budget;
 }
 
 double GraphSearch::gain_measure() const {
@@ -95,49 +81,31 @@ double GraphSearch::gain_measure() const {
 
 SearchProgress GraphSearch::progress(const std::string& message) const {
   SearchProgress p;
-  p.round = state_.value("round", 0);
+  p.round = state_.round;
   p.max_rounds = budget_.iterations;
-  p.evaluations = cost_.value("evaluations", 0);
+  p.evaluations = run_.cost.evaluations;
   p.best_speedup = best_speedup_;
   p.score_label = run_.score_kind;
   p.message = message;
   return p;
 }
 
-void GraphSearch::add_cost(const NodeRecord& node) {
-  const json c = parse_or(node.cost_json, json::object());
-  cost_["tokens_in"] = cost_.value("tokens_in", int64_t{0}) + c.value("tokens_in", int64_t{0});
-  cost_["tokens_out"] = cost_.value("tokens_out", int64_t{0}) + c.value("tokens_out", int64_t{0});
-  cost_["usd"] = cost_.value("usd", 0.0) + c.value("usd", 0.0);
-  cost_["host_seconds"] = cost_.value("host_seconds", 0.0) + c.value("host_seconds", 0.0);
-  cost_["evaluations"] = cost_.value("evaluations", 0) + 1;
-  if (c.value("cache_hit", false)) cost_["cache_hits"] = cost_.value("cache_hits", 0) + 1;
-}
-
-void GraphSearch::record_diagnosis(json& metrics, std::optional<double> score_s) const {
-  const Diagnosis d = diagnose(metrics, score_s, evaluator_.target());
-  metrics["bottleneck"] = d.to_json();
-  metrics["roofline_fraction"] = d.roofline_fraction ? json(*d.roofline_fraction) : json();
-}
-
 void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   node.status = evaluation.status;
   node.error = evaluation.error;
-  json metrics = evaluation.metrics;
+  NodeMetrics metrics = NodeMetrics::from_json(evaluation.metrics);
   // What the node answers was recorded when it was proposed; the evaluation keeps it.
-  if (const json proposed = parse_or(node.metrics_json, json::object());
-      proposed.contains("answers"))
-    metrics["answers"] = proposed["answers"];
-  if (evaluation.status == NodeStatus::correct) record_diagnosis(metrics, evaluation.score_s);
-  if (!evaluation.locations.empty()) metrics["locations"] = evaluation.locations;
-  if (!evaluation.stage.empty()) metrics["stage"] = evaluation.stage;
-  node.metrics_json = metrics.dump();
+  metrics.answers = node.metrics.answers;
+  // What limits it, from its own facts (correct nodes only: a failure has nothing to measure).
+  if (evaluation.status == NodeStatus::correct)
+    metrics.bottleneck = diagnose(evaluation.metrics, evaluation.score_s, evaluator_.target());
+  if (!evaluation.locations.empty()) metrics.facts["locations"] = evaluation.locations;
+  if (!evaluation.stage.empty()) metrics.stage = evaluation.stage;
+  node.metrics = std::move(metrics);
   node.score_s = evaluation.score_s;
   node.time_kind = evaluation.time_kind;
-  json cost = parse_or(node.cost_json, json::object());
-  cost["host_seconds"] = evaluation.host_seconds;
-  cost["cache_hit"] = evaluation.cache_hit;
-  node.cost_json = cost.dump();
+  node.cost.host_seconds = evaluation.host_seconds;
+  node.cost.cache_hit = evaluation.cache_hit;
   node.finished_at = unix_now();
   std::lock_guard lock(mutex_);
   if (node.id == 0) {
@@ -150,7 +118,7 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
     node.speedup = *baseline_score_ / *node.score_s;
   }
   store_.update_node(node);
-  add_cost(node);
+  run_.cost.add_evaluation(node.cost);
   // The root is the best until a node beats it (as best_node() and a resumed run have it).
   if (node.speedup && (*node.speedup > best_speedup_ || node.id == 0)) {
     best_speedup_ = *node.speedup;
@@ -158,7 +126,6 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   }
   if (node.id != 0 && node.speedup && *node.speedup > best_kernel_speedup_)
     best_kernel_speedup_ = *node.speedup;
-  run_.cost_json = cost_.dump();
   store_.update_run(run_);
 }
 
@@ -259,20 +226,18 @@ void GraphSearch::evaluate_nodes(std::vector<NodeRecord>& pending, const Progres
 
 std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord>& nodes, int round,
                                                     int rounds_without_gain) const {
-  const double elapsed = state_.value("elapsed_s", 0.0) + (wall_now() - session_start_);
+  const double elapsed = state_.elapsed_s + (wall_now() - session_start_);
   if (budget_.target_speedup > 0 && best_speedup_ >= budget_.target_speedup)
     return "target speedup " + format_speedup(budget_.target_speedup) + " reached";
   if (budget_.iterations > 0 && round >= budget_.iterations)
     return "budget: " + std::to_string(budget_.iterations) + " iterations";
-  if (budget_.evaluations > 0 && cost_.value("evaluations", 0) >= budget_.evaluations)
+  if (budget_.evaluations > 0 && run_.cost.evaluations >= budget_.evaluations)
     return "budget: " + std::to_string(budget_.evaluations) + " evaluations";
   if (budget_.seconds > 0 && elapsed >= budget_.seconds)
     return "budget: " + std::to_string(static_cast<int>(budget_.seconds)) + " s of wall time";
-  if (budget_.tokens > 0 &&
-      cost_.value("tokens_in", int64_t{0}) + cost_.value("tokens_out", int64_t{0}) >=
-          budget_.tokens)
+  if (budget_.tokens > 0 && run_.cost.tokens() >= budget_.tokens)
     return "budget: " + std::to_string(budget_.tokens) + " LLM tokens";
-  if (budget_.usd > 0 && cost_.value("usd", 0.0) >= budget_.usd) return "budget: LLM cost";
+  if (budget_.usd > 0 && run_.cost.usd >= budget_.usd) return "budget: LLM cost";
   if (budget_.patience > 0 && rounds_without_gain >= budget_.patience)
     return "no gain in " + std::to_string(budget_.patience) + " iterations";
   // At the roofline: the best kernel (never the reference root, which is the roofline by
@@ -280,13 +245,12 @@ std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord
   if (params_.roofline_stop > 0 && run_.best_node && *run_.best_node != 0)
     for (const NodeRecord& n : nodes) {
       if (n.id != *run_.best_node) continue;
-      const json fraction =
-          parse_or(n.metrics_json, json::object()).value("roofline_fraction", json());
-      if (fraction.is_number() && fraction.get<double>() >= params_.roofline_stop) {
+      const std::optional<double> fraction = n.metrics.roofline_fraction();
+      if (fraction && *fraction >= params_.roofline_stop) {
         char buf[96];
         std::snprintf(buf, sizeof buf,
                       "at the roofline: the best kernel reaches %.0f%% (stop at %.0f%%)",
-                      fraction.get<double>() * 100, params_.roofline_stop * 100);
+                      *fraction * 100, params_.roofline_stop * 100);
         return std::string(buf);
       }
     }
@@ -301,13 +265,9 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   store_.update_run(run_);
 
   auto persist_state = [&] {
-    json params = parse_or(run_.params_json, json::object());
-    params["search"] = params_.to_json();
-    json state = state_;
-    state["elapsed_s"] = state_.value("elapsed_s", 0.0) + (wall_now() - session_start_);
-    params["state"] = state;
-    run_.params_json = params.dump();
-    run_.cost_json = cost_.dump();
+    run_.params.search = params_;
+    run_.params.state = state_;
+    run_.params.state.elapsed_s = state_.elapsed_s + (wall_now() - session_start_);
     store_.update_run(run_);
   };
   auto finish = [&](RunStatus status, const std::string& reason) {
@@ -327,7 +287,6 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     root.code = baseline_code;
     root.code_hash = candidate_hash(baseline_code);
     root.status = NodeStatus::pending;
-    root.cost_json = "{}";
     store_.add_node(root);
     nodes = store_.nodes(run_.id);
   }
@@ -374,19 +333,18 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     // They are the children of the round the kill interrupted: that round ends now, as it would
     // have without the kill, so the resumed run makes the same choices and rounds as a whole one.
-    const int finished_round = state_.value("round", 0) + 1;
-    state_["round"] = finished_round;
-    state_["rounds_without_gain"] =
-        gain_measure() > best_before * (1 + 1e-6) ? 0 : state_.value("rounds_without_gain", 0) + 1;
+    ++state_.round;
+    state_.rounds_without_gain =
+        gain_measure() > best_before * (1 + 1e-6) ? 0 : state_.rounds_without_gain + 1;
     persist_state();
   }
 
   auto out_of_time = [&] {
     return budget_.seconds > 0 &&
-           state_.value("elapsed_s", 0.0) + (wall_now() - session_start_) >= budget_.seconds;
+           state_.elapsed_s + (wall_now() - session_start_) >= budget_.seconds;
   };
-  int round = state_.value("round", 0);
-  int without_gain = state_.value("rounds_without_gain", 0);
+  int round = state_.round;
+  int without_gain = state_.rounds_without_gain;
   while (true) {
     if (cancelled && cancelled()) return finish(RunStatus::cancelled, "cancelled");
     nodes = store_.nodes(run_.id);
@@ -402,7 +360,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     int evaluations_before = 0;
     {
       std::lock_guard lock(mutex_);
-      evaluations_before = cost_.value("evaluations", 0);
+      evaluations_before = run_.cost.evaluations;
     }
     // Children are evaluated while the next parents are expanded.
     EvaluationQueue queue(params_.concurrency,
@@ -429,29 +387,23 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       // hold the run for retries x the client's total timeout).
       request.cancelled = [&] { return (cancelled && cancelled()) || out_of_time(); };
       request.history = lineage_history(nodes, *parent);
-      if (params_.diagnosis)
-        if (const json b =
-                parse_or(parent->metrics_json, json::object()).value("bottleneck", json());
-            b.is_object())
-          request.diagnosis = Diagnosis::from_json(b);
-      request.parent_metrics = parent->metrics_json;
+      if (params_.diagnosis) request.diagnosis = parent->metrics.bottleneck;
+      request.parent_metrics = parent->metrics;
       // An LLM's analysis of the parent is kept on the parent at once (paid for, and a resumed
       // run or a later expansion of this parent reuses it).
-      request.record_analysis = [this, parent_id](const json& analysis) {
+      request.record_analysis = [this, parent_id](const nlohmann::json& analysis) {
         std::optional<NodeRecord> stored = store_.node(run_.id, parent_id);
         if (!stored) return;
-        json metrics = parse_or(stored->metrics_json, json::object());
-        metrics["analysis"] = analysis;
-        stored->metrics_json = metrics.dump();
+        stored->metrics.analysis = analysis;
         store_.update_node(*stored);
       };
       llm::Usage unattributed;
       request.unattributed_usage = &unattributed;
       auto charge_unattributed = [&] {
         std::lock_guard lock(mutex_);
-        cost_["tokens_in"] = cost_.value("tokens_in", int64_t{0}) + unattributed.input_tokens;
-        cost_["tokens_out"] = cost_.value("tokens_out", int64_t{0}) + unattributed.output_tokens;
-        cost_["usd"] = cost_.value("usd", 0.0) + unattributed.cost_usd;
+        run_.cost.tokens_in += unattributed.input_tokens;
+        run_.cost.tokens_out += unattributed.output_tokens;
+        run_.cost.usd += unattributed.cost_usd;
       };
       std::vector<Proposal> proposals;
       try {
@@ -484,15 +436,14 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
         child.plan = p.plan;
         if (!p.answers.empty()) {
           child.plan += "\n\nAnswers the diagnosis: " + p.answers;
-          child.metrics_json = json{{"answers", p.answers}}.dump();
+          child.metrics.answers = p.answers;
         }
         child.code = std::move(p.code);
         child.code_hash = candidate_hash(child.code);
         child.status = NodeStatus::pending;
-        child.cost_json = json{{"tokens_in", p.usage.input_tokens},
-                               {"tokens_out", p.usage.output_tokens},
-                               {"usd", p.usage.cost_usd}}
-                              .dump();
+        child.cost.tokens_in = p.usage.input_tokens;
+        child.cost.tokens_out = p.usage.output_tokens;
+        child.cost.usd = p.usage.cost_usd;
         known.insert(child.code_hash);
         child.id = store_.add_node(child);
         queue.push(child);
@@ -505,8 +456,8 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     ++round;
     without_gain = gain_measure() > best_before * (1 + 1e-6) ? 0 : without_gain + 1;
-    state_["round"] = round;
-    state_["rounds_without_gain"] = without_gain;
+    state_.round = round;
+    state_.rounds_without_gain = without_gain;
     persist_state();
     if (on_progress) {
       std::lock_guard lock(mutex_);

@@ -30,7 +30,7 @@ struct SearchProgress {
 
 class GraphSearch {
  public:
-  // `run` must already exist in the store (create_run); its params/budget JSON are authoritative.
+  // `run` must already exist in the store (create_run); its params and budget are authoritative.
   // Any Evaluator: CandidateEvaluator in real runs, a scripted one in tests.
   GraphSearch(RunStore& store, Evaluator& evaluator, Expander& expander, std::string run_id);
 
@@ -46,29 +46,27 @@ class GraphSearch {
   void evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,
                       const std::function<bool()>& cancelled);
   void finish_node(NodeRecord& node, const Evaluation& evaluation);
-  // The node's diagnosis (metrics "bottleneck", "roofline_fraction"), from its own metrics.
-  void record_diagnosis(nlohmann::json& metrics, std::optional<double> score_s) const;
   std::optional<std::string> stop_reason(const std::vector<NodeRecord>& nodes, int round,
                                          int rounds_without_gain) const;
-  void add_cost(const NodeRecord& node);
   SearchProgress progress(const std::string& message) const;
   double gain_measure() const;  // the figure patience watches
 
   RunStore& store_;
   Evaluator& evaluator_;
   Expander& expander_;
-  RunRecord run_;
+  RunRecord run_;  // its cost holds the totals, persisted with the run
   SearchParams params_;
   Budget budget_;
-  nlohmann::json cost_;   // totals, persisted with the run
-  nlohmann::json state_;  // round, rounds_without_gain, elapsed_s: persisted in params_json
+  // Round, rounds without gain and the elapsed time of the earlier sessions (this session's time
+  // is added when the state is persisted into the run's params).
+  SearchState state_;
   std::optional<double> baseline_score_;
   bool reference_root_ = false;     // the root is the task's reference as XLA runs it
   double best_kernel_speedup_ = 0;  // the best non-root node: what "gain" means from a reference
   double best_speedup_ = 1.0;
   double session_start_ = 0;
   std::set<int64_t> exhausted_;
-  mutable std::mutex mutex_;  // guards run_/cost_ while evaluations run on several threads
+  mutable std::mutex mutex_;  // guards run_ while evaluations run on several threads
 };
 
 }  // namespace mk::agents

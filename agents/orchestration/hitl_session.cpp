@@ -25,9 +25,16 @@ std::string trim(const std::string& s) {
   return s.substr(start, end - start + 1);
 }
 
+// The phase a "Next phase: X" title names; nullopt for any other title.
+std::optional<HitlPhase> phase_named_by(const std::string& title) {
+  const std::string_view prefix = kNextPhasePrefix;
+  if (!title.starts_with(prefix)) return std::nullopt;
+  return parse_hitl_phase(std::string_view(title).substr(prefix.size()));
+}
+
 // Moves to the phase after the current one, or finishes the session after the last.
 HitlNext advance(SessionRecord& s) {
-  const size_t index = hitl_phase_index(s.phase).value_or(0);
+  const size_t index = hitl_phase_index(s.phase);
   s.feedback.clear();
   if (index + 1 >= hitl_phases().size()) {
     s.status = SessionStatus::done;
@@ -41,32 +48,20 @@ HitlNext advance(SessionRecord& s) {
 
 }  // namespace
 
-const std::vector<std::string>& hitl_phases() {
-  static const std::vector<std::string> phases = {"plan", "implement", "validate",
-                                                  "test", "autotune",  "profile"};
-  return phases;
-}
-
-std::optional<size_t> hitl_phase_index(const std::string& phase) {
-  const auto& phases = hitl_phases();
-  for (size_t i = 0; i < phases.size(); ++i)
-    if (phases[i] == phase) return i;
-  return std::nullopt;
-}
-
 HitlQuestion hitl_question(const SessionRecord& s) {
-  const size_t index = hitl_phase_index(s.phase).value_or(0);
+  const size_t index = hitl_phase_index(s.phase);
   std::string summary = trim(s.summary);
   while (!summary.empty() && summary.back() == '.') summary.pop_back();
   HitlQuestion q;
   q.message = "Step " + std::to_string(index + 1) + "/" + std::to_string(hitl_phases().size()) +
-              " " + s.phase + ": " + (summary.empty() ? "finished" : summary) + ". Next?";
+              " " + to_string(s.phase) + ": " + (summary.empty() ? "finished" : summary) +
+              ". Next?";
   q.actions.push_back({kApprove, false});
   q.actions.push_back({kRevise, true});
   q.actions.push_back({kRetry, false});
   q.actions.push_back({kSkip, false});
-  for (const std::string& phase : hitl_phases())
-    if (phase != s.phase) q.actions.push_back({kNextPhasePrefix + phase, false});
+  for (const HitlPhase phase : hitl_phases())
+    if (phase != s.phase) q.actions.push_back({kNextPhasePrefix + to_string(phase), false});
   q.actions.push_back({kStop, false});
   return q;
 }
@@ -84,10 +79,9 @@ HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& f
     a.kind = HitlAnswer::Kind::Skip;
   } else if (title == kStop) {
     a.kind = HitlAnswer::Kind::Stop;
-  } else if (title.starts_with(kNextPhasePrefix) &&
-             hitl_phase_index(title.substr(std::string(kNextPhasePrefix).size()))) {
+  } else if (const std::optional<HitlPhase> phase = phase_named_by(title)) {
     a.kind = HitlAnswer::Kind::GoTo;
-    a.phase = title.substr(std::string(kNextPhasePrefix).size());
+    a.phase = *phase;
   } else {
     throw std::invalid_argument("not an action of the step-by-step question: '" + title + "'");
   }
@@ -140,9 +134,7 @@ HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
       s.status = SessionStatus::running;
       return HitlNext::RunPhase;
     case HitlAnswer::Kind::GoTo:
-      if (!hitl_phase_index(answer.phase))
-        throw std::invalid_argument("unknown phase '" + answer.phase + "'");
-      hitl_record(s, "jump", answer.phase);
+      hitl_record(s, "jump", to_string(answer.phase));
       s.phase = answer.phase;
       s.feedback.clear();
       s.status = SessionStatus::running;

@@ -9,14 +9,10 @@
 #include <vector>
 
 #include "agents/llm/llm_client.h"
+#include "agents/orchestration/hitl_phase.h"
 #include "agents/orchestration/session_store.h"
 
 namespace mk::agents {
-
-// The phases in order.
-const std::vector<std::string>& hitl_phases();
-// 0-based index of a phase name; nullopt when unknown.
-std::optional<size_t> hitl_phase_index(const std::string& phase);
 
 // One button of the question. `feedback`: the client asks the user for text and returns it.
 struct HitlAction {
@@ -32,8 +28,8 @@ struct HitlQuestion {
 struct HitlAnswer {
   enum class Kind { Approve, Revise, Retry, Skip, GoTo, Stop, Dismissed };
   Kind kind = Kind::Dismissed;
-  std::string feedback;  // Revise
-  std::string phase;     // GoTo
+  std::string feedback;               // Revise
+  HitlPhase phase = HitlPhase::plan;  // GoTo
 };
 
 // What the caller does after an answer.

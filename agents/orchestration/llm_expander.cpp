@@ -22,8 +22,7 @@ std::string plan_markdown(const Plan& plan, size_t chosen) {
 
 // The function a new kernel file must define, in words: the candidate's entry point of the
 // task's form (docs/tasks.md), or the run's kernel name when the user gave one.
-std::string entry_point_of(const std::string& task_json, const std::string& kernel_name) {
-  const nlohmann::json task = nlohmann::json::parse(task_json, nullptr, false);
+std::string entry_point_of(const nlohmann::json& task, const std::string& kernel_name) {
   const std::string form = task.is_object() ? task.value("form", std::string()) : "";
   std::string name = kernel_name;
   if (name.empty() && task.is_object() && task.contains("entry") && task["entry"].is_string())
@@ -140,10 +139,10 @@ std::vector<Proposal> LlmExpander::plan_and_implement(
 
 ParentAnalysis LlmExpander::analysis_of_parent(const ExpansionRequest& request,
                                                const AgentContext& context, llm::Usage& spent) {
-  const nlohmann::json metrics = nlohmann::json::parse(
-      request.parent_metrics.empty() ? "{}" : request.parent_metrics, nullptr, false);
-  if (metrics.is_object() && metrics.contains("analysis"))
-    if (auto recorded = ParentAnalysis::from_json(metrics["analysis"])) return *recorded;
+  if (!request.parent_metrics.analysis.is_null())
+    if (auto recorded = ParentAnalysis::from_json(request.parent_metrics.analysis))
+      return *recorded;
+  const nlohmann::json metrics = request.parent_metrics.to_json();
   ParentAnalysis out;
   try {
     ProfileFacts facts;
@@ -205,7 +204,7 @@ std::vector<Proposal> LlmExpander::write_from_reference(
   // The context's source is the task's file: the reference and the inputs it is called with.
   AgentContext context = context_for(request, "the search so far");
   ReferenceStart start;
-  start.entry_point = entry_point_of(options_.task_summary, request.kernel_name);
+  start.entry_point = entry_point_of(options_.task, request.kernel_name);
   for (const Proposal& k : start_kernels) {
     if (!start.start_kernel.empty()) start.start_kernel += "\n```\n\n```python\n";
     start.start_kernel += "# " + k.strategy + ": " + k.description + "\n" + k.code;

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ namespace mk::agents {
 
 struct LlmExpanderOptions {
   std::string task_summary;  // the task object (JSON text), as the run keeps it
+  nlohmann::json task = nlohmann::json::object();  // the same task (RunRecord::task)
   std::string target_facts;
   // Knowledge passages for a kernel (and an error text, for the debugger), best first.
   std::function<std::vector<std::string>(const std::string& source, const std::string& error)>
@@ -70,7 +72,7 @@ class LlmExpander : public Expander {
                                            const std::function<Plan()>& make_plan,
                                            const Implement& implement, llm::Usage& spent);
 
-  // The parent's analysis: the one its node recorded (request.parent_metrics "analysis"), else
+  // The parent's analysis: the one its node recorded (request.parent_metrics.analysis), else
   // the Profile analyst's answer now, recorded through request.record_analysis. A failure (a
   // malformed answer twice, an LLM error other than cancellation, the budget or a rejected key) is
   // recorded as an analysis with an error and logged: the planner then gets the rule diagnosis

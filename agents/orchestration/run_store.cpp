@@ -1,5 +1,7 @@
 #include "agents/orchestration/run_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include <stdexcept>
 
 #include "agents/orchestration/record_ids.h"
@@ -68,28 +70,73 @@ std::string placeholders(const std::string& columns) {
   return out;
 }
 
+// A JSON column's text as the object it holds; "" (never written by this build) is {}. nullopt
+// when the text is not a JSON object.
+std::optional<nlohmann::json> stored_object(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) return std::nullopt;
+  return value;
+}
+
+// A run's column: what is not an object is an error (the run's params, budget and totals steer
+// its resume; a guess could overspend or restart it).
+nlohmann::json run_column(const std::string& run_id, const char* column, const std::string& text) {
+  auto value = stored_object(text);
+  if (!value)
+    throw std::runtime_error("run " + run_id + ": " + column +
+                             " in the store is not a JSON object (hand-edited or damaged?)");
+  return std::move(*value);
+}
+
+// A node's column: what is not an object reads as empty (shown as missing in reports).
+nlohmann::json node_column(const NodeRecord& node, const char* column, const std::string& text) {
+  auto value = stored_object(text);
+  if (value) return std::move(*value);
+  spdlog::warn("run store: run {} node {}: {} is not a JSON object; read as empty", node.run_id,
+               node.id, column);
+  return nlohmann::json::object();
+}
+
 RunRecord read_run(Query& q) {
   RunRecord r;
-  std::string status;
+  std::string status, params, budget, task, cost;
   Columns(q) >> r.id >> r.mode >> r.strategy >> r.file >> r.kernel >> r.target >> r.host >> r.llm >>
-      r.params_json >> r.budget_json >> status >> r.stop_reason >> r.task_json >> r.cost_json >>
-      r.score_kind >> r.best_node >> r.created_at >> r.updated_at;
+      params >> budget >> status >> r.stop_reason >> task >> cost >> r.score_kind >> r.best_node >>
+      r.created_at >> r.updated_at;
   r.status = run_status_from_string(status);
+  const char* column = "params_json";
+  try {
+    r.params = RunParams::from_json(run_column(r.id, column, params));
+    column = "budget_json";
+    r.budget = Budget::from_json(run_column(r.id, column, budget));
+    column = "task_json";
+    r.task = run_column(r.id, column, task);
+    column = "cost_json";
+    r.cost = RunCost::from_json(run_column(r.id, column, cost));
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    throw std::runtime_error("run " + r.id + ": " + column + " in the store: " + e.what() +
+                             " (hand-edited or damaged?)");
+  }
   return r;
 }
 
 NodeRecord read_node(Query& q) {
   NodeRecord n;
-  std::string status;
+  std::string status, metrics, cost;
   Columns(q) >> n.run_id >> n.id >> n.parent >> n.depth >> n.strategy >> n.description >> n.plan >>
-      n.code >> n.code_hash >> status >> n.error >> n.metrics_json >> n.score_s >> n.speedup >>
-      n.time_kind >> n.cost_json >> n.created_at >> n.finished_at;
+      n.code >> n.code_hash >> status >> n.error >> metrics >> n.score_s >> n.speedup >>
+      n.time_kind >> cost >> n.created_at >> n.finished_at;
   n.status = node_status_from_string(status);
+  n.metrics = NodeMetrics::from_json(node_column(n, "metrics_json", metrics));
+  n.cost = NodeCost::from_json(node_column(n, "cost_json", cost));
   return n;
 }
 
-std::string json_or_empty_object(const std::string& s) {
-  return s.empty() ? "{}" : s;
+// The text a JSON column keeps (text the worker or an LLM wrote may hold invalid UTF-8: it is
+// replaced, never a failed write).
+std::string column_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Every row the query returns, read by `read`.
@@ -104,17 +151,17 @@ std::vector<Record> all_rows(Query& q, Record (*read)(Query&)) {
 void bind_node_body(Query& q, const NodeRecord& node) {
   q.maybe_integer(node.parent).integer(node.depth).text(node.strategy).text(node.description);
   q.text(node.plan).text(node.code).text(node.code_hash).text(to_string(node.status));
-  q.text(node.error).text(json_or_empty_object(node.metrics_json));
+  q.text(node.error).text(column_text(node.metrics.to_json()));
   q.maybe_real(node.score_s).maybe_real(node.speedup).text(node.time_kind);
-  q.text(json_or_empty_object(node.cost_json));
+  q.text(column_text(node.cost.to_json()));
 }
 
 // Binds kRunBodyColumns.
 void bind_run_body(Query& q, const RunRecord& run) {
   q.text(run.mode).text(run.strategy).text(run.file).text(run.kernel).text(run.target);
-  q.text(run.host).text(run.llm).text(json_or_empty_object(run.params_json));
-  q.text(json_or_empty_object(run.budget_json)).text(to_string(run.status)).text(run.stop_reason);
-  q.text(json_or_empty_object(run.task_json)).text(json_or_empty_object(run.cost_json));
+  q.text(run.host).text(run.llm).text(column_text(run.params.to_json()));
+  q.text(column_text(run.budget.to_json())).text(to_string(run.status)).text(run.stop_reason);
+  q.text(run.task.is_object() ? column_text(run.task) : "{}").text(column_text(run.cost.to_json()));
   q.text(run.score_kind).maybe_integer(run.best_node);
 }
 

@@ -2,36 +2,49 @@
 // tables, own migration list: component "runs" of knowledge/schema_migrations.h). Everything a
 // run needs to resume, report and be priced lives here; a killed process loses nothing that was
 // recorded.
+//
+// The records are typed (statuses are enums; params, budget, cost and metrics are structs). The
+// store keeps the text it always had (JSON objects in the *_json columns, statuses by name), so
+// files written before the records were typed open without a migration. Each JSON column is
+// parsed once, when its row is read. A run's JSON that is not an object (hand-edited or damaged)
+// is an error naming the run and the column: its params, budget and totals steer a resume. A
+// node's metrics or cost that are not JSON read as empty (logged): the report still shows the run.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/node_metrics.h"
 #include "agents/orchestration/record_status.h"
+#include "agents/orchestration/run_cost.h"
+#include "agents/orchestration/run_params.h"
+#include "agents/orchestration/search_params.h"
 #include "knowledge/store_database.h"
 
 namespace mk::agents {
 
 struct RunRecord {
-  std::string id;           // "r20261130-051402-3fa2"
-  std::string mode;         // "auto" | "graph" | "hitl"
-  std::string strategy;     // "greedy" | "parallel" | "beam" | "ucb"
-  std::string file;         // absolute path of the kernel file
-  std::string kernel;       // entry point ("" = the task's default)
-  std::string target;       // TPU generation the scores are for ("v5e")
-  std::string host;         // host name ("local")
-  std::string llm;          // "none" | "replay:FILE" | "openai:MODEL" ...
-  std::string params_json;  // search parameters (beam size, branches, depth, ...)
-  std::string budget_json;  // limits (iterations, seconds, tokens, usd, patience)
+  std::string id;        // "r20261130-051402-3fa2"
+  std::string mode;      // "auto" | "graph" | "hitl"
+  std::string strategy;  // "greedy" | "parallel" | "beam" | "ucb"
+  std::string file;      // absolute path of the kernel file
+  std::string kernel;    // entry point ("" = the task's default)
+  std::string target;    // TPU generation the scores are for ("v5e")
+  std::string host;      // host name ("local")
+  std::string llm;       // "none" | "replay:FILE" | "openai:MODEL" ...
+  RunParams params;      // search parameters, start, evaluate options, state, XLA score
+  Budget budget;         // limits (iterations, seconds, tokens, usd, patience, target)
   RunStatus status = RunStatus::running;
   std::string stop_reason;  // "target speedup reached", "budget: 8 iterations", ...
-  std::string task_json;    // the located task
-  std::string cost_json;    // totals: tokens, usd, host_seconds, evaluations, cache_hits
-  std::string score_kind;   // "measured (device)" | "predicted (model, v5e)"
+  // The located task (tpu::locate_task), passed to the worker as it is ({} for a HITL run).
+  nlohmann::json task = nlohmann::json::object();
+  RunCost cost;            // totals: tokens, usd, host seconds, evaluations, cache hits
+  std::string score_kind;  // "measured (device)" | "predicted (model, v5e)"
   std::optional<int64_t> best_node;
   int64_t created_at = 0;  // unix seconds
   int64_t updated_at = 0;
@@ -49,11 +62,11 @@ struct NodeRecord {
   std::string code_hash;    // sha256 of the normalised source: identical candidates run once
   NodeStatus status = NodeStatus::pending;
   std::string error;              // why it failed (lowering error, mismatch, crash), with lines
-  std::string metrics_json;       // worker facts + timing + predictions
+  NodeMetrics metrics;            // verdict, timing, predictions, diagnosis, worker facts
   std::optional<double> score_s;  // the time the search compares (measured or predicted)
   std::optional<double> speedup;  // baseline score / this score; the root is 1.0
   std::string time_kind;          // "device" | "predicted" | "interpret"
-  std::string cost_json;          // this node's LLM tokens/usd, host seconds, cache hit
+  NodeCost cost;                  // this node's LLM tokens/usd, host seconds, cache hit
   int64_t created_at = 0;
   int64_t finished_at = 0;  // 0 while pending/evaluating
 };

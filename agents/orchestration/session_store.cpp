@@ -36,7 +36,8 @@ using knowledge::sql::Statement;
 std::string history_to_json(const std::vector<HistoryEntry>& history) {
   json out = json::array();
   for (const HistoryEntry& h : history)
-    out.push_back({{"phase", h.phase}, {"event", h.event}, {"text", h.text}, {"at", h.at}});
+    out.push_back(
+        {{"phase", to_string(h.phase)}, {"event", h.event}, {"text", h.text}, {"at", h.at}});
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -46,8 +47,8 @@ std::vector<HistoryEntry> history_from_json(const std::string& text) {
   if (!parsed.is_array()) return out;
   for (const json& h : parsed) {
     if (!h.is_object()) continue;
-    out.push_back({h.value("phase", ""), h.value("event", ""), h.value("text", ""),
-                   h.value("at", int64_t{0})});
+    out.push_back({hitl_phase_from_string(h.value("phase", "")), h.value("event", ""),
+                   h.value("text", ""), h.value("at", int64_t{0})});
   }
   return out;
 }
@@ -58,7 +59,7 @@ void bind_body(Statement& q, const SessionRecord& s) {
       .text(s.kernel)
       .integer(s.start_version)
       .integer(s.doc_version)
-      .text(s.phase)
+      .text(to_string(s.phase))
       .text(to_string(s.status))
       .text(history_to_json(s.history))
       .text(s.code)
@@ -71,11 +72,13 @@ void bind_body(Statement& q, const SessionRecord& s) {
 
 SessionRecord read_session(Statement& q) {
   SessionRecord s;
+  std::string phase;
   std::string status;
   std::string history;
   knowledge::sql::Columns(q) >> s.id >> s.uri >> s.kernel >> s.start_version >> s.doc_version >>
-      s.phase >> status >> history >> s.code >> s.proposed >> s.plan >> s.summary >> s.feedback >>
+      phase >> status >> history >> s.code >> s.proposed >> s.plan >> s.summary >> s.feedback >>
       s.run_id >> s.created_at >> s.updated_at;
+  s.phase = hitl_phase_from_string(phase);
   s.status = session_status_from_string(status);
   s.history = history_from_json(history);
   return s;

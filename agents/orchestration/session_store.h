@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/hitl_phase.h"
 #include "agents/orchestration/record_status.h"
 #include "knowledge/store_database.h"
 
@@ -17,19 +18,19 @@ namespace mk::agents {
 
 // One thing that happened in a session, oldest first.
 struct HistoryEntry {
-  std::string phase;  // "plan", "implement", ...
+  HitlPhase phase = HitlPhase::plan;  // the phase the session was in
   std::string event;  // "result", "approved", "feedback", "rejected", "applied", "skipped", ...
   std::string text;   // the result summary, the user's feedback, the reason
   int64_t at = 0;     // unix seconds
 };
 
 struct SessionRecord {
-  std::string id;             // "s20261130-051402-3fa2"
-  std::string uri;            // the document the session edits
-  std::string kernel;         // kernel (entry point) name
-  int64_t start_version = 0;  // document version when the session started
-  int64_t doc_version = 0;    // document version the session last saw (edits are versioned)
-  std::string phase = "plan";
+  std::string id;                     // "s20261130-051402-3fa2"
+  std::string uri;                    // the document the session edits
+  std::string kernel;                 // kernel (entry point) name
+  int64_t start_version = 0;          // document version when the session started
+  int64_t doc_version = 0;            // document version the session last saw (edits are versioned)
+  HitlPhase phase = HitlPhase::plan;  // stored by name ("plan", "implement", ...)
   SessionStatus status = SessionStatus::running;
   std::vector<HistoryEntry> history;
   std::string code;      // the current candidate (the document text the session works on)

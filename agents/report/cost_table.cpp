@@ -1,54 +1,40 @@
 #include "agents/report/cost_table.h"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "agents/report/html.h"
 
 namespace mk::report {
 
-using nlohmann::json;
-
 namespace {
 
-double number_or_zero(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return 0;
-  const json& value = object[key];
-  if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
-  if (!value.is_number()) return 0;
-  const double number = value.get<double>();
-  return std::isfinite(number) && number > 0 ? number : 0;
+// A figure as shown: a negative or non-finite one (only a hand-edited store holds one) is 0.
+double shown(double value) {
+  return std::isfinite(value) && value > 0 ? value : 0;
 }
 
-std::string cells(const CostTotals& cost) {
-  return "<td class=\"num\">" + format_number(cost.tokens_in, 0) + "</td><td class=\"num\">" +
-         format_number(cost.tokens_out, 0) + "</td><td class=\"num\">$" +
-         format_number(cost.usd, 4) + "</td><td class=\"num\">" +
-         format_number(cost.host_seconds, 2) + "</td>";
+std::string cells(double tokens_in, double tokens_out, double usd, double host_seconds) {
+  return "<td class=\"num\">" + format_number(shown(tokens_in), 0) + "</td><td class=\"num\">" +
+         format_number(shown(tokens_out), 0) + "</td><td class=\"num\">$" +
+         format_number(shown(usd), 4) + "</td><td class=\"num\">" +
+         format_number(shown(host_seconds), 2) + "</td>";
+}
+
+std::string cells(const agents::RunCost& cost) {
+  return cells(static_cast<double>(cost.tokens_in), static_cast<double>(cost.tokens_out), cost.usd,
+               cost.host_seconds);
 }
 
 }  // namespace
 
-CostTotals node_cost(const agents::NodeRecord& node) {
-  const json cost = json::parse(node.cost_json, nullptr, false);
-  CostTotals totals;
-  totals.tokens_in = number_or_zero(cost, "tokens_in");
-  totals.tokens_out = number_or_zero(cost, "tokens_out");
-  totals.usd = number_or_zero(cost, "usd");
-  totals.host_seconds = number_or_zero(cost, "host_seconds");
-  totals.cache_hits = number_or_zero(cost, "cache_hit") > 0 ? 1 : 0;
-  return totals;
-}
-
-CostTotals total_node_cost(const std::vector<agents::NodeRecord>& nodes) {
-  CostTotals sum;
+agents::RunCost total_node_cost(const std::vector<agents::NodeRecord>& nodes) {
+  agents::RunCost sum;
   for (const auto& node : nodes) {
-    const CostTotals cost = node_cost(node);
-    sum.tokens_in += cost.tokens_in;
-    sum.tokens_out += cost.tokens_out;
-    sum.usd += cost.usd;
-    sum.host_seconds += cost.host_seconds;
-    sum.cache_hits += cost.cache_hits;
+    sum.tokens_in += node.cost.tokens_in;
+    sum.tokens_out += node.cost.tokens_out;
+    sum.usd += node.cost.usd;
+    sum.host_seconds += node.cost.host_seconds;
+    if (node.cost.cache_hit) ++sum.cache_hits;
   }
   return sum;
 }
@@ -59,26 +45,21 @@ std::string render_cost_table(const agents::RunRecord& run,
       "<table class=\"cost\">\n<tr><th>node</th><th>strategy</th><th>tokens in</th>"
       "<th>tokens out</th><th>USD</th><th>host s</th><th>cache hit</th></tr>\n";
   for (const auto& node : nodes) {
-    const CostTotals cost = node_cost(node);
+    const agents::NodeCost& cost = node.cost;
     html += "<tr><td><a href=\"#node-" + std::to_string(node.id) + "\">#" +
             std::to_string(node.id) + "</a></td><td>" + html_escape(node.strategy) + "</td>" +
-            cells(cost) + "<td>" + (cost.cache_hits ? "yes" : "") + "</td></tr>\n";
+            cells(static_cast<double>(cost.tokens_in), static_cast<double>(cost.tokens_out),
+                  cost.usd, cost.host_seconds) +
+            "<td>" + (cost.cache_hit ? "yes" : "") + "</td></tr>\n";
   }
-  const CostTotals sum = total_node_cost(nodes);
+  const agents::RunCost sum = total_node_cost(nodes);
   html += "<tr class=\"total\" data-row=\"node-total\"><td>total</td><td>" +
           std::to_string(nodes.size()) + " nodes</td>" + cells(sum) + "<td>" +
           std::to_string(sum.cache_hits) + "</td></tr>\n";
-  const json recorded = json::parse(run.cost_json, nullptr, false);
-  if (recorded.is_object() && !recorded.empty()) {
-    CostTotals run_cost;
-    run_cost.tokens_in = number_or_zero(recorded, "tokens_in");
-    run_cost.tokens_out = number_or_zero(recorded, "tokens_out");
-    run_cost.usd = number_or_zero(recorded, "usd");
-    run_cost.host_seconds = number_or_zero(recorded, "host_seconds");
+  if (!run.cost.empty()) {
     html += "<tr class=\"total\" data-row=\"run-total\"><td>run totals (recorded)</td><td>" +
-            format_number(number_or_zero(recorded, "evaluations"), 0) + " evaluations</td>" +
-            cells(run_cost) + "<td>" + format_number(number_or_zero(recorded, "cache_hits"), 0) +
-            "</td></tr>\n";
+            format_number(shown(run.cost.evaluations), 0) + " evaluations</td>" + cells(run.cost) +
+            "<td>" + format_number(shown(run.cost.cache_hits), 0) + "</td></tr>\n";
   }
   return html + "</table>\n";
 }

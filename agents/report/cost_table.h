@@ -1,5 +1,5 @@
-// What a run cost: per node (LLM tokens and USD, host seconds, cache hits) and in total, as
-// recorded in NodeRecord.cost_json / RunRecord.cost_json (every field optional).
+// What a run cost: per node (LLM tokens and USD, host seconds, cache hits) and in total, from the
+// typed records (NodeRecord::cost, RunRecord::cost).
 #pragma once
 
 #include <string>
@@ -9,16 +9,8 @@
 
 namespace mk::report {
 
-struct CostTotals {
-  double tokens_in = 0;
-  double tokens_out = 0;
-  double usd = 0;
-  double host_seconds = 0;
-  int cache_hits = 0;
-};
-
-CostTotals node_cost(const agents::NodeRecord& node);
-CostTotals total_node_cost(const std::vector<agents::NodeRecord>& nodes);
+// The nodes' costs summed: tokens, USD, host seconds and cache hits (evaluations stay 0).
+agents::RunCost total_node_cost(const std::vector<agents::NodeRecord>& nodes);
 
 // An HTML table: one row per node, a "total" row (the sum over nodes) and, when the run
 // recorded its own totals, a "run totals (recorded)" row with evaluations and cache hits.

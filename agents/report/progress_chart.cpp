@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "agents/report/html.h"
 
@@ -25,10 +24,9 @@ std::vector<const agents::NodeRecord*> finished_in_order(
   return finished;
 }
 
-double cost_of(const agents::NodeRecord& node, const char* key) {
-  const auto cost = nlohmann::json::parse(node.cost_json, nullptr, false);
-  if (!cost.is_object() || !cost.contains(key) || !cost[key].is_number()) return 0;
-  const double value = cost[key].get<double>();
+// What the node spent of the chart's measure (LLM USD or host seconds); never negative.
+double cost_of(const agents::NodeRecord& node, bool use_usd) {
+  const double value = use_usd ? node.cost.usd : node.cost.host_seconds;
   return std::isfinite(value) && value > 0 ? value : 0;
 }
 
@@ -71,7 +69,7 @@ std::vector<ChartPoint> best_speedup_over_cost(const std::vector<agents::NodeRec
   std::vector<ChartPoint> points;
   double best = 0, spent = 0;
   for (const auto* node : finished_in_order(nodes)) {
-    spent += cost_of(*node, use_usd ? "usd" : "host_seconds");
+    spent += cost_of(*node, use_usd);
     push_best(points, spent, *node, best);
   }
   return points;

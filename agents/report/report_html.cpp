@@ -37,18 +37,6 @@ section.node{border-top:1px solid #eee;padding-top:4px}
 .badge{padding:1px 6px;border-radius:4px;color:#fff;font-size:.85em}
 )css";
 
-json parse_object(const std::string& text) {
-  json value = json::parse(text, nullptr, false);
-  return value.is_object() ? value : json::object();
-}
-
-std::optional<double> number_at(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
-  const double value = object[key].get<double>();
-  if (!std::isfinite(value)) return std::nullopt;
-  return value;
-}
-
 std::string string_at(const json& object, const char* key) {
   if (!object.is_object() || !object.contains(key)) return "";
   const json& value = object[key];
@@ -70,67 +58,58 @@ std::string node_link(int64_t id) {
   return "<a href=\"#node-" + std::to_string(id) + "\">#" + std::to_string(id) + "</a>";
 }
 
-std::string timing_text(const json& stats) {
+std::string timing_text(const agents::TimedSide& side) {
   std::string text;
-  if (auto median = number_at(stats, "median_s")) text = format_seconds(*median) + " median";
-  auto p10 = number_at(stats, "p10_s");
-  auto p90 = number_at(stats, "p90_s");
-  if (p10 && p90) text += " (p10 " + format_seconds(*p10) + ", p90 " + format_seconds(*p90) + ")";
-  if (auto runs = number_at(stats, "runs")) text += ", " + format_number(*runs, 0) + " runs";
+  if (side.median_s) text = format_seconds(*side.median_s) + " median";
+  if (side.p10_s && side.p90_s)
+    text += " (p10 " + format_seconds(*side.p10_s) + ", p90 " + format_seconds(*side.p90_s) + ")";
+  if (side.runs) text += ", " + std::to_string(*side.runs) + " runs";
   return text.empty() ? "-" : text;
 }
 
 std::string metrics_table(const agents::RunRecord& run, const agents::NodeRecord& node) {
-  const json metrics = parse_object(node.metrics_json);
+  const agents::NodeMetrics& metrics = node.metrics;
+  const json& facts = metrics.facts;
   std::string html = "<table class=\"metrics\">\n";
-  if (metrics.contains("correct") && metrics["correct"].is_boolean())
-    html += row("correct", metrics["correct"].get<bool>() ? "yes" : "no");
-  const std::string time_kind =
-      !node.time_kind.empty() ? node.time_kind : string_at(metrics, "time_kind");
+  if (metrics.correct) html += row("correct", *metrics.correct ? "yes" : "no");
+  const std::string time_kind = !node.time_kind.empty() ? node.time_kind : metrics.time_kind;
   if (!time_kind.empty()) html += row("time kind", html_escape(time_kind));
   if (node.score_s) html += row("score", format_seconds(*node.score_s));
   if (node.speedup) {
     html += row("speedup vs baseline", format_speedup(*node.speedup) + " <span class=\"kind\">" +
                                            html_escape(speedup_kind_label(run, &node)) + "</span>");
   }
-  if (metrics.contains("timing") && metrics["timing"].is_object()) {
-    const json& timing = metrics["timing"];
-    if (timing.contains("candidate"))
-      html += row("candidate time", timing_text(timing["candidate"]));
-    if (timing.contains("reference"))
-      html += row("reference (XLA) time", timing_text(timing["reference"]));
+  if (metrics.candidate_time) html += row("candidate time", timing_text(*metrics.candidate_time));
+  if (metrics.reference_time)
+    html += row("reference (XLA) time", timing_text(*metrics.reference_time));
+  if (metrics.speedup_vs_reference && std::isfinite(*metrics.speedup_vs_reference)) {
+    html += row("speedup vs reference (XLA)", format_speedup(*metrics.speedup_vs_reference) + " (" +
+                                                  html_escape(time_kind) + ")");
   }
-  if (auto vs_reference = number_at(metrics, "speedup_vs_reference")) {
-    html += row("speedup vs reference (XLA)",
-                format_speedup(*vs_reference) + " (" + html_escape(time_kind) + ")");
-  }
-  if (metrics.contains("pallas_calls") && metrics["pallas_calls"].is_array()) {
+  // The worker's lowering facts: only their kernels' names are shown.
+  if (facts.contains("pallas_calls") && facts["pallas_calls"].is_array()) {
     std::string names;
-    for (const json& call : metrics["pallas_calls"]) {
+    for (const json& call : facts["pallas_calls"]) {
       const std::string name =
           call.is_string() ? call.get<std::string>() : string_at(call, "kernel");
       if (!name.empty()) names += (names.empty() ? "" : ", ") + html_escape(name);
     }
-    html += row("pallas_calls", std::to_string(metrics["pallas_calls"].size()) +
-                                    (names.empty() ? "" : ": " + names));
+    html += row("pallas_calls",
+                std::to_string(facts["pallas_calls"].size()) + (names.empty() ? "" : ": " + names));
   }
-  if (metrics.contains("failure") && metrics["failure"].is_object()) {
-    html += row("failure", html_escape(string_at(metrics["failure"], "kind") + ": " +
-                                       string_at(metrics["failure"], "message")));
+  if (facts.contains("failure") && facts["failure"].is_object()) {
+    html += row("failure", html_escape(string_at(facts["failure"], "kind") + ": " +
+                                       string_at(facts["failure"], "message")));
   }
   html += "</table>\n";
-  if (metrics.contains("predictions") && metrics["predictions"].is_array() &&
-      !metrics["predictions"].empty()) {
+  if (!metrics.predictions.empty()) {
     html +=
         "<table class=\"predictions\"><tr><th>kernel</th><th>predicted</th><th>bound</th>"
         "<th>label</th></tr>\n";
-    for (const json& p : metrics["predictions"]) {
-      if (!p.is_object()) continue;
-      const auto predicted = number_at(p, "predicted_s");
-      html += "<tr><td>" + html_escape(string_at(p, "kernel")) + "</td><td class=\"num\">" +
-              (predicted ? format_seconds(*predicted) : "-") + "</td><td>" +
-              html_escape(string_at(p, "bound")) + "</td><td>" +
-              html_escape(string_at(p, "label")) + "</td></tr>\n";
+    for (const agents::CallPrediction& p : metrics.predictions) {
+      html += "<tr><td>" + html_escape(p.kernel) + "</td><td class=\"num\">" +
+              (p.predicted_s ? format_seconds(*p.predicted_s) : "-") + "</td><td>" +
+              html_escape(p.bound) + "</td><td>" + html_escape(p.label) + "</td></tr>\n";
     }
     html += "</table>\n";
   }
@@ -160,15 +139,13 @@ std::string diff_block(const agents::NodeRecord& parent, const agents::NodeRecor
 
 // What limits the node (the search's diagnosis) and which diagnosis of its parent it answers.
 std::string diagnosis_block(const agents::NodeRecord& node) {
-  const json metrics = parse_object(node.metrics_json);
   std::string html;
-  const json bottleneck = metrics.value("bottleneck", json::object());
-  if (bottleneck.is_object() && bottleneck.contains("summary"))
-    html += "<h4>Diagnosis</h4>\n<p class=\"diagnosis\">" +
-            html_escape(bottleneck.value("summary", std::string())) + "</p>\n";
-  if (metrics.value("answers", json()).is_string())
+  if (const auto& bottleneck = node.metrics.bottleneck; bottleneck && !bottleneck->summary.empty())
+    html +=
+        "<h4>Diagnosis</h4>\n<p class=\"diagnosis\">" + html_escape(bottleneck->summary) + "</p>\n";
+  if (!node.metrics.answers.empty())
     html += "<p class=\"answers\">Answers the parent's diagnosis: " +
-            html_escape(metrics["answers"].get<std::string>()) + "</p>\n";
+            html_escape(node.metrics.answers) + "</p>\n";
   return html;
 }
 
@@ -240,9 +217,9 @@ std::string summary_table(const agents::RunRecord& run,
           "<br><span class=\"muted\">Pallas interpret-mode time on a CPU: not a TPU "
           "speedup.</span>";
     html += row("best speedup", value);
-    const json bottleneck = parse_object(best->metrics_json).value("bottleneck", json::object());
-    if (bottleneck.is_object() && bottleneck.contains("summary"))
-      html += row("best's diagnosis", html_escape(bottleneck.value("summary", std::string())));
+    if (const auto& bottleneck = best->metrics.bottleneck;
+        bottleneck && !bottleneck->summary.empty())
+      html += row("best's diagnosis", html_escape(bottleneck->summary));
   } else {
     html += row("best speedup", "<span class=\"muted\">no correct node yet</span>");
   }

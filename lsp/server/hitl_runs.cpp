@@ -148,7 +148,7 @@ json HitlRuns::start(const json& args) {
     if (!agents::hitl_active(*s))
       return {{"status", to_string(s->status)},
               {"session", s->id},
-              {"phase", s->phase},
+              {"phase", to_string(s->phase)},
               {"message", "the session has ended (" + to_string(s->status) + ")"}};
     // The document may have been reopened (new version numbers): same text, same candidate.
     if (OpenDocument* doc = context_.find_document(s->uri); doc && doc->text.text() == s->code)
@@ -164,7 +164,7 @@ json HitlRuns::start(const json& args) {
       else
         run_phase(*now);  // the server stopped while the phase's work was running: run it again
     });
-    return {{"status", "resumed"}, {"session", s->id}, {"phase", s->phase}};
+    return {{"status", "resumed"}, {"session", s->id}, {"phase", to_string(s->phase)}};
   }
 
   if (uri.empty()) throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: required");
@@ -227,7 +227,8 @@ json HitlRuns::start(const json& args) {
   s.id = store().create(s);
   spdlog::info("step by step: session {} on {} ({})", s.id, kernel, uri);
   run_phase(s);
-  return {{"status", "started"}, {"session", s.id}, {"phase", s.phase}, {"run", s.run_id}};
+  return {
+      {"status", "started"}, {"session", s.id}, {"phase", to_string(s.phase)}, {"run", s.run_id}};
 }
 
 json HitlRuns::sessions() {
@@ -236,7 +237,7 @@ json HitlRuns::sessions() {
     out.push_back({{"id", s.id},
                    {"kernel", s.kernel},
                    {"status", to_string(s.status)},
-                   {"phase", s.phase},
+                   {"phase", to_string(s.phase)},
                    {"uri", s.uri},
                    {"run", s.run_id}});
   }
@@ -294,14 +295,11 @@ void HitlRuns::record_llm_cost(SessionRecord& s, const HitlPhaseOutcome& outcome
   try {
     std::optional<agents::RunRecord> run = runs->run(s.run_id);
     if (!run) return;
-    // The same totals an Auto run keeps (graph_search): tokens_in, tokens_out, usd.
-    json cost = json::parse(run->cost_json.empty() ? "{}" : run->cost_json, nullptr, false);
-    if (!cost.is_object()) cost = json::object();
-    cost["tokens_in"] = cost.value("tokens_in", int64_t{0}) + outcome.usage.input_tokens;
-    cost["tokens_out"] = cost.value("tokens_out", int64_t{0}) + outcome.usage.output_tokens;
-    cost["usd"] = cost.value("usd", 0.0) + outcome.usage.cost_usd;
-    cost["llm_calls"] = cost.value("llm_calls", int64_t{0}) + outcome.llm_calls;
-    run->cost_json = cost.dump();
+    // The same totals an Auto run keeps (graph_search), and the calls.
+    run->cost.tokens_in += outcome.usage.input_tokens;
+    run->cost.tokens_out += outcome.usage.output_tokens;
+    run->cost.usd += outcome.usage.cost_usd;
+    run->cost.llm_calls += outcome.llm_calls;
     runs->update_run(*run);
   } catch (const std::exception& e) {
     spdlog::warn("step by step: LLM cost not recorded: {}", e.what());
@@ -312,7 +310,8 @@ void HitlRuns::run_phase(SessionRecord s) {
   if (s.status != agents::SessionStatus::running) return;
   save(s);
   const std::string id = s.id;
-  const std::string phase = s.phase;
+  const agents::HitlPhase phase = s.phase;
+  const std::string phase_name = to_string(phase);
   auto post = context_.post;
   auto cancelled = cancelled_;
   auto done = [this, post, id, phase](HitlPhaseOutcome outcome) {
@@ -321,13 +320,13 @@ void HitlRuns::run_phase(SessionRecord s) {
     });
   };
 
-  if (phase == "plan") {
+  if (phase == agents::HitlPhase::plan) {
     agents::PlanRequest request{s.code, s.kernel, s.feedback};
     pool_.submit(
         [make = proposer_factory(), request, done] { done(service::hitl_plan(*make(), request)); });
     return;
   }
-  if (phase == "implement") {
+  if (phase == agents::HitlPhase::implement) {
     // The user may have edited the plan document: what is on disk now is the plan.
     if (const std::string edited = read_file(plan_path(id)); !edited.empty()) s.plan = edited;
     save(s);
@@ -350,7 +349,7 @@ void HitlRuns::run_phase(SessionRecord s) {
   std::shared_ptr<tpu::HostPool> h = task ? host(error) : nullptr;
   if (!task || !h) {
     HitlPhaseOutcome out;
-    out.summary = phase + " cannot run: " + (task ? error : reason);
+    out.summary = phase_name + " cannot run: " + (task ? error : reason);
     finish_phase(id, phase, std::move(out));
     return;
   }
@@ -363,8 +362,9 @@ void HitlRuns::run_phase(SessionRecord s) {
   const knowledge::TpuGeneration* target = &context_.target();
   const std::string code = s.code;
   const std::string kernel = s.kernel;
-  HostWork work{progress_.begin("MaxKernel step by step: " + phase + " (" + kernel + ")", nullptr),
-                std::make_shared<std::atomic<bool>>(false)};
+  HostWork work{
+      progress_.begin("MaxKernel step by step: " + phase_name + " (" + kernel + ")", nullptr),
+      std::make_shared<std::atomic<bool>>(false)};
   progress_.report(work.progress, "on " + h->name());
   host_work_[id] = work;
   auto is_cancelled = [cancelled, mine = work.cancelled] {
@@ -372,36 +372,34 @@ void HitlRuns::run_phase(SessionRecord s) {
   };
   const HitlHostJob job{h.get(), request, code, kernel, s.run_id, target, is_cancelled};
   // Cancelled work reports only that it was cancelled (a partial result would mislead).
-  auto finish = [done, is_cancelled, phase](HitlPhaseOutcome out) {
+  auto finish = [done, is_cancelled, phase_name](HitlPhaseOutcome out) {
     if (is_cancelled()) {
       out = HitlPhaseOutcome{};
-      out.summary = phase + " cancelled";
+      out.summary = phase_name + " cancelled";
     }
     done(std::move(out));
   };
 
-  if (phase == "validate") {
-    pool_.submit([h, job, finish] { finish(service::hitl_validate(job)); });
-    return;
+  switch (phase) {
+    case agents::HitlPhase::validate:
+      pool_.submit([h, job, finish] { finish(service::hitl_validate(job)); });
+      return;
+    case agents::HitlPhase::test:
+      pool_.submit([h, job, finish] { finish(service::hitl_test(job)); });
+      return;
+    case agents::HitlPhase::autotune:
+      pool_.submit([h, job, finish] { finish(service::hitl_autotune(job)); });
+      return;
+    case agents::HitlPhase::profile:
+      pool_.submit([h, job, finish] { finish(service::hitl_profile(job)); });
+      return;
+    case agents::HitlPhase::plan:
+    case agents::HitlPhase::implement:
+      return;  // ran above, without a host
   }
-  if (phase == "test") {
-    pool_.submit([h, job, finish] { finish(service::hitl_test(job)); });
-    return;
-  }
-  if (phase == "autotune") {
-    pool_.submit([h, job, finish] { finish(service::hitl_autotune(job)); });
-    return;
-  }
-  if (phase == "profile") {
-    pool_.submit([h, job, finish] { finish(service::hitl_profile(job)); });
-    return;
-  }
-  HitlPhaseOutcome out;
-  out.summary = "unknown phase '" + phase + "'";
-  finish_phase(id, phase, std::move(out));
 }
 
-void HitlRuns::finish_phase(const std::string& id, const std::string& phase,
+void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
                             HitlPhaseOutcome outcome) {
   if (auto it = host_work_.find(id); it != host_work_.end()) {
     progress_.end(it->second.progress, outcome.summary.substr(0, 120));
@@ -428,7 +426,7 @@ void HitlRuns::finish_phase(const std::string& id, const std::string& phase,
       }
     }
   }
-  if (phase == "plan" && !outcome.plan.empty()) {
+  if (phase == agents::HitlPhase::plan && !outcome.plan.empty()) {
     s->plan = outcome.plan;
     s->feedback.clear();
     const std::filesystem::path path = plan_path(id);
@@ -501,7 +499,7 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
     return ask(s.id);
   }
   save(s);
-  const std::string title = "MaxKernel: " + s.phase + " (" + s.kernel + ")";
+  const std::string title = "MaxKernel: " + to_string(s.phase) + " (" + s.kernel + ")";
   const EditAnnotation annotation{"maxkernel.hitl", title, label};
   json edit =
       to_workspace_edit({{s.uri, s.doc_version, false, minimal_edits(doc->text, s.proposed)}},

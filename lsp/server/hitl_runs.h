@@ -80,7 +80,7 @@ class HitlRuns {
   // Builds the proposer of one phase; runs on the pool (a replay client starts a process).
   std::function<std::shared_ptr<agents::Proposer>()> proposer_factory();
   void record_llm_cost(agents::SessionRecord& session, const HitlPhaseOutcome& outcome);
-  void finish_phase(const std::string& id, const std::string& phase, HitlPhaseOutcome outcome);
+  void finish_phase(const std::string& id, agents::HitlPhase phase, HitlPhaseOutcome outcome);
   void send_edit(agents::SessionRecord& session, const std::string& label);
   void on_edit_answer(const std::string& id, const std::string& label, const nlohmann::json* result,
                       const rpc::Error* error);

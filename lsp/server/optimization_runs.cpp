@@ -43,11 +43,6 @@ std::string mode_title(const std::string& mode, const std::string& strategy) {
   return mode == "auto" ? "Auto" : "Graph search (" + strategy + ")";
 }
 
-json parse_or_empty(const std::string& text) {
-  json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
-
 // The MK300 text for a finished run: the best variant, the baseline's failure, or why nothing won.
 OptimizationResult summarise(const agents::RunRecord& run,
                              const std::vector<agents::NodeRecord>& nodes) {
@@ -57,7 +52,7 @@ OptimizationResult summarise(const agents::RunRecord& run,
   r.status = to_string(run.status);
   r.score_kind = run.score_kind;
   const std::string title = mode_title(run.mode, run.strategy);
-  const int evaluations = parse_or_empty(run.cost_json).value("evaluations", 0);
+  const int evaluations = run.cost.evaluations;
   const std::string after =
       " after " + std::to_string(evaluations) + " evaluation" + (evaluations == 1 ? "" : "s");
   const std::string cancelled =

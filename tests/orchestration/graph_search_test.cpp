@@ -219,19 +219,14 @@ class GraphSearchTest : public ::testing::Test {
     r.host = "local";
     r.llm = "none";
     r.status = RunStatus::running;
-    json params = {{"search", search}};
-    if (from_reference) params["start"] = "reference";
-    r.params_json = params.dump();
-    r.budget_json = budget.dump();
+    r.params.search = SearchParams::from_json(search);
+    r.params.from_reference = from_reference;
+    r.budget = Budget::from_json(budget);
     return store().create_run(r);
   }
 
-  json state(const RunRecord& run) {
-    return json::parse(run.params_json).value("state", json::object());
-  }
-  int evaluations(const RunRecord& run) {
-    return json::parse(run.cost_json).value("evaluations", 0);
-  }
+  const SearchState& state(const RunRecord& run) { return run.params.state; }
+  int evaluations(const RunRecord& run) { return run.cost.evaluations; }
   const NodeRecord* node_with_code(const std::vector<NodeRecord>& nodes, const std::string& code) {
     for (const NodeRecord& n : nodes)
       if (n.code == code) return &n;
@@ -351,7 +346,7 @@ TEST_F(GraphSearchTest, IterationsBudgetStopsAfterThatManyRounds) {
   EXPECT_EQ(run.stop_reason, "budget: 3 iterations");
   EXPECT_EQ(expander.requests.size(), 3u);
   EXPECT_EQ(store().nodes(id).size(), 4u);
-  EXPECT_EQ(state(run).value("round", 0), 3);
+  EXPECT_EQ(state(run).round, 3);
   EXPECT_EQ(*run.best_node, 3);
 }
 
@@ -386,7 +381,7 @@ TEST_F(GraphSearchTest, TargetStopsInTheRoundThatReachesIt) {
   EXPECT_EQ(run.stop_reason, "target speedup 1.50x reached");
   EXPECT_EQ(expander.requests.size(), 2u);  // round 2 reached 1.6x: no third expansion
   EXPECT_EQ(store().nodes(id).size(), 3u);
-  EXPECT_EQ(state(run).value("round", 0), 2);
+  EXPECT_EQ(state(run).round, 2);
 }
 
 TEST_F(GraphSearchTest, PatienceStopsAfterThatManyRoundsWithoutAGain) {
@@ -407,8 +402,8 @@ TEST_F(GraphSearchTest, PatienceStopsAfterThatManyRoundsWithoutAGain) {
   EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "no gain in 2 iterations");
   EXPECT_EQ(expander.requests.size(), 3u);  // one gaining round, then two without
-  EXPECT_EQ(state(run).value("round", 0), 3);
-  EXPECT_EQ(state(run).value("rounds_without_gain", 0), 2);
+  EXPECT_EQ(state(run).round, 3);
+  EXPECT_EQ(state(run).rounds_without_gain, 2);
   EXPECT_EQ(store().nodes(id)[static_cast<size_t>(*run.best_node)].code, good);
 }
 
@@ -449,8 +444,7 @@ TEST_F(GraphSearchTest, AtTheRooflineStopsOnceTheBestKernelReachesTheSetFraction
       EXPECT_EQ(run.stop_reason, "budget: 2 iterations");  // 0 turns the rule off
       EXPECT_EQ(best.code, next);
     }
-    EXPECT_NEAR(json::parse(best.metrics_json).value("roofline_fraction", 0.0),
-                stop_at > 0 ? 0.95 : 0.97, 1e-9);
+    EXPECT_NEAR(best.metrics.roofline_fraction().value_or(0.0), stop_at > 0 ? 0.95 : 0.97, 1e-9);
   }
 }
 
@@ -477,7 +471,8 @@ TEST_F(GraphSearchTest, TheParentsDiagnosisReachesTheExpanderAndEachChildRecords
     GraphSearch(store(), evaluator, expander, id).run(root);
     ASSERT_EQ(seen.size(), 1u);
     const auto nodes = store().nodes(id);
-    EXPECT_EQ(json::parse(nodes[0].metrics_json)["bottleneck"].value("bound", ""), "grid overhead");
+    ASSERT_TRUE(nodes[0].metrics.bottleneck);
+    EXPECT_EQ(nodes[0].metrics.bottleneck->bound, "grid overhead");
     if (use_diagnosis) {
       ASSERT_TRUE(seen[0]);
       EXPECT_EQ(seen[0]->bound, "grid overhead");
@@ -486,8 +481,7 @@ TEST_F(GraphSearchTest, TheParentsDiagnosisReachesTheExpanderAndEachChildRecords
     }
     const NodeRecord* c = node_with_code(nodes, child);
     ASSERT_NE(c, nullptr);
-    EXPECT_EQ(json::parse(c->metrics_json).value("answers", ""),
-              p.answers);  // kept past evaluation
+    EXPECT_EQ(c->metrics.answers, p.answers);  // kept past evaluation
     EXPECT_NE(c->plan.find("Answers the diagnosis: " + p.answers), std::string::npos);
   }
 }
@@ -571,7 +565,7 @@ TEST_F(GraphSearchTest, TokensBudgetCountsTheUsageProposalsCarry) {
   const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));
   EXPECT_EQ(run.stop_reason, "budget: 250 LLM tokens");
   EXPECT_EQ(expander.requests.size(), 3u);
-  EXPECT_EQ(json::parse(run.cost_json).value("tokens_in", 0), 300);
+  EXPECT_EQ(run.cost.tokens_in, 300);
 }
 
 TEST_F(GraphSearchTest, AnExpanderWithNothingNewExhaustsTheSearch) {
@@ -583,7 +577,7 @@ TEST_F(GraphSearchTest, AnExpanderWithNothingNewExhaustsTheSearch) {
   EXPECT_EQ(run.status, RunStatus::done);
   EXPECT_EQ(run.stop_reason, "search space exhausted");
   EXPECT_EQ(expander.requests.size(), 1u);
-  EXPECT_EQ(state(run).value("round", 0), 0);
+  EXPECT_EQ(state(run).round, 0);
 }
 
 TEST_F(GraphSearchTest, AnLlmErrorEndsTheRunAfterRecordingTheChildrenAlreadyProposed) {
@@ -687,7 +681,7 @@ TEST_F(GraphSearchTest, AKilledRunResumesWithoutReevaluatingFinishedNodesAndKeep
       });
   EXPECT_EQ(first.status, RunStatus::cancelled);
   EXPECT_EQ(first.stop_reason, "cancelled");
-  EXPECT_EQ(state(first).value("round", 0), 1);  // round 2 did not finish
+  EXPECT_EQ(state(first).round, 1);  // round 2 did not finish
   {
     const auto nodes = store().nodes(id);
     ASSERT_EQ(nodes.size(), 7u);
@@ -702,7 +696,7 @@ TEST_F(GraphSearchTest, AKilledRunResumesWithoutReevaluatingFinishedNodesAndKeep
   const RunRecord resumed = GraphSearch(store(), evaluator, expander, id).run(gs_code("root"));
   EXPECT_EQ(resumed.status, RunStatus::done);
   EXPECT_EQ(resumed.stop_reason, "budget: 3 iterations");
-  EXPECT_EQ(state(resumed).value("round", 0), 3);
+  EXPECT_EQ(state(resumed).round, 3);
   for (const char* name : {"root", "a", "b", "d", "e", "f", "g", "h"})
     EXPECT_EQ(evaluator.calls(gs_code(name)), 1) << name;
   EXPECT_EQ(evaluator.calls(gs_code("c")), 2);  // its first evaluation was cancelled
@@ -731,18 +725,17 @@ TEST_F(GraphSearchTest, ANodeLeftEvaluatingByAKillIsEvaluatedOnResume) {
   child.code = gs_code("c2");
   child.code_hash = candidate_hash(child.code);
   child.status = NodeStatus::pending;
-  child.cost_json = "{}";
   child.id = store().add_node(child);
   child.status = NodeStatus::evaluating;
   store().update_node(child);
   RunRecord killed = *store().run(id);
   killed.status = RunStatus::running;
-  killed.budget_json = json{{"iterations", 2}}.dump();
+  killed.budget.iterations = 2;
   store().update_run(killed);
 
   const RunRecord resumed = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));
   EXPECT_EQ(resumed.stop_reason, "budget: 2 iterations");
-  EXPECT_EQ(state(resumed).value("round", 0), 2);
+  EXPECT_EQ(state(resumed).round, 2);
   EXPECT_EQ(evaluator.calls(gs_code("c0")), 1);
   EXPECT_EQ(evaluator.calls(gs_code("c1")), 1);
   EXPECT_EQ(evaluator.calls(gs_code("c2")), 1);
@@ -767,7 +760,7 @@ TEST_F(GraphSearchTest, ARunCancelledAfterItsRoundFinishedStillCountsThatRound) 
   });
   EXPECT_EQ(first.status, RunStatus::cancelled);
   EXPECT_EQ(store().node(id, 1)->status, NodeStatus::correct);
-  EXPECT_EQ(state(first).value("round", 0), 1);
+  EXPECT_EQ(state(first).round, 1);
 
   evaluator.on_evaluate = nullptr;
   const RunRecord resumed = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));
@@ -797,7 +790,7 @@ TEST_F(GraphSearchTest, AResumeCancelledAfterItsLeftoversFinishedCountsTheirRoun
       GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"), {}, cancelled);
   EXPECT_EQ(second.status, RunStatus::cancelled);
   EXPECT_EQ(store().node(id, 1)->status, NodeStatus::correct);
-  EXPECT_EQ(state(second).value("round", 0), 1);
+  EXPECT_EQ(state(second).round, 1);
 
   evaluator.on_evaluate = nullptr;
   const RunRecord third = GraphSearch(store(), evaluator, expander, id).run(gs_code("c0"));

@@ -25,7 +25,7 @@ std::string scale_rows() {
 
 SessionRecord awaiting(const std::string& phase) {
   SessionRecord s = hitl_begin("file:///k.py", "_kernel", 3, "code");
-  s.phase = phase;
+  s.phase = hitl_phase_from_string(phase);
   hitl_record_result(s, "did " + phase);
   return s;
 }
@@ -73,7 +73,7 @@ TEST(HitlAnswer, MapsTitlesAndRejectsUnknownOnes) {
   EXPECT_EQ(revise.feedback, "use bigger blocks");
   const HitlAnswer jump = answer("Next phase: test");
   EXPECT_EQ(jump.kind, HitlAnswer::Kind::GoTo);
-  EXPECT_EQ(jump.phase, "test");
+  EXPECT_EQ(jump.phase, HitlPhase::test);
   EXPECT_THROW(answer("Next phase: lunch"), std::invalid_argument);
   EXPECT_THROW(answer("approve"), std::invalid_argument);
 }
@@ -81,17 +81,17 @@ TEST(HitlAnswer, MapsTitlesAndRejectsUnknownOnes) {
 TEST(HitlDecide, ApproveAdvancesToTheNextPhaseAndRecordsIt) {
   SessionRecord s = awaiting("plan");
   EXPECT_EQ(hitl_decide(s, answer("Approve")), HitlNext::RunPhase);
-  EXPECT_EQ(s.phase, "implement");
+  EXPECT_EQ(s.phase, HitlPhase::implement);
   EXPECT_EQ(s.status, SessionStatus::running);
   EXPECT_EQ(s.history.back().event, "approved");
-  EXPECT_EQ(s.history.back().phase, "plan");
+  EXPECT_EQ(s.history.back().phase, HitlPhase::plan);
   EXPECT_EQ(s.history.back().text, "did plan");
 }
 
 TEST(HitlDecide, ReviseReRunsThePhaseWithTheFeedbackRecorded) {
   SessionRecord s = awaiting("plan");
   EXPECT_EQ(hitl_decide(s, answer("Revise with feedback", "only block sizes")), HitlNext::RunPhase);
-  EXPECT_EQ(s.phase, "plan");
+  EXPECT_EQ(s.phase, HitlPhase::plan);
   EXPECT_EQ(s.status, SessionStatus::running);
   EXPECT_EQ(s.feedback, "only block sizes");
   EXPECT_EQ(s.history.back().event, "feedback");
@@ -105,17 +105,17 @@ TEST(HitlDecide, ReviseReRunsThePhaseWithTheFeedbackRecorded) {
 TEST(HitlDecide, RetrySkipJumpStopAndDismiss) {
   SessionRecord retry = awaiting("test");
   EXPECT_EQ(hitl_decide(retry, answer("Retry")), HitlNext::RunPhase);
-  EXPECT_EQ(retry.phase, "test");
+  EXPECT_EQ(retry.phase, HitlPhase::test);
 
   SessionRecord skip = awaiting("implement");
   skip.proposed = "new code";
   EXPECT_EQ(hitl_decide(skip, answer("Skip")), HitlNext::RunPhase);
-  EXPECT_EQ(skip.phase, "validate");
+  EXPECT_EQ(skip.phase, HitlPhase::validate);
   EXPECT_TRUE(skip.proposed.empty());
 
   SessionRecord jump = awaiting("plan");
   EXPECT_EQ(hitl_decide(jump, answer("Next phase: autotune")), HitlNext::RunPhase);
-  EXPECT_EQ(jump.phase, "autotune");
+  EXPECT_EQ(jump.phase, HitlPhase::autotune);
   EXPECT_EQ(jump.history.back().event, "jump");
 
   SessionRecord stop = awaiting("validate");
@@ -124,12 +124,12 @@ TEST(HitlDecide, RetrySkipJumpStopAndDismiss) {
   EXPECT_FALSE(hitl_active(stop));
   // A stopped session ignores later answers.
   EXPECT_EQ(hitl_decide(stop, answer("Approve")), HitlNext::Finished);
-  EXPECT_EQ(stop.phase, "validate");
+  EXPECT_EQ(stop.phase, HitlPhase::validate);
 
   SessionRecord dismissed = awaiting("test");
   EXPECT_EQ(hitl_decide(dismissed, HitlAnswer{}), HitlNext::Wait);
   EXPECT_EQ(dismissed.status, SessionStatus::awaiting);
-  EXPECT_EQ(dismissed.phase, "test");
+  EXPECT_EQ(dismissed.phase, HitlPhase::test);
 }
 
 TEST(HitlDecide, ApprovingTheLastPhaseFinishesTheSession) {
@@ -143,7 +143,7 @@ TEST(HitlDecide, ApprovingTheLastPhaseFinishesTheSession) {
 
 TEST(HitlDecide, WalksAllSixPhasesInOrder) {
   SessionRecord s = hitl_begin("file:///k.py", "k", 1, "code");
-  std::vector<std::string> seen;
+  std::vector<HitlPhase> seen;
   for (int guard = 0; guard < 10 && hitl_active(s); ++guard) {
     seen.push_back(s.phase);
     hitl_record_result(s, "ok");
@@ -217,7 +217,7 @@ TEST_F(TempStore, SessionsSurviveReopeningTheDatabase) {
   EXPECT_EQ(s->kernel, "_kernel");
   EXPECT_EQ(s->start_version, 7);
   EXPECT_EQ(s->doc_version, 7);
-  EXPECT_EQ(s->phase, "plan");
+  EXPECT_EQ(s->phase, HitlPhase::plan);
   EXPECT_EQ(s->status, SessionStatus::running);
   EXPECT_EQ(s->code, "print('x')\n");
   EXPECT_EQ(s->plan, "- [x] a: b\n");

@@ -95,7 +95,7 @@ struct LeParent {
     r.parent_code = le_kernel(8);
     r.known_hashes.insert(candidate_hash(r.parent_code));
     r.max_children = 1;
-    r.parent_metrics = metrics.dump();
+    r.parent_metrics = NodeMetrics::from_json(metrics);
     if (with_diagnosis) r.diagnosis = le_diagnosis();
     r.record_analysis = [this](const json& analysis) {
       metrics["analysis"] = analysis;
@@ -336,8 +336,9 @@ class LlmExpanderSearchTest : public ::testing::Test {
     r.target = "v5e";
     r.host = "local";
     r.llm = "scripted";
-    r.params_json = json{{"search", {{"strategy", "greedy"}, {"branches", 1}}}}.dump();
-    r.budget_json = json{{"iterations", iterations}}.dump();
+    r.params.search.strategy = "greedy";
+    r.params.search.branches = 1;
+    r.budget.iterations = iterations;
     return store_->create_run(r);
   }
   std::filesystem::path dir_;
@@ -357,20 +358,20 @@ TEST_F(LlmExpanderSearchTest, AResumedRunReusesTheAnalysisRecordedOnTheParent) {
   }
   const std::vector<NodeRecord> nodes = store_->nodes(id);
   ASSERT_EQ(nodes.size(), 2u);
-  const json root = json::parse(nodes[0].metrics_json);
-  EXPECT_EQ(root["analysis"].value("bottleneck", ""), "grid_overhead");
-  EXPECT_EQ(root["bottleneck"].value("bound", ""), "grid overhead");  // the rule's, kept
-  EXPECT_NE(json::parse(nodes[1].metrics_json).value("answers", "").find("profile analyst"),
-            std::string::npos);
+  const NodeMetrics& root = nodes[0].metrics;
+  EXPECT_EQ(root.analysis.value("bottleneck", ""), "grid_overhead");
+  ASSERT_TRUE(root.bottleneck);
+  EXPECT_EQ(root.bottleneck->bound, "grid overhead");  // the rule's, kept
+  EXPECT_NE(nodes[1].metrics.answers.find("profile analyst"), std::string::npos);
   // Every call of the expansion, the analyst's too, is in the child's and the run's cost.
-  const int64_t child_tokens = json::parse(nodes[1].cost_json).value("tokens_in", int64_t{0});
+  const int64_t child_tokens = nodes[1].cost.tokens_in;
   EXPECT_GT(child_tokens, 0);
-  EXPECT_EQ(json::parse(store_->run(id)->cost_json).value("tokens_in", int64_t{0}), child_tokens);
+  EXPECT_EQ(store_->run(id)->cost.tokens_in, child_tokens);
 
   // A later session of the same run (more rounds): the root is still the best and is expanded
   // again; its recorded analysis goes to the planner without another analyst call.
   RunRecord more = *store_->run(id);
-  more.budget_json = json{{"iterations", 2}}.dump();
+  more.budget.iterations = 2;
   store_->update_run(more);
   ScriptedClient client({le_plan("row_block_128"), le_python(le_kernel(128))});
   LlmExpander expander(client, le_options());

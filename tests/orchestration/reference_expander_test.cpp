@@ -63,7 +63,8 @@ std::string sent(const llm::ChatRequest& request) {
 
 LlmExpanderOptions options() {
   LlmExpanderOptions o;
-  o.task_summary = R"({"form": "infile", "path": "/tmp/cumsum.py"})";
+  o.task = {{"form", "infile"}, {"path", "/tmp/cumsum.py"}};
+  o.task_summary = o.task.dump();
   o.target_facts = "TPU v5e";
   // A 12-row block breaks the (8, 128) rule, as the worker's lowering would say.
   o.lowering_error = [](const std::string& source, const std::function<bool()>&) -> std::string {

@@ -78,12 +78,14 @@ INSERT INTO chunks_fts (rowid, heading, body)
   VALUES (1, 'Tiling notes > Tiles', 'Pick tiles that divide the matrix.');
 INSERT INTO lessons VALUES (1, 'matmul', 'bigger tiles', 'v5e', 1.5, 'r-old', 'kept', 13);
 INSERT INTO runs VALUES ('r-old', 'graph', 'beam', '/k.py', 'kernel', 'v5e', 'local', 'none',
-  '{"beam":2}', '{"iterations":8}', 'done', 'budget: 8 iterations', '{"name":"k"}',
-  '{"tokens":12,"usd":0.5}', 'measured (device)', 1, 100, 200);
+  '{"search":{"beam_size":2}}', '{"iterations":8}', 'done', 'budget: 8 iterations',
+  '{"name":"k"}', '{"tokens_in":12,"usd":0.5}', 'measured (device)', 1, 100, 200);
 INSERT INTO nodes VALUES ('r-old', 0, NULL, 0, 'baseline', 'the kernel as written', '', 'code0',
-  'hash0', 'correct', '', '{"time_s":2.0}', 2.0, 1.0, 'device', '{}', 100, 110);
+  'hash0', 'correct', '', '{"timing":{"candidate":{"median_s":2.0}}}', 2.0, 1.0, 'device', '{}',
+  100, 110);
 INSERT INTO nodes VALUES ('r-old', 1, 0, 1, 'block_sizes', 'bigger blocks', 'plan', 'code1',
-  'hash1', 'correct', '', '{"time_s":1.0}', 1.0, 2.0, 'device', '{"host_seconds":3}', 120, 130);
+  'hash1', 'correct', '', '{"timing":{"candidate":{"median_s":1.0}}}', 1.0, 2.0, 'device',
+  '{"host_seconds":3}', 120, 130);
 INSERT INTO hitl_sessions VALUES ('s-old', 'file:///k.py', 'kernel', 3, 5, 'implement', 'awaiting',
   '[{"phase":"plan","event":"approved","text":"ok","at":150}]', 'code', 'proposed', 'the plan',
   'summary', 'feedback', 'r-old', 140, 160);
@@ -167,8 +169,11 @@ void expect_legacy_rows(const fs::path& path) {
   EXPECT_EQ(run->strategy, "beam");
   EXPECT_EQ(run->status, RunStatus::done);
   EXPECT_EQ(run->stop_reason, "budget: 8 iterations");
-  EXPECT_EQ(run->params_json, "{\"beam\":2}");
-  EXPECT_EQ(run->cost_json, "{\"tokens\":12,\"usd\":0.5}");
+  EXPECT_EQ(run->params.search.beam_size, 2u);
+  EXPECT_EQ(run->budget.iterations, 8);
+  EXPECT_EQ(run->task, nlohmann::json({{"name", "k"}}));
+  EXPECT_EQ(run->cost.tokens_in, 12);
+  EXPECT_DOUBLE_EQ(run->cost.usd, 0.5);
   EXPECT_EQ(run->best_node, 1);
   EXPECT_EQ(run->created_at, 100);
   EXPECT_EQ(run->updated_at, 200);
@@ -180,20 +185,23 @@ void expect_legacy_rows(const fs::path& path) {
   EXPECT_EQ(nodes[1].status, NodeStatus::correct);
   EXPECT_EQ(nodes[1].code, "code1");
   EXPECT_EQ(nodes[1].speedup, 2.0);
-  EXPECT_EQ(nodes[1].metrics_json, "{\"time_s\":1.0}");
+  ASSERT_TRUE(nodes[1].metrics.candidate_time);
+  EXPECT_EQ(nodes[1].metrics.candidate_time->median_s, 1.0);
+  EXPECT_DOUBLE_EQ(nodes[1].cost.host_seconds, 3);
   EXPECT_EQ(nodes[1].finished_at, 130);
   EXPECT_TRUE(runs.finished_node_with_hash("r-old", "hash1"));
 
   SessionStore sessions(path);
   const auto s = sessions.get("s-old");
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->phase, "implement");
+  EXPECT_EQ(s->phase, HitlPhase::implement);
   EXPECT_EQ(s->status, SessionStatus::awaiting);
   EXPECT_EQ(s->doc_version, 5);
   EXPECT_EQ(s->proposed, "proposed");
   EXPECT_EQ(s->run_id, "r-old");
   ASSERT_EQ(s->history.size(), 1u);
   EXPECT_EQ(s->history[0].event, "approved");
+  EXPECT_EQ(s->history[0].phase, HitlPhase::plan);
   EXPECT_EQ(s->history[0].at, 150);
 }
 

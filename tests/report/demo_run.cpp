@@ -32,22 +32,25 @@ std::string replace_once(std::string text, const std::string& from, const std::s
   return text;
 }
 
-json metrics(bool correct, double candidate_s, double reference_s) {
-  return {{"correct", correct},
-          {"time_kind", "predicted"},
-          {"timing",
-           {{"candidate",
-             {{"median_s", candidate_s},
-              {"p10_s", candidate_s * 0.9},
-              {"p90_s", candidate_s * 1.1},
-              {"runs", 20}}},
-            {"reference", {{"median_s", reference_s}, {"runs", 20}}}}},
-          {"pallas_calls", json::array({{{"kernel", "_kernel"}}})},
-          {"predictions", json::array({{{"kernel", "_kernel"},
-                                        {"predicted_s", candidate_s},
-                                        {"bound", "memory"},
-                                        {"label", "predicted (model, v5e)"}}})},
-          {"speedup_vs_reference", nullptr}};
+agents::NodeMetrics metrics(bool correct, double candidate_s, double reference_s) {
+  agents::NodeMetrics m;
+  m.correct = correct;
+  m.time_kind = "predicted";
+  m.candidate_time = agents::TimedSide{candidate_s, candidate_s * 0.9, candidate_s * 1.1, 20, {}};
+  m.reference_time = agents::TimedSide{reference_s, {}, {}, 20, {}};
+  m.facts["pallas_calls"] = json::array({{{"kernel", "_kernel"}}});
+  agents::CallPrediction p;
+  p.kernel = "_kernel";
+  p.predicted_s = candidate_s;
+  p.bound = "memory";
+  p.label = "predicted (model, v5e)";
+  m.predictions = {p};
+  return m;
+}
+
+agents::NodeCost cost(int64_t tokens_in, int64_t tokens_out, double usd, double host_seconds,
+                      bool cache_hit = false) {
+  return {tokens_in, tokens_out, usd, host_seconds, cache_hit};
 }
 
 }  // namespace
@@ -65,9 +68,12 @@ agents::RunRecord demo_run_record() {
   run.stop_reason = "budget: 6 iterations";
   run.score_kind = "predicted (model, v5e)";
   run.best_node = 1;
-  run.cost_json = json{{"tokens_in", 1500},    {"tokens_out", 420}, {"usd", 0.0175},
-                       {"host_seconds", 14.5}, {"evaluations", 5},  {"cache_hits", 1}}
-                      .dump();
+  run.cost = {.tokens_in = 1500,
+              .tokens_out = 420,
+              .usd = 0.0175,
+              .host_seconds = 14.5,
+              .evaluations = 5,
+              .cache_hits = 1};
   return run;
 }
 
@@ -81,8 +87,8 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   root.status = agents::NodeStatus::correct;
   root.score_s = 2.0e-5;
   root.speedup = 1.0;
-  root.metrics_json = metrics(true, 2.0e-5, 2.4e-5).dump();
-  root.cost_json = json{{"host_seconds", 2.5}}.dump();
+  root.metrics = metrics(true, 2.0e-5, 2.4e-5);
+  root.cost = cost(0, 0, 0, 2.5);
 
   auto& bigger = nodes[1];
   bigger.parent = 0;
@@ -94,8 +100,8 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   bigger.status = agents::NodeStatus::correct;
   bigger.score_s = 2.0e-5 / 1.42;
   bigger.speedup = 1.42;
-  bigger.metrics_json = metrics(true, 2.0e-5 / 1.42, 2.4e-5).dump();
-  bigger.cost_json = json{{"host_seconds", 3.0}}.dump();
+  bigger.metrics = metrics(true, 2.0e-5 / 1.42, 2.4e-5);
+  bigger.cost = cost(0, 0, 0, 3.0);
 
   auto& llm = nodes[2];
   llm.parent = 0;
@@ -106,9 +112,8 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   llm.code = replace_once(base, "2.0 * x_ref", "3.0 * x_ref");
   llm.status = agents::NodeStatus::incorrect;
   llm.error = "mismatch: seed 7: output 0: 8192 of 8192 elements outside rtol";
-  llm.metrics_json = metrics(false, 2.0e-5, 2.4e-5).dump();
-  llm.cost_json =
-      json{{"tokens_in", 1200}, {"tokens_out", 300}, {"usd", 0.0123}, {"host_seconds", 2.0}}.dump();
+  llm.metrics = metrics(false, 2.0e-5, 2.4e-5);
+  llm.cost = cost(1200, 300, 0.0123, 2.0);
 
   auto& failed = nodes[3];
   failed.parent = 1;
@@ -118,7 +123,7 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   failed.code = replace_once(bigger.code, "BLOCK_ROWS = 32", "BLOCK_ROWS = 12");
   failed.status = agents::NodeStatus::failed;
   failed.error = std::string("lowering: block shape (12, 128) is not a multiple of 8 ") + kPlanted;
-  failed.cost_json = json{{"host_seconds", 1.5}}.dump();
+  failed.cost = cost(0, 0, 0, 1.5);
 
   auto& unrolled = nodes[4];
   unrolled.parent = 1;
@@ -130,13 +135,8 @@ std::vector<agents::NodeRecord> demo_nodes(int64_t start_time) {
   unrolled.status = agents::NodeStatus::correct;
   unrolled.score_s = 2.0e-5 / 1.30;
   unrolled.speedup = 1.30;
-  unrolled.metrics_json = metrics(true, 2.0e-5 / 1.30, 2.4e-5).dump();
-  unrolled.cost_json = json{
-      {"tokens_in", 300},
-      {"tokens_out", 120},
-      {"usd", 0.0052},
-      {"host_seconds", 0.0},
-      {"cache_hit", true}}.dump();
+  unrolled.metrics = metrics(true, 2.0e-5 / 1.30, 2.4e-5);
+  unrolled.cost = cost(300, 120, 0.0052, 0.0, /*cache_hit=*/true);
 
   auto& pending = nodes[5];
   pending.parent = 2;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -169,12 +171,11 @@ TEST_F(ReportTest, CostTableTotalsSumTheNodes) {
   double tokens_in = 0, tokens_out = 0, usd = 0, host_seconds = 0;
   int cache_hits = 0;
   for (const auto& node : nodes_) {
-    const auto cost = nlohmann::json::parse(node.cost_json);
-    tokens_in += cost.value("tokens_in", 0.0);
-    tokens_out += cost.value("tokens_out", 0.0);
-    usd += cost.value("usd", 0.0);
-    host_seconds += cost.value("host_seconds", 0.0);
-    cache_hits += cost.value("cache_hit", false) ? 1 : 0;
+    tokens_in += static_cast<double>(node.cost.tokens_in);
+    tokens_out += static_cast<double>(node.cost.tokens_out);
+    usd += node.cost.usd;
+    host_seconds += node.cost.host_seconds;
+    cache_hits += node.cost.cache_hit ? 1 : 0;
   }
   const std::string total = slice("<tr class=\"total\" data-row=\"node-total\">", "</tr>");
   ASSERT_FALSE(total.empty());
@@ -184,8 +185,7 @@ TEST_F(ReportTest, CostTableTotalsSumTheNodes) {
   EXPECT_NE(total.find(">" + format_number(host_seconds, 2) + "<"), std::string::npos) << total;
   EXPECT_NE(total.find("<td>" + std::to_string(cache_hits) + "</td>"), std::string::npos) << total;
   const std::string recorded = slice("<tr class=\"total\" data-row=\"run-total\">", "</tr>");
-  const auto run_cost = nlohmann::json::parse(run_.cost_json);
-  EXPECT_NE(recorded.find(format_number(run_cost["evaluations"].get<double>(), 0) + " evaluations"),
+  EXPECT_NE(recorded.find(std::to_string(run_.cost.evaluations) + " evaluations"),
             std::string::npos);
 }
 
@@ -209,22 +209,45 @@ TEST(ReportEdgeCases, EmptyRunAndBrokenJsonStillRender) {
   EXPECT_NE(empty.find("No nodes recorded yet"), std::string::npos);
   EXPECT_NE(empty.find("no correct node yet"), std::string::npos);
 
-  agents::NodeRecord odd;
-  odd.run_id = "r-empty";
-  odd.id = 3;
-  odd.parent = 99;  // missing parent: drawn as a root, section says so
-  odd.status = agents::NodeStatus::correct;
-  odd.speedup = 1.5;
-  odd.metrics_json = "{not json";
-  odd.cost_json = "[1, 2]";
-  odd.finished_at = 100;
-  agents::NodeRecord loop = odd;
-  loop.id = 4;
-  loop.parent = 4;  // a self-loop must not hang the layout
-  const std::string html = render_report(run, {odd, loop});
+  // Nodes whose metrics and cost in the store are not JSON objects (a damaged or hand-edited
+  // file) read back as empty ones, and the report still renders them.
+  const fs::path dir =
+      fs::temp_directory_path() / ("mk-report-broken-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::vector<agents::NodeRecord> nodes;
+  {
+    agents::RunStore store(dir / "store.sqlite");
+    run.id = store.create_run(run);
+    agents::NodeRecord odd;
+    odd.run_id = run.id;
+    odd.parent = 99;  // missing parent: drawn as a root, section says so
+    odd.status = agents::NodeStatus::correct;
+    odd.speedup = 1.5;
+    odd.finished_at = 100;
+    odd.metrics.answers = "replaced below";
+    odd.cost.usd = 7;
+    store.add_node(odd);  // id 0
+    agents::NodeRecord loop = odd;
+    store.add_node(loop);  // id 1
+    loop.id = 1;
+    loop.parent = 1;  // a self-loop must not hang the layout
+    store.update_node(loop);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "store.sqlite").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET metrics_json = '{not json', cost_json = '[1, 2]'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    nodes = store.nodes(run.id);
+  }
+  fs::remove_all(dir);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].metrics, agents::NodeMetrics{});
+  EXPECT_EQ(nodes[1].cost, agents::NodeCost{});
+  const std::string html = render_report(run, nodes);
   EXPECT_NE(html.find("The parent is not in the store."), std::string::npos);
-  EXPECT_NE(html.find("data-node=\"3\""), std::string::npos);
-  EXPECT_NE(html.find("data-node=\"4\""), std::string::npos);
+  EXPECT_NE(html.find("data-node=\"0\""), std::string::npos);
+  EXPECT_NE(html.find("data-node=\"1\""), std::string::npos);
   EXPECT_NE(html.find("unknown time kind"), std::string::npos);  // no score_kind, no time_kind
 }
 

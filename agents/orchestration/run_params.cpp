@@ -1,0 +1,67 @@
+#include "agents/orchestration/run_params.h"
+
+namespace mk::agents {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> number_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string text_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json object_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : json::object();
+}
+
+}  // namespace
+
+json RunParams::to_json() const {
+  json j = {{"search", search.to_json()},
+            {"state",
+             {{"round", state.round},
+              {"rounds_without_gain", state.rounds_without_gain},
+              {"elapsed_s", state.elapsed_s}}}};
+  if (from_reference) j["start"] = "reference";
+  if (evaluate.is_object() && !evaluate.empty()) j["evaluate"] = evaluate;
+  if (xla) {
+    json x = {{"time_kind", xla->time_kind}};
+    if (xla->score_s) x["score_s"] = *xla->score_s;
+    if (xla->roofline_s) x["roofline_s"] = *xla->roofline_s;
+    if (!xla->error.empty()) x["error"] = xla->error;
+    j["xla"] = x;
+  }
+  return j;
+}
+
+RunParams RunParams::from_json(const json& j) {
+  RunParams p;
+  if (!j.is_object()) return p;
+  p.search = SearchParams::from_json(object_at(j, "search"));
+  p.from_reference = text_at(j, "start") == "reference";
+  p.evaluate = object_at(j, "evaluate");
+  const json state = object_at(j, "state");
+  p.state.round = static_cast<int>(number_at(state, "round").value_or(0));
+  p.state.rounds_without_gain =
+      static_cast<int>(number_at(state, "rounds_without_gain").value_or(0));
+  p.state.elapsed_s = number_at(state, "elapsed_s").value_or(0);
+  if (const auto it = j.find("xla"); it != j.end() && it->is_object()) {
+    XlaBaseline x;
+    x.time_kind = text_at(*it, "time_kind");
+    x.score_s = number_at(*it, "score_s");
+    x.roofline_s = number_at(*it, "roofline_s");
+    x.error = text_at(*it, "error");
+    p.xla = x;
+  }
+  return p;
+}
+
+}  // namespace mk::agents

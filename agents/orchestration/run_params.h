@@ -1,0 +1,48 @@
+// How a run searches (RunRecord::params): the search parameters, where it starts, the extra
+// fields of every evaluate request, the state a resumed run continues from, and the reference's
+// (XLA) score. The store keeps the JSON object it always had in runs.params_json ("search",
+// "start", "evaluate", "state", "xla"), converted once at the storage boundary (run_store.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "agents/orchestration/search_params.h"
+
+namespace mk::agents {
+
+// Where a search stands between sessions ("state"): a resumed run goes on from here.
+struct SearchState {
+  int round = 0;                // rounds of expansion finished
+  int rounds_without_gain = 0;  // finished rounds since the best last improved (patience)
+  double elapsed_s = 0;         // wall time of the sessions so far (the seconds budget)
+  bool operator==(const SearchState&) const = default;
+};
+
+// The task's reference as XLA runs it, scored once per run from a kernel ("xla"): what "vs XLA"
+// and the share of the roofline are computed from.
+struct XlaBaseline {
+  std::string time_kind;             // the kind of score_s: "device" | "predicted" | ""
+  std::optional<double> score_s;     // its time (absent when it could not be scored)
+  std::optional<double> roofline_s;  // the task's minimum work at the target's roofline
+  std::string error;                 // why it could not be scored ("" when it was)
+  bool operator==(const XlaBaseline&) const = default;
+};
+
+struct RunParams {
+  SearchParams search;  // strategy and shape ("search")
+  // The root is the task's reference as XLA runs it, not a kernel ("start": "reference").
+  bool from_reference = false;
+  // Extra fields of every evaluate request, passed to the worker as they are ({"shrink": 8}):
+  // kept with the run so a resume evaluates the same way ("evaluate"; {} = none).
+  nlohmann::json evaluate = nlohmann::json::object();
+  SearchState state;               // "state"
+  std::optional<XlaBaseline> xla;  // "xla"; absent until the reference was scored
+
+  nlohmann::json to_json() const;
+  // Missing parts keep their defaults; anything but an object is all defaults.
+  static RunParams from_json(const nlohmann::json& j);
+};
+
+}  // namespace mk::agents
