@@ -244,16 +244,16 @@ HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
   HitlPhaseOutcome out;
   const json& body = check.reply_body;
   if (check.verdict != Verdict::Passed) {
-    out.summary = "profile did not run: " + (check.message.empty() ? check.error_message
-                                                                      : check.message);
+    out.summary =
+        "profile did not run: " + (check.message.empty() ? check.error_message : check.message);
     return out;
   }
   const json facts = body.is_object() ? body.value("summary", json::object()) : json::object();
   char share[32];
   std::snprintf(share, sizeof share, "%.1f%%", check.pallas_share * 100);
-  out.summary = "profile on " + check.host + " (" + (check.measured.empty() ? "?" : check.measured) +
-                " events): " + share + " of the time in Pallas kernels (" +
-                seconds_text(check.pallas_time_s) + ")";
+  out.summary = "profile on " + check.host + " (" +
+                (check.measured.empty() ? "?" : check.measured) + " events): " + share +
+                " of the time in Pallas kernels (" + seconds_text(check.pallas_time_s) + ")";
   out.report = "\n## Profile\n\n" + out.summary + "\n";
   if (check.diagnosis) {
     out.diagnosis = check.diagnosis;

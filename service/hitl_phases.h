@@ -10,9 +10,9 @@
 
 #include "agents/orchestration/candidate_evaluator.h"
 #include "agents/orchestration/hitl_session.h"
+#include "agents/orchestration/hitl_suggestion.h"
 #include "agents/orchestration/run_store.h"
 #include "knowledge/tpu_generations.h"
-#include "agents/orchestration/hitl_suggestion.h"
 #include "service/finding.h"
 #include "service/kernel_diagnosis.h"
 #include "tpu/host/host_pool.h"
@@ -22,15 +22,15 @@ namespace mk::service {
 
 struct HitlPhaseOutcome {
   std::string summary;
-  std::string plan;                        // plan: the markdown
-  std::string proposed;                    // implement/autotune: the candidate to send as an edit
-  std::vector<Finding> diagnostics;        // validate/test: MK310/MK311 findings
-  bool has_diagnostics = false;            // replace the session's diagnostics
-  std::string report;                      // profile: appended to the plan document
-  std::optional<KernelDiagnosis> diagnosis;         // profile: what limits the session's code
+  std::string plan;                          // plan: the markdown
+  std::string proposed;                      // implement/autotune: the candidate to send as an edit
+  std::vector<Finding> diagnostics;          // validate/test: MK310/MK311 findings
+  bool has_diagnostics = false;              // replace the session's diagnostics
+  std::string report;                        // profile: appended to the plan document
+  std::optional<KernelDiagnosis> diagnosis;  // profile: what limits the session's code
   std::optional<agents::HitlSuggestion> suggestion;  // profile: the step it suggests next
-  std::optional<agents::NodeRecord> node;  // an evaluated candidate for the run
-  llm::Usage usage;                        // plan/implement: what the LLM calls cost
+  std::optional<agents::NodeRecord> node;            // an evaluated candidate for the run
+  llm::Usage usage;                                  // plan/implement: what the LLM calls cost
   int llm_calls = 0;
 };
 

@@ -111,9 +111,9 @@ struct KernelCheck {
 };
 
 struct KernelCheckOptions {
-  bool use_cache = true;                                      // test: serve a cached verdict
+  bool use_cache = true;                             // test: serve a cached verdict
   const knowledge::TpuGeneration* target = nullptr;  // lower: predict; profile: diagnose for it
-  std::function<bool()> cancelled;                            // polled by the worker's job
+  std::function<bool()> cancelled;                   // polled by the worker's job
   std::function<void(const std::string& stage)> on_progress;  // the worker's stage names
 };
 

@@ -16,9 +16,9 @@ namespace mk::service {
 
 struct KernelDiagnosis {
   agents::Diagnosis diagnosis;
-  std::optional<double> score_s;  // the kernel's time the roofline fraction compares
-  std::string score_label;        // "measured (device)" | "predicted (model, v5e)"
-  std::string label;              // "HBM-bound · 41% of roofline" (agents::diagnosis_label)
+  std::optional<double> score_s;   // the kernel's time the roofline fraction compares
+  std::string score_label;         // "measured (device)" | "predicted (model, v5e)"
+  std::string label;               // "HBM-bound · 41% of roofline" (agents::diagnosis_label)
   std::vector<std::string> lines;  // the full summary (agents::diagnosis_lines)
 };
 

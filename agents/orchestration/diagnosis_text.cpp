@@ -42,7 +42,8 @@ std::string bound_text(const Diagnosis& d) {
 
 std::string diagnosis_label(const Diagnosis& d) {
   std::string label = d.bound == "VMEM" ? "over VMEM" : bound_text(d);
-  if (d.roofline_fraction) label += " \u00b7 " + percent_text(*d.roofline_fraction) + " of roofline";
+  if (d.roofline_fraction)
+    label += " \u00b7 " + percent_text(*d.roofline_fraction) + " of roofline";
   return label;
 }
 

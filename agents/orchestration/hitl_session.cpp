@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
 
 #include "agents/orchestration/record_ids.h"
 #include "agents/orchestration/rule_expander.h"
@@ -253,17 +253,22 @@ std::string RuleProposer::plan(const PlanRequest& request) {
       "Untick the strategies you do not want (or reorder the lines), save this file,\n"
       "then answer Approve. Implement applies the ticked lines in order, each on top\n"
       "of the previous one where it still applies.\n");
-  // With a diagnosis, what answers it comes first and is ticked; the rest stays, unticked.
-  bool answered = false;
-  for (const Proposal& p : proposals) answered = answered || !p.answers.empty();
-  if (request.diagnosis && answered) {
+  // With a diagnosis, what answers it (a block move only in the direction it asks for) comes
+  // first and is ticked; the rest stays, unticked.
+  const int direction = request.diagnosis ? preferred_block_direction(*request.diagnosis) : 0;
+  auto answers = [&](const Proposal& p) {
+    return !p.answers.empty() &&
+           (direction == 0 || block_move_direction(p.description) != -direction);
+  };
+  const bool answered =
+      request.diagnosis && std::any_of(proposals.begin(), proposals.end(), answers);
+  if (answered) {
     md += "Ordered by the last profile's diagnosis: " + request.diagnosis->summary + "\n\n";
-    std::stable_partition(proposals.begin(), proposals.end(),
-                          [](const Proposal& p) { return !p.answers.empty(); });
+    std::stable_partition(proposals.begin(), proposals.end(), answers);
   }
   if (proposals.empty()) md += "(no rule-based strategy applies to this kernel)\n";
   for (const Proposal& p : proposals) {
-    const bool ticked = !request.diagnosis || !answered || !p.answers.empty();
+    const bool ticked = !answered || answers(p);
     md += std::string(ticked ? "- [x] " : "- [ ] ") + p.strategy + ": " + p.description + "\n";
   }
   return md;

@@ -41,8 +41,7 @@ std::optional<HitlSuggestion> suggest_next_phase(const Diagnosis& d) {
     else
       how = direction < 0 ? "smaller blocks" : "larger blocks";
     return HitlSuggestion{"autotune", what + "; " + how + ", and autotune tries " +
-                                          (direction < 0 ? "smaller" : "larger") +
-                                          " blocks first"};
+                                          (direction < 0 ? "smaller" : "larger") + " blocks first"};
   }
   return HitlSuggestion{"plan", what + "; a new plan ticks the " + joined(families) +
                                     " rewrites that answer it, and implement applies them"};

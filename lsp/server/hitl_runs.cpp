@@ -370,9 +370,8 @@ void HitlRuns::run_phase(SessionRecord s) {
   auto is_cancelled = [cancelled, mine = work.cancelled] {
     return cancelled->load() || mine->load();
   };
-  const HitlHostJob job{h.get(),  request,      code,
-                        kernel,   s.run_id,     target,
-                        is_cancelled, agents::hitl_current_diagnosis(s)};
+  const HitlHostJob job{h.get(),  request, code,         kernel,
+                        s.run_id, target,  is_cancelled, agents::hitl_current_diagnosis(s)};
   // Cancelled work reports only that it was cancelled (a partial result would mislead).
   auto finish = [done, is_cancelled, phase](HitlPhaseOutcome out) {
     if (is_cancelled()) {

@@ -348,7 +348,8 @@ json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis
     const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
     out.push_back(to_inlay_hint(doc.text, k->call_span.end, r.hint + (stale ? " (stale)" : ""),
                                 r.verdict.message));
-    if (r.diagnosis) out.push_back(to_diagnosis_hint(doc.text, k->call_span.end, *r.diagnosis, stale));
+    if (r.diagnosis)
+      out.push_back(to_diagnosis_hint(doc.text, k->call_span.end, *r.diagnosis, stale));
   }
   return out;
 }

@@ -40,8 +40,8 @@ nlohmann::json to_diagnosis_hint(const text::TextDocument& doc, size_t offset,
                                  const service::KernelDiagnosis& diagnosis, bool stale);
 // The hover section of a kernel's diagnosis: a heading naming where it comes from (`origin`,
 // e.g. "Profile on local"), whether it is stale, and the full summary as a list.
-std::string diagnosis_markdown(const service::KernelDiagnosis& diagnosis,
-                               const std::string& origin, bool stale);
+std::string diagnosis_markdown(const service::KernelDiagnosis& diagnosis, const std::string& origin,
+                               bool stale);
 nlohmann::json to_hover(const text::TextDocument& doc, pallas::Span span,
                         const std::string& markdown, bool markdown_kind);
 nlohmann::json to_code_lens(const text::TextDocument& doc, pallas::Span span,

@@ -508,7 +508,8 @@ json OptimizationRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAn
   return out;
 }
 
-std::string OptimizationRuns::hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const {
+std::string OptimizationRuns::hover_addendum(OpenDocument& doc,
+                                             const pallas::Kernel& kernel) const {
   auto it = results_.find(doc.text.uri());
   if (it == results_.end()) return "";
   auto found = it->second.find(kernel.name);
@@ -519,10 +520,10 @@ std::string OptimizationRuns::hover_addendum(OpenDocument& doc, const pallas::Ke
   if (r.diagnosis)
     md += diagnosis_markdown(*r.diagnosis, "run " + r.run_id + ", the baseline", stale);
   if (r.best_diagnosis && r.best_node)
-    md += diagnosis_markdown(*r.best_diagnosis,
-                             "run " + r.run_id + ", the best variant (node " +
-                                 std::to_string(*r.best_node) + ")",
-                             false);
+    md += diagnosis_markdown(
+        *r.best_diagnosis,
+        "run " + r.run_id + ", the best variant (node " + std::to_string(*r.best_node) + ")",
+        false);
   return md;
 }
 
