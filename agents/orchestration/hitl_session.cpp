@@ -72,8 +72,7 @@ HitlQuestion hitl_question(const SessionRecord& s) {
                  (suggestion->phase.empty() ? std::string(kAccept) : suggestion->phase) + " (" +
                  suggestion->why + ").";
   q.message += " Next?";
-  const bool accept = suggestion && suggestion->phase.empty();
-  q.actions.push_back({std::string(kApprove) + (accept ? kSuggestedMark : ""), false});
+  q.actions.push_back({kApprove, false});  // accepting is Approve, already the first choice
   q.actions.push_back({kRevise, true});
   q.actions.push_back({kRetry, false});
   q.actions.push_back({kSkip, false});

@@ -50,7 +50,7 @@ enum class HitlNext {
 
 // The question pending for a session that has finished its phase work. When the phase suggested
 // a next step, the message says which and why, and its action comes first of the next-phase
-// choices (accepting: Approve), marked kSuggestedMark.
+// choices, marked kSuggestedMark (accepting is Approve, the first choice anyway).
 HitlQuestion hitl_question(const SessionRecord& session);
 // Maps the title of the chosen action (and the typed feedback) back to an answer (a suggested
 // action's mark is ignored); a title the question never offered is an invalid_argument error.
