@@ -32,7 +32,8 @@ constexpr const char* kKernelUsage =
     "  --store PATH       knowledge store (SQLite) for the evaluation cache\n"
     "  --seeds N,N,...    test: input seeds (default: fresh random seeds)\n"
     "  --native           lower: for this machine's platform instead of TPU\n"
-    "  --target GEN       lower: TPU generation for the predicted time (default v5e)\n"
+    "  --target GEN       lower: TPU generation for the predicted time; profile: for the\n"
+    "                     diagnosis (default v5e)\n"
     "Exit status: 0 success (lowered / correct), 1 the kernel failed (lowering error, wrong\n"
     "result), 2 bad usage or no task, 3 the host failed (unreachable, crashed, timed out).\n";
 
@@ -116,6 +117,12 @@ void print_predictions(const std::vector<service::Prediction>& predictions) {
 void print_profile(const service::KernelCheck& c, const std::string& file) {
   if (c.verdict != service::Verdict::Passed) return print_error(c, file);
   std::cout << c.reply_body.dump(2) << "\n";  // the profile's whole summary, as the worker wrote it
+  if (!c.diagnosis) {
+    std::cout << "diagnosis: none (the kernel did not lower for TPU, or has no pallas_call)\n";
+    return;
+  }
+  std::cout << "diagnosis: " << c.diagnosis->label << "\n";
+  for (const std::string& line : c.diagnosis->lines) std::cout << "  " << line << "\n";
 }
 
 }  // namespace
@@ -210,6 +217,8 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
         {"status", check.status}, {"from_cache", check.from_cache}, {"result", check.reply_body}};
     if (!check.message.empty()) out["message"] = check.message;
     if (op == service::KernelOp::Lower && check.lists_calls) out["predicted"] = check.predicted;
+    if (op == service::KernelOp::Profile)
+      out["diagnosis"] = check.diagnosis ? service::to_json(*check.diagnosis) : json();
     if (host_failed) out["stderr_tail"] = check.stderr_tail;
     std::cout << out.dump(2) << "\n";
   } else if (host_failed) {

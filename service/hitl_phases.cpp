@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "agents/orchestration/rule_expander.h"
+#include "service/kernel_checks.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::service {
@@ -199,6 +200,7 @@ HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
         er.parent_code = job.code;
         er.kernel_name = job.kernel;
         er.max_children = 1000;
+        er.diagnosis = job.diagnosis;
         std::vector<agents::Proposal> moves;
         for (agents::Proposal& p : expander.expand(er))
           if (p.strategy == "autotune" && moves.size() < kAutotuneMoves)
@@ -236,27 +238,40 @@ HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {
-  tpu::HostPool* h = job.host;
-  const tpu::KernelRequest& request = job.request;
-  const std::function<bool()>& is_cancelled = job.cancelled;
-  tpu::KernelJobs jobs(*h, nullptr);
-  const tpu::JobResult r = jobs.profile(request, is_cancelled);
+  KernelCheckOptions options;
+  options.target = job.target;
+  options.cancelled = job.cancelled;
+  const KernelCheck check =
+      run_kernel_check(KernelOp::Profile, *job.host, nullptr, job.request, options);
   HitlPhaseOutcome out;
-  if (!r.reply.ok()) {
-    out.summary = "profile did not run: " +
-                  (r.reply.message.empty()
-                       ? r.reply.body.value("error", json::object()).value("message", std::string())
-                       : r.reply.message);
-  } else {
-    const json facts = r.reply.body.value("summary", json::object());
-    char share[32];
-    std::snprintf(share, sizeof share, "%.1f%%", facts.value("pallas_share", 0.0) * 100);
-    out.summary = "profile on " + (r.host.empty() ? h->name() : r.host) + " (" +
-                  facts.value("measured", std::string("?")) + " events): " + share +
-                  " of the time in Pallas kernels (" +
-                  seconds_text(facts.value("pallas_time_us", 0.0) * 1e-6) + ")";
-    out.report = "\n## Profile\n\n" + out.summary + "\n\n```json\n" + facts.dump(2) + "\n```\n";
+  const json& body = check.reply_body;
+  if (check.verdict != Verdict::Passed) {
+    out.summary =
+        "profile did not run: " + (check.message.empty() ? check.error_message : check.message);
+    return out;
   }
+  const json facts = body.is_object() ? body.value("summary", json::object()) : json::object();
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", check.pallas_share * 100);
+  out.summary = "profile on " + check.host + " (" +
+                (check.measured.empty() ? "?" : check.measured) + " events): " + share +
+                " of the time in Pallas kernels (" + seconds_text(check.pallas_time_s) + ")";
+  out.report = "\n## Profile\n\n" + out.summary + "\n";
+  if (check.diagnosis) {
+    out.diagnosis = check.diagnosis;
+    out.suggestion = agents::suggest_next_phase(check.diagnosis->diagnosis);
+    out.summary += "; " + check.diagnosis->label;
+    out.report += "\n### Diagnosis: " + check.diagnosis->label + "\n\n";
+    for (const std::string& line : check.diagnosis->lines) out.report += "- " + line + "\n";
+    if (out.suggestion)
+      out.report += "\n### Suggested next: " +
+                    (out.suggestion->phase ? to_string(*out.suggestion->phase)
+                                           : std::string("accept the kernel")) +
+                    "\n\n" + out.suggestion->why + "\n";
+  } else {
+    out.report += "\n(no diagnosis: the kernel did not lower for TPU at the task's shapes)\n";
+  }
+  out.report += "\n```json\n" + facts.dump(2) + "\n```\n";
   return out;
 }
 

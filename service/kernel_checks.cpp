@@ -318,7 +318,18 @@ KernelCheck run_kernel_check(KernelOp op, tpu::JobRunner& hosts, knowledge::Stor
       result = jobs.profile(request, options.cancelled, progress);
       break;
   }
-  return read_kernel_check(op, result, hosts.name(), options.target);
+  KernelCheck check = read_kernel_check(op, result, hosts.name(), options.target);
+  if (op == KernelOp::Profile && check.verdict == Verdict::Passed && options.target) {
+    // The diagnosis needs the exact facts at the task's full shapes: one lowering for TPU.
+    if (options.on_progress) options.on_progress("diagnosing");
+    tpu::KernelRequest lower = request;
+    lower.options["target"] = "tpu";
+    lower.options.erase("shrink");
+    const tpu::JobResult lowered = jobs.lower(lower, options.cancelled);
+    if (lowered.reply.ok())
+      check.diagnosis = diagnose_profile(lowered.reply.body, result.reply.body, *options.target);
+  }
+  return check;
 }
 
 Prediction predict_call(const LoweredCall& call, const knowledge::TpuGeneration& target) {

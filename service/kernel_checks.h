@@ -15,6 +15,7 @@
 #include "knowledge/store.h"
 #include "knowledge/tpu_generations.h"
 #include "service/finding.h"
+#include "service/kernel_diagnosis.h"
 #include "tpu/host/job_runner.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -100,6 +101,9 @@ struct KernelCheck {
   // profile
   std::string measured;  // "device" or "host"
   double pallas_share = 0, pallas_time_s = 0;
+  // What limits the kernel: a profile that passed with KernelCheckOptions::target set also
+  // lowers the kernel for TPU at the task's full shapes (its traffic and the model's split).
+  std::optional<KernelDiagnosis> diagnosis;
 
   // The worker's reply body and the predictions, unread, for writers that pass them on whole.
   nlohmann::json reply_body;
@@ -107,9 +111,9 @@ struct KernelCheck {
 };
 
 struct KernelCheckOptions {
-  bool use_cache = true;                                      // test: serve a cached verdict
-  const knowledge::TpuGeneration* target = nullptr;           // lower: predict for this generation
-  std::function<bool()> cancelled;                            // polled by the worker's job
+  bool use_cache = true;                             // test: serve a cached verdict
+  const knowledge::TpuGeneration* target = nullptr;  // lower: predict; profile: diagnose for it
+  std::function<bool()> cancelled;                   // polled by the worker's job
   std::function<void(const std::string& stage)> on_progress;  // the worker's stage names
 };
 

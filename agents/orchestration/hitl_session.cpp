@@ -1,8 +1,10 @@
 #include "agents/orchestration/hitl_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "agents/orchestration/record_ids.h"
 #include "agents/orchestration/rule_expander.h"
@@ -17,6 +19,9 @@ constexpr const char* kRetry = "Retry";
 constexpr const char* kSkip = "Skip";
 constexpr const char* kStop = "Stop";
 constexpr const char* kNextPhasePrefix = "Next phase: ";
+constexpr const char* kSuggestedEvent = "suggested";
+constexpr const char* kDiagnosisEvent = "diagnosis";
+constexpr const char* kAccept = "accept";  // a suggestion to finish, as the history writes it
 
 std::string trim(const std::string& s) {
   const size_t start = s.find_first_not_of(" \t\r\n");
@@ -52,21 +57,32 @@ HitlQuestion hitl_question(const SessionRecord& s) {
   const size_t index = hitl_phase_index(s.phase);
   std::string summary = trim(s.summary);
   while (!summary.empty() && summary.back() == '.') summary.pop_back();
+  const std::optional<HitlSuggestion> suggestion = hitl_pending_suggestion(s);
   HitlQuestion q;
   q.message = "Step " + std::to_string(index + 1) + "/" + std::to_string(hitl_phases().size()) +
-              " " + to_string(s.phase) + ": " + (summary.empty() ? "finished" : summary) +
-              ". Next?";
-  q.actions.push_back({kApprove, false});
+              " " + to_string(s.phase) + ": " + (summary.empty() ? "finished" : summary) + ".";
+  if (suggestion)
+    q.message += " Suggested next: " +
+                 (suggestion->phase ? to_string(*suggestion->phase) : std::string(kAccept)) + " (" +
+                 suggestion->why + ").";
+  q.message += " Next?";
+  q.actions.push_back({kApprove, false});  // accepting is Approve, already the first choice
   q.actions.push_back({kRevise, true});
   q.actions.push_back({kRetry, false});
   q.actions.push_back({kSkip, false});
+  if (suggestion && suggestion->phase)
+    q.actions.push_back({kNextPhasePrefix + to_string(*suggestion->phase) + kSuggestedMark, false});
   for (const HitlPhase phase : hitl_phases())
-    if (phase != s.phase) q.actions.push_back({kNextPhasePrefix + to_string(phase), false});
+    if (phase != s.phase && !(suggestion && suggestion->phase == phase))
+      q.actions.push_back({kNextPhasePrefix + to_string(phase), false});
   q.actions.push_back({kStop, false});
   return q;
 }
 
-HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& feedback) {
+HitlAnswer hitl_answer_from_title(const std::string& marked, const std::string& feedback) {
+  std::string title = marked;
+  if (title.ends_with(kSuggestedMark))
+    title.resize(title.size() - std::string_view(kSuggestedMark).size());
   HitlAnswer a;
   if (title == kApprove) {
     a.kind = HitlAnswer::Kind::Approve;
@@ -83,7 +99,7 @@ HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& f
     a.kind = HitlAnswer::Kind::GoTo;
     a.phase = *phase;
   } else {
-    throw std::invalid_argument("not an action of the step-by-step question: '" + title + "'");
+    throw std::invalid_argument("not an action of the step-by-step question: '" + marked + "'");
   }
   return a;
 }
@@ -104,10 +120,53 @@ void hitl_record(SessionRecord& s, const std::string& event, const std::string& 
   s.history.push_back({s.phase, event, text, now_seconds()});
 }
 
-void hitl_record_result(SessionRecord& s, const std::string& summary) {
+void hitl_record_result(SessionRecord& s, const std::string& summary,
+                        const std::optional<HitlSuggestion>& suggestion) {
   s.summary = summary;
   s.status = SessionStatus::awaiting;
+  if (suggestion)
+    hitl_record(s, kSuggestedEvent,
+                (suggestion->phase ? to_string(*suggestion->phase) : std::string(kAccept)) + ": " +
+                    suggestion->why);
   hitl_record(s, "result", summary);
+}
+
+std::optional<HitlSuggestion> hitl_pending_suggestion(const SessionRecord& s) {
+  // The latest result, and the entry just before it when that is its suggestion.
+  for (size_t i = s.history.size(); i-- > 0;) {
+    if (s.history[i].event != "result") continue;
+    if (i == 0) return std::nullopt;
+    const HistoryEntry& before = s.history[i - 1];
+    if (before.event != kSuggestedEvent || before.phase != s.history[i].phase) return std::nullopt;
+    const size_t colon = before.text.find(": ");
+    if (colon == std::string::npos) return std::nullopt;
+    HitlSuggestion out;
+    const std::string name = before.text.substr(0, colon);
+    out.why = before.text.substr(colon + 2);
+    if (name != kAccept) {
+      out.phase = parse_hitl_phase(name);
+      if (!out.phase) return std::nullopt;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+void hitl_record_diagnosis(SessionRecord& s, const Diagnosis& diagnosis) {
+  hitl_record(s, kDiagnosisEvent, diagnosis.to_json().dump());
+}
+
+std::optional<Diagnosis> hitl_current_diagnosis(const SessionRecord& s) {
+  for (size_t i = s.history.size(); i-- > 0;) {
+    const HistoryEntry& e = s.history[i];
+    // The code changed after the diagnosis was made: it describes another kernel.
+    if (e.event == "applied" || e.event == "rebased") return std::nullopt;
+    if (e.event != kDiagnosisEvent) continue;
+    const nlohmann::json j = nlohmann::json::parse(e.text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return std::nullopt;
+    return Diagnosis::from_json(j);
+  }
+  return std::nullopt;
 }
 
 bool hitl_active(const SessionRecord& s) {
@@ -179,14 +238,31 @@ std::string RuleProposer::plan(const PlanRequest& request) {
   er.parent_code = request.code;
   er.kernel_name = request.kernel;
   er.max_children = max_items_;
-  const std::vector<Proposal> proposals = expander.expand(er);
+  er.diagnosis = request.diagnosis;
+  std::vector<Proposal> proposals = expander.expand(er);
   std::string md = plan_document_head(
       request, "",
       "Untick the strategies you do not want (or reorder the lines), save this file,\n"
       "then answer Approve. Implement applies the ticked lines in order, each on top\n"
       "of the previous one where it still applies.\n");
+  // With a diagnosis, what answers it (a block move only in the direction it asks for) comes
+  // first and is ticked; the rest stays, unticked.
+  const int direction = request.diagnosis ? preferred_block_direction(*request.diagnosis) : 0;
+  auto answers = [&](const Proposal& p) {
+    return !p.answers.empty() &&
+           (direction == 0 || block_move_direction(p.description) != -direction);
+  };
+  const bool answered =
+      request.diagnosis && std::any_of(proposals.begin(), proposals.end(), answers);
+  if (answered) {
+    md += "Ordered by the last profile's diagnosis: " + request.diagnosis->summary + "\n\n";
+    std::stable_partition(proposals.begin(), proposals.end(), answers);
+  }
   if (proposals.empty()) md += "(no rule-based strategy applies to this kernel)\n";
-  for (const Proposal& p : proposals) md += "- [x] " + p.strategy + ": " + p.description + "\n";
+  for (const Proposal& p : proposals) {
+    const bool ticked = !answered || answers(p);
+    md += std::string(ticked ? "- [x] " : "- [ ] ") + p.strategy + ": " + p.description + "\n";
+  }
   return md;
 }
 

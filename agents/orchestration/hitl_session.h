@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "agents/llm/llm_client.h"
+#include "agents/orchestration/diagnosis.h"
 #include "agents/orchestration/hitl_phase.h"
+#include "agents/orchestration/hitl_suggestion.h"
 #include "agents/orchestration/session_store.h"
 
 namespace mk::agents {
@@ -25,6 +27,9 @@ struct HitlQuestion {
   std::vector<HitlAction> actions;
 };
 
+// The mark on the action the phase suggests ("Next phase: autotune (suggested)").
+inline constexpr const char* kSuggestedMark = " (suggested)";
+
 struct HitlAnswer {
   enum class Kind { Approve, Revise, Retry, Skip, GoTo, Stop, Dismissed };
   Kind kind = Kind::Dismissed;
@@ -39,16 +44,26 @@ enum class HitlNext {
   Finished,  // the session is done or stopped
 };
 
-// The question pending for a session that has finished its phase work.
+// The question pending for a session that has finished its phase work. When the phase suggested
+// a next step, the message says which and why, and its action comes first of the next-phase
+// choices, marked kSuggestedMark (accepting is Approve, the first choice anyway).
 HitlQuestion hitl_question(const SessionRecord& session);
-// Maps the title of the chosen action (and the typed feedback) back to an answer; a title the
-// question never offered is an invalid_argument error.
+// Maps the title of the chosen action (and the typed feedback) back to an answer (a suggested
+// action's mark is ignored); a title the question never offered is an invalid_argument error.
 HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& feedback);
 
 // A new session on `code`, at the plan phase, about to run.
 SessionRecord hitl_begin(std::string uri, std::string kernel, int64_t version, std::string code);
-// The phase work finished: record its summary and wait for the user's answer.
-void hitl_record_result(SessionRecord& session, const std::string& summary);
+// The phase work finished: record its summary (and the next step it suggests, if any; history
+// event "suggested" just before "result") and wait for the user's answer.
+void hitl_record_result(SessionRecord& session, const std::string& summary,
+                        const std::optional<HitlSuggestion>& suggestion = std::nullopt);
+// The suggestion recorded with the session's latest result, if any.
+std::optional<HitlSuggestion> hitl_pending_suggestion(const SessionRecord& session);
+// A profile's diagnosis of the session's code (history event "diagnosis", its JSON), and the
+// latest one while it still describes the code: an applied edit or a rebase ends it.
+void hitl_record_diagnosis(SessionRecord& session, const Diagnosis& diagnosis);
+std::optional<Diagnosis> hitl_current_diagnosis(const SessionRecord& session);
 // Records an event of the current phase in the history (edits applied/rejected, rebases, ...).
 void hitl_record(SessionRecord& session, const std::string& event, const std::string& text);
 // Applies the user's answer to the session (history, phase, status, feedback).
@@ -62,6 +77,9 @@ struct PlanRequest {
   std::string code;
   std::string kernel;
   std::string feedback;  // the user's feedback on the previous plan ("" = none)
+  // The last profile's diagnosis of this code, if any: the rule-based plan ticks only what
+  // answers it, those lines first.
+  std::optional<Diagnosis> diagnosis = std::nullopt;
 };
 
 struct ImplementRequest {

@@ -52,20 +52,6 @@ std::vector<Proposal> autotune_moves(const std::string& source) {
   return out;
 }
 
-// The move's direction from its description "NAME a -> b": +1 larger, -1 smaller, 0 unknown.
-int move_direction(const std::string& description) {
-  const auto arrow = description.find(" -> ");
-  const auto space = description.rfind(' ', arrow == std::string::npos ? 0 : arrow - 1);
-  if (arrow == std::string::npos || space == std::string::npos) return 0;
-  try {
-    const double from = std::stod(description.substr(space + 1, arrow - space - 1));
-    const double to = std::stod(description.substr(arrow + 4));
-    return to > from ? 1 : to < from ? -1 : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 // The diagnosis picks the order: its families first (in its order), the rest after in the order
 // they were found; within a family, moves in the direction it asks for first (stable).
 void order_by_diagnosis(const Diagnosis& d, std::vector<std::string>& order,
@@ -82,8 +68,8 @@ void order_by_diagnosis(const Diagnosis& d, std::vector<std::string>& order,
   for (auto& [strategy, bucket] : buckets) {
     if (direction != 0)
       std::stable_sort(bucket.begin(), bucket.end(), [&](const Proposal& a, const Proposal& b) {
-        return move_direction(a.description) * direction >
-               move_direction(b.description) * direction;
+        return block_move_direction(a.description) * direction >
+               block_move_direction(b.description) * direction;
       });
     if (rank(strategy) < wanted.size())
       for (Proposal& p : bucket) p.answers = answer_text(d, p.description);
@@ -91,6 +77,19 @@ void order_by_diagnosis(const Diagnosis& d, std::vector<std::string>& order,
 }
 
 }  // namespace
+
+int block_move_direction(const std::string& description) {
+  const auto arrow = description.find(" -> ");
+  const auto space = description.rfind(' ', arrow == std::string::npos ? 0 : arrow - 1);
+  if (arrow == std::string::npos || space == std::string::npos) return 0;
+  try {
+    const double from = std::stod(description.substr(space + 1, arrow - space - 1));
+    const double to = std::stod(description.substr(arrow + 4));
+    return to > from ? 1 : to < from ? -1 : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
 
 std::vector<Proposal> RuleExpander::expand(const ExpansionRequest& request) {
   // Buckets by strategy, then round-robin so the children of a node try different ideas.

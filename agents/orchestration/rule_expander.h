@@ -6,6 +6,10 @@
 
 namespace mk::agents {
 
+// The direction of a one-parameter move from its description "NAME a -> b": +1 larger, -1
+// smaller, 0 when it is not such a move.
+int block_move_direction(const std::string& description);
+
 class RuleExpander : public Expander {
  public:
   std::vector<Proposal> expand(const ExpansionRequest& request) override;

@@ -321,7 +321,7 @@ void HitlRuns::run_phase(SessionRecord s) {
   };
 
   if (phase == agents::HitlPhase::plan) {
-    agents::PlanRequest request{s.code, s.kernel, s.feedback};
+    agents::PlanRequest request{s.code, s.kernel, s.feedback, agents::hitl_current_diagnosis(s)};
     pool_.submit(
         [make = proposer_factory(), request, done] { done(service::hitl_plan(*make(), request)); });
     return;
@@ -370,7 +370,8 @@ void HitlRuns::run_phase(SessionRecord s) {
   auto is_cancelled = [cancelled, mine = work.cancelled] {
     return cancelled->load() || mine->load();
   };
-  const HitlHostJob job{h.get(), request, code, kernel, s.run_id, target, is_cancelled};
+  const HitlHostJob job{h.get(),  request, code,         kernel,
+                        s.run_id, target,  is_cancelled, agents::hitl_current_diagnosis(s)};
   // Cancelled work reports only that it was cancelled (a partial result would mislead).
   auto finish = [done, is_cancelled, phase_name](HitlPhaseOutcome out) {
     if (is_cancelled()) {
@@ -454,7 +455,8 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
     return;
   }
   s->feedback.clear();
-  agents::hitl_record_result(*s, outcome.summary);
+  if (outcome.diagnosis) agents::hitl_record_diagnosis(*s, outcome.diagnosis->diagnosis);
+  agents::hitl_record_result(*s, outcome.summary, outcome.suggestion);
   save(*s);
   ask(id);
 }

@@ -115,7 +115,7 @@ std::optional<json> KernelRuns::task_for(OpenDocument& doc, std::string& reason)
 }
 
 json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
-                       const json* work_done_token) {
+                       const json* work_done_token, const knowledge::TpuGeneration& target) {
   if (!doc.analysis || kernel_index >= doc.analysis->model.kernels.size()) {
     throw rpc::RpcError(ec::kInvalidParams,
                         "params.arguments[0].kernel: no such kernel in the document");
@@ -159,8 +159,9 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   auto cancelled = job.cancelled;
   auto post = context_.post;
   pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, cancelled,
-                post, token] {
+                post, token, target] {
     service::KernelCheckOptions options;
+    if (kind == "profile") options.target = &target;
     options.cancelled = [cancelled] { return cancelled->load(); };
     options.on_progress = [post, this, token](const std::string& stage) {
       post([this, token, stage] { progress_.report(token, stage); });
@@ -171,6 +172,8 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
     KernelResult result = pending;
     result.verdict = check.summary;
     result.hint = check.hint;
+    result.diagnosis = check.diagnosis;
+    result.origin = "Profile on " + check.host;
     post([this, job_id, uri, result] { finish(job_id, uri, result); });
   });
   return {{"status", "started"}, {"job", job_id}, {"progressToken", json::parse(token)}};
@@ -285,6 +288,11 @@ json KernelRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis
 
 std::string KernelRuns::hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                                        const knowledge::TpuGeneration& target) const {
+  return lowered_addendum(doc, kernel, target) + diagnosis_addendum(doc, kernel);
+}
+
+std::string KernelRuns::lowered_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
+                                         const knowledge::TpuGeneration& target) const {
   auto it = lowered_.find(doc.text.uri());
   if (it == lowered_.end()) return "";
   const auto& [version, calls] = it->second;
@@ -320,6 +328,15 @@ std::string KernelRuns::hover_addendum(OpenDocument& doc, const pallas::Kernel& 
   return md;
 }
 
+std::string KernelRuns::diagnosis_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const {
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return "";
+  auto r = it->second.find("profile:" + kernel.name);
+  if (r == it->second.end() || !r->second.diagnosis) return "";
+  const bool stale = kernel_site_hash(doc, kernel) != r->second.site_hash;
+  return diagnosis_markdown(*r->second.diagnosis, r->second.origin, stale);
+}
+
 json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
   json out = json::array();
   auto it = results_.find(doc.text.uri());
@@ -331,6 +348,8 @@ json KernelRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis
     const bool stale = kernel_site_hash(doc, *k) != r.site_hash;
     out.push_back(to_inlay_hint(doc.text, k->call_span.end, r.hint + (stale ? " (stale)" : ""),
                                 r.verdict.message));
+    if (r.diagnosis)
+      out.push_back(to_diagnosis_hint(doc.text, k->call_span.end, *r.diagnosis, stale));
   }
   return out;
 }

@@ -40,6 +40,8 @@ struct KernelResult {
   service::Finding verdict;                     // on the kernel's pallas_call (no message: none)
   std::string hint;                             // inlay hint label ("" for none)
   std::vector<service::Finding> line_findings;  // lowering errors on other lines
+  std::optional<service::KernelDiagnosis> diagnosis;  // profile: what limits the kernel
+  std::string origin;                                 // "Profile on local" (the hover says it)
 };
 
 class KernelRuns {
@@ -54,10 +56,11 @@ class KernelRuns {
   ~KernelRuns();
 
   void configure(const HostSettings& settings);
-  // Starts a Test or Profile run of kernel `index` of the document; returns the progress token
-  // or throws RpcError when it cannot start.
+  // Starts a Test or Profile run of kernel `index` of the document (a profile is diagnosed for
+  // `target`); returns the progress token or throws RpcError when it cannot start.
   nlohmann::json start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
-                       const nlohmann::json* work_done_token);
+                       const nlohmann::json* work_done_token,
+                       const knowledge::TpuGeneration& target);
   void on_save(OpenDocument& doc);
   bool cancel_by_progress_token(const std::string& token);
   bool cancel_job(const std::string& job_id);
@@ -66,8 +69,9 @@ class KernelRuns {
   // Diagnostics and inlay hints from finished runs, for the document's current text.
   nlohmann::json diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
   nlohmann::json inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
-  // Markdown with the exact facts of the last on-save lowering for this kernel, and the time
-  // model's prediction for the target generation ("" when there is none).
+  // Markdown with the exact facts of the last on-save lowering for this kernel, the time
+  // model's prediction for the target generation, and the last profile's diagnosis ("" when
+  // there is none).
   std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                              const knowledge::TpuGeneration& target) const;
   size_t running() const { return jobs_.size(); }
@@ -81,6 +85,9 @@ class KernelRuns {
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
   std::optional<nlohmann::json> task_for(OpenDocument& doc, std::string& reason) const;
+  std::string lowered_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
+                               const knowledge::TpuGeneration& target) const;
+  std::string diagnosis_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const;
   void finish(const std::string& job_id, const std::string& uri, KernelResult result);
 
   Context context_;

@@ -407,6 +407,7 @@ void LanguageServer::register_handlers() {
     json hints = to_inlay_hints(doc.text, a, target(), doc.text.offset_of(range.start),
                                 doc.text.offset_of(range.end));
     for (json& h : runs_.inlay_hints(doc, a)) hints.push_back(std::move(h));
+    for (json& h : optimizations_.inlay_hints(doc, a)) hints.push_back(std::move(h));
     r.result(std::move(hints));
   });
   dispatcher_.on_request("textDocument/documentSymbol", [this](const ParamReader& p, Reply r) {
@@ -535,8 +536,9 @@ void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
   const auto& a = doc.analyse(target());
   const pallas::Kernel* k = kernel_at(a, offset);
   if (!k) return reply.result(nullptr);
-  const std::string md =
-      analysis::hover_markdown(*k, target()) + runs_.hover_addendum(doc, *k, target());
+  const std::string md = analysis::hover_markdown(*k, target()) +
+                         runs_.hover_addendum(doc, *k, target()) +
+                         optimizations_.hover_addendum(doc, *k);
 
   reply.result(to_hover(doc.text, k->call_span, md, client_.markdown_hover));
 }
@@ -555,7 +557,7 @@ void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) 
     if (index < 0) arg.fail("kernel", "must be a kernel index");
     return reply.result(runs_.start(command == "maxkernel.test" ? "test" : "profile", *doc,
                                     static_cast<size_t>(index),
-                                    params.optional_raw("workDoneToken")));
+                                    params.optional_raw("workDoneToken"), target()));
   }
   if (command == "maxkernel.optimizeStepByStep") {
     const json& args = params.raw("arguments");

@@ -176,6 +176,37 @@ json to_inlay_hint(const text::TextDocument& doc, size_t offset, const std::stri
           {"tooltip", tooltip}};
 }
 
+json to_diagnosis_hint(const text::TextDocument& doc, size_t offset,
+                       const service::KernelDiagnosis& diagnosis, bool stale) {
+  std::string tooltip;
+  for (const std::string& line : diagnosis.lines) tooltip += (tooltip.empty() ? "" : "\n") + line;
+  if (stale) tooltip = "[stale: the kernel changed since] " + tooltip;
+  return to_inlay_hint(doc, offset, " " + diagnosis.label + (stale ? " (stale)" : ""), tooltip);
+}
+
+namespace {
+
+// Plain text inside markdown: names such as `_matmul` or `x_ref` must not turn into emphasis.
+std::string markdown_escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '_' || c == '*' || c == '`' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string diagnosis_markdown(const service::KernelDiagnosis& diagnosis, const std::string& origin,
+                               bool stale) {
+  std::string md = "\n---\n**Diagnosis: " + markdown_escaped(diagnosis.label) + "** (" +
+                   markdown_escaped(origin);
+  md += stale ? "; stale: the kernel changed since)\n\n" : ")\n\n";
+  for (const std::string& line : diagnosis.lines) md += "- " + markdown_escaped(line) + "\n";
+  return md;
+}
+
 json to_hover(const text::TextDocument& doc, pallas::Span span, const std::string& markdown,
               bool markdown_kind) {
   return {{"contents", {{"kind", markdown_kind ? "markdown" : "plaintext"}, {"value", markdown}}},

@@ -12,6 +12,7 @@
 
 #include "knowledge/tpu_generations.h"
 #include "service/finding.h"
+#include "service/kernel_diagnosis.h"
 #include "source/analysis/document_analysis.h"
 #include "source/text/text_document.h"
 
@@ -33,6 +34,14 @@ int to_lsp_severity(analysis::Severity severity);
 nlohmann::json to_lsp_diagnostic(const text::TextDocument& doc, const service::Finding& finding);
 nlohmann::json to_inlay_hint(const text::TextDocument& doc, size_t offset, const std::string& label,
                              const std::string& tooltip);
+// A kernel's diagnosis as an inlay hint at `offset`: the short label (" (stale)" appended when
+// the kernel changed since), the full summary as its tooltip.
+nlohmann::json to_diagnosis_hint(const text::TextDocument& doc, size_t offset,
+                                 const service::KernelDiagnosis& diagnosis, bool stale);
+// The hover section of a kernel's diagnosis: a heading naming where it comes from (`origin`,
+// e.g. "Profile on local"), whether it is stale, and the full summary as a list.
+std::string diagnosis_markdown(const service::KernelDiagnosis& diagnosis, const std::string& origin,
+                               bool stale);
 nlohmann::json to_hover(const text::TextDocument& doc, pallas::Span span,
                         const std::string& markdown, bool markdown_kind);
 nlohmann::json to_code_lens(const text::TextDocument& doc, pallas::Span span,

@@ -321,7 +321,14 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
       host->shutdown();  // no worker outlives its run
     }
     try {
-      result = summarise(final_run, store_keep->nodes(run_id));
+      const std::vector<agents::NodeRecord> nodes = store_keep->nodes(run_id);
+      result = summarise(final_run, nodes);
+      if (const auto* generation = knowledge::find_tpu_generation(settings.target)) {
+        if (!nodes.empty()) result.diagnosis = service::node_diagnosis(nodes.front(), *generation);
+        for (const agents::NodeRecord& n : nodes)
+          if (result.best_node && n.id == *result.best_node)
+            result.best_diagnosis = service::node_diagnosis(n, *generation);
+      }
     } catch (const std::exception& e) {
       result.run_id = run_id;
       result.status = "failed";
@@ -484,6 +491,35 @@ json OptimizationRuns::code_lenses(OpenDocument& doc, const analysis::DocumentAn
     out.push_back(to_code_lens(doc.text, k->call_span, "Report", "maxkernel.openReport", argument));
   }
   return out;
+}
+
+json OptimizationRuns::inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {
+  json out = json::array();
+  for (const auto& [r, k] : shown_results(results_, doc.text.uri(), a)) {
+    if (!r->diagnosis) continue;
+    const bool stale = kernel_site_hash(doc, *k) != r->site_hash;
+    out.push_back(to_diagnosis_hint(doc.text, k->call_span.end, *r->diagnosis, stale));
+  }
+  return out;
+}
+
+std::string OptimizationRuns::hover_addendum(OpenDocument& doc,
+                                             const pallas::Kernel& kernel) const {
+  auto it = results_.find(doc.text.uri());
+  if (it == results_.end()) return "";
+  auto found = it->second.find(kernel.name);
+  if (found == it->second.end()) return "";
+  const OptimizationResult& r = found->second;
+  const bool stale = kernel_site_hash(doc, kernel) != r.site_hash;
+  std::string md;
+  if (r.diagnosis)
+    md += diagnosis_markdown(*r.diagnosis, "run " + r.run_id + ", the baseline", stale);
+  if (r.best_diagnosis && r.best_node)
+    md += diagnosis_markdown(
+        *r.best_diagnosis,
+        "run " + r.run_id + ", the best variant (node " + std::to_string(*r.best_node) + ")",
+        false);
+  return md;
 }
 
 json OptimizationRuns::code_actions(const std::string& uri, const json& diagnostics) const {

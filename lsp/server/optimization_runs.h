@@ -26,6 +26,7 @@
 #include "lsp/server/document_store.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
+#include "service/kernel_diagnosis.h"
 
 namespace mk::server {
 
@@ -39,6 +40,9 @@ struct OptimizationResult {
   std::optional<double> best_speedup;  // set when a variant beat the baseline
   std::optional<int64_t> best_node;
   std::string score_kind;
+  // What limits the kernel the run started from (the baseline node, as in the document), and
+  // the best variant's when one beat it.
+  std::optional<service::KernelDiagnosis> diagnosis, best_diagnosis;
 };
 
 // What a run needs from the server's settings at the moment it starts.
@@ -80,6 +84,10 @@ class OptimizationRuns {
 
   nlohmann::json diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
   nlohmann::json code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  // The baseline's diagnosis at each kernel with a finished run (stale once its pallas_call
+  // changes), and in the hover with the best variant's.
+  nlohmann::json inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a) const;
+  std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const;
   // Quick fixes for the MK300 diagnostics in a codeAction request's context.
   nlohmann::json code_actions(const std::string& uri, const nlohmann::json& diagnostics) const;
 

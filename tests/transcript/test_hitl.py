@@ -3,6 +3,7 @@ every question (window/showMessageRequest) and edit (workspace/applyEdit) the se
 import json
 import os
 import queue
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -503,5 +504,83 @@ def test_an_editor_without_versioned_edits_gets_the_candidate_as_a_file(workspac
         assert candidate.read_text() != text and "BLOCK_ROWS" in candidate.read_text()
         assert editor.edits == []
         editor.answers.put(pick("Stop"))
+    finally:
+        c.close()
+
+
+def profile_first(path):
+    """Starts a session on `path`, jumps from the plan to the profile and returns what the
+    profile phase asked: (client, editor, session, message, action titles)."""
+    c, editor = start_server(path)
+    resp = c.request("workspace/executeCommand", {
+        "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+    editor.next_question()
+    editor.answers.put(pick("Next phase: profile"))
+    message, actions = editor.next_question(timeout=300)
+    return c, editor, resp["result"]["session"], message, [a["title"] for a in actions]
+
+
+def test_the_profile_phase_shows_the_diagnosis_and_suggests_autotune_for_a_re_fetch(workspace):
+    tmp, store = workspace
+    path = tmp / "matmul_refetch.py"
+    shutil.copy(ROOT / "tests" / "optimize" / "kernels" / "matmul_refetch.py", path)
+    c, editor, session, message, titles = profile_first(path)
+    try:
+        assert message.startswith("MaxKernel: Step 6/6 profile: profile on local"), message
+        assert re.search(r"; HBM-bound \u00b7 \d+% of roofline\. Suggested next: autotune \(HBM-bound: "
+                         r"args\[1\] re-fetched 8x along grid axis 0", message), message
+        assert "larger blocks fetch args[1] fewer times" in message and message.endswith(" Next?")
+        jumps = [t for t in titles if t.startswith("Next phase: ")]
+        assert jumps[0] == "Next phase: autotune (suggested)", titles
+        assert "Next phase: autotune" not in titles and titles[0] == "Approve"
+        # The artifact: plan.md has the profile, the diagnosis in full and the suggestion.
+        plan = (store.parent / "sessions" / session / "plan.md").read_text()
+        assert re.search(r"### Diagnosis: HBM-bound \u00b7 \d+% of roofline\n", plan), plan
+        assert "- re-fetched: args[1] of _matmul 8x along grid axis 0" in plan, plan
+        assert re.search(r"- VMEM: [\d.]+ MiB per grid step of 16 MiB: [\d.]+ MiB headroom", plan), plan
+        assert "### Suggested next: autotune\n" in plan, plan
+        saved = saved_session(store, session)
+        events = [h["event"] for h in saved["history"]]
+        assert events[-3:] == ["diagnosis", "suggested", "result"], events
+        assert json.loads(saved["history"][-3]["text"])["bound"] == "HBM"
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
+    finally:
+        c.close()
+
+
+def test_over_vmem_the_profile_suggests_a_plan_that_ticks_smaller_blocks(workspace):
+    tmp, store = workspace
+    # matmul_over_vmem at a quarter of its rows and columns (a quicker profile): one 256-row step
+    # whose whole-K blocks, double-buffered, still need twice the scoped VMEM.
+    src = (ROOT / "tests" / "optimize" / "kernels" / "matmul_over_vmem.py").read_text()
+    small = src.replace("M, K, N = 1024, 8192, 1024", "M, K, N = 256, 8192, 256") \
+               .replace("BLOCK_M = 512", "BLOCK_M = 256").replace("BLOCK_N = 512", "BLOCK_N = 256")
+    assert small.count("256") >= 4
+    path = tmp / "matmul_over_vmem.py"
+    path.write_text(small)
+    c, editor, session, message, titles = profile_first(path)
+    try:
+        # Close to the roofline by the model, but it does not fit: not "accept", a plan.
+        assert "; over VMEM \u00b7 " in message and "Suggested next: plan (over the VMEM budget" in message, message
+        assert "accumulator_f32, buffering, block_sizes and autotune" in message, message
+        assert [t for t in titles if t.startswith("Next phase: ")][0] == "Next phase: plan (suggested)"
+        plan_file = store.parent / "sessions" / session / "plan.md"
+        assert re.search(r"- VMEM: 32.5 MiB per grid step of 16 MiB: 16.5 MiB over\n", plan_file.read_text())
+        editor.answers.put(pick("Next phase: plan (suggested)"))
+        message, _ = editor.next_question(timeout=120)
+        assert message.startswith("MaxKernel: Step 1/6 plan: "), message
+        plan = plan_file.read_text()
+        assert "Ordered by the last profile's diagnosis: over the VMEM budget" in plan, plan
+        ticked = [l for l in plan.splitlines() if l.startswith("- [x] ")]
+        unticked = [l for l in plan.splitlines() if l.startswith("- [ ] ")]
+        assert ticked and unticked, plan
+        moves = [re.search(r" (\d+) -> (\d+)$", l) for l in ticked]
+        assert all(m and int(m.group(2)) < int(m.group(1)) for m in moves), ticked
+        assert all(int(m.group(2)) > int(m.group(1)) for m in
+                   (re.search(r" (\d+) -> (\d+)$", l) for l in unticked) if m), unticked
+        assert plan.rindex("- [x] ") < plan.index("- [ ] "), plan  # what answers it comes first
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
     finally:
         c.close()

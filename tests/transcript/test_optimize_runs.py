@@ -1,6 +1,7 @@
 """Auto and graph-search runs from the editor, through the real server, real JAX workers and a
 real SQLite run store: progress, the MK300 result, the "Apply best variant" quick fix (a versioned,
 annotated workspace edit), refusal after an edit, cancel, exit during a run, and the report."""
+import json
 import re
 import shutil
 import sqlite3
@@ -168,6 +169,16 @@ def test_graph_search_beam_ends_with_a_result_that_goes_stale(monkeypatch, store
         d = mk300(c, uri)
         assert d["message"].startswith("Graph search (beam): ") and "evaluations" in d["message"]
         assert run_row(store, started["run"])[0] in ("done", "stopped")
+        # The baseline's diagnosis (the kernel as in the document): a hint and the hover.
+        (hint,) = diagnosis_hints(c, uri)
+        bound = root_bottleneck(store, started["run"])["bound"]
+        assert re.fullmatch(re.escape(f" {bound}-bound \u00b7 ") + r"\d+% of roofline", hint["label"]), hint
+        assert "of the roofline" in hint["tooltip"] and "predicted (model, v5e)" in hint["tooltip"]
+        call_line = next(i for i, l in enumerate(text.splitlines()) if "pl.pallas_call(" in l)
+        hover = c.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                 "position": {"line": call_line, "character": 20}})
+        value = hover["result"]["contents"]["value"]
+        assert f"(run {started['run']}, the baseline)" in value, value
 
         # Editing the kernel's pallas_call marks the result stale, as Test's results are.
         line = next(i for i, l in enumerate(text.splitlines()) if "grid=(ROWS // BLOCK_ROWS,)" in l)
@@ -177,10 +188,25 @@ def test_graph_search_beam_ends_with_a_result_that_goes_stale(monkeypatch, store
              "text": " // 1"}]})
         (stale,) = [d for d in c.diagnostics(uri, version=2) if d["code"] == "MK300"]
         assert stale["severity"] == 4 and stale["message"].startswith("[stale: the kernel changed")
+        (stale_hint,) = diagnosis_hints(c, uri)
+        assert stale_hint["label"] == hint["label"] + " (stale)"
         bad = execute(c, "maxkernel.graphSearch", {"uri": uri, "kernel": 0, "strategy": "dfs"})
         assert bad["error"]["code"] == -32602 and "beam, parallel or ucb" in bad["error"]["message"]
     finally:
         c.close()
+
+
+def diagnosis_hints(c, uri):
+    hints = c.request("textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": {
+        "start": {"line": 0, "character": 0}, "end": {"line": 200, "character": 0}}})["result"]
+    return [h for h in hints if "% of roofline" in h["label"]]
+
+
+def root_bottleneck(store, run_id):
+    with sqlite3.connect(store) as db:
+        metrics = db.execute("SELECT metrics_json FROM nodes WHERE run_id = ? AND id = 0",
+                             (run_id,)).fetchone()[0]
+    return json.loads(metrics)["bottleneck"]
 
 
 def wait_for_worker(c, store, token):

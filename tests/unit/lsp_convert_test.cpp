@@ -119,5 +119,41 @@ TEST(LspConvert, MinimalEditsCoverOnlyChangedLinesInUtf16Positions) {
   EXPECT_EQ(second[0].end.character, 0u);
 }
 
+service::KernelDiagnosis lc_diagnosis() {
+  service::KernelDiagnosis d;
+  d.label = "HBM-bound \u00b7 21% of roofline";
+  d.lines = {"HBM-bound: the model puts compute at 10.9 us, HBM traffic at 51.2 us",
+             "re-fetched: args[1] of _matmul 8x along grid axis 0: 28 MiB more reads"};
+  return d;
+}
+
+TEST(LspConvert, ADiagnosisIsAnInlayHintWithItsSummaryAsTooltip) {
+  // "é" is two bytes and one UTF-16 unit: the hint after it sits on character 2, not 3.
+  const text::TextDocument doc("file:///k.py", 2, "é)\n");
+  const json hint = to_diagnosis_hint(doc, 3, lc_diagnosis(), false);
+  EXPECT_EQ(hint["position"], json::parse(R"json({"line": 0, "character": 2})json"));
+  EXPECT_EQ(hint["label"], " HBM-bound \u00b7 21% of roofline");
+  EXPECT_EQ(hint["kind"], 1);
+  EXPECT_EQ(hint["tooltip"],
+            "HBM-bound: the model puts compute at 10.9 us, HBM traffic at 51.2 us\n"
+            "re-fetched: args[1] of _matmul 8x along grid axis 0: 28 MiB more reads");
+  const json stale = to_diagnosis_hint(doc, 3, lc_diagnosis(), true);
+  EXPECT_EQ(stale["label"], " HBM-bound \u00b7 21% of roofline (stale)");
+  EXPECT_TRUE(
+      stale["tooltip"].get<std::string>().starts_with("[stale: the kernel changed since] "));
+}
+
+TEST(LspConvert, ADiagnosisInTheHoverIsAListThatKeepsNamesLiteral) {
+  const std::string md = diagnosis_markdown(lc_diagnosis(), "Profile on local", false);
+  EXPECT_EQ(md,
+            "\n---\n**Diagnosis: HBM-bound \u00b7 21% of roofline** (Profile on local)\n\n"
+            "- HBM-bound: the model puts compute at 10.9 us, HBM traffic at 51.2 us\n"
+            "- re-fetched: args[1] of \\_matmul 8x along grid axis 0: 28 MiB more reads\n");
+  const std::string stale = diagnosis_markdown(lc_diagnosis(), "run r1, the baseline", true);
+  EXPECT_NE(stale.find("(run r1, the baseline; stale: the kernel changed since)"),
+            std::string::npos)
+      << stale;
+}
+
 }  // namespace
 }  // namespace mk::server
