@@ -39,7 +39,7 @@ except ValueError:
 _entries: collections.OrderedDict = collections.OrderedDict()  # key -> (golden, digest)
 
 
-def key_for(task, seeds, plat: str, mode) -> str | None:
+def key_for(task, seeds, plat: str, mode, instance=None) -> str | None:
     """What decides a frozen reference; None when it must not be shared (the
     reference comes from the candidate's own buffer, nothing froze it)."""
     if not MAX_ENTRIES or not task.reference_frozen:
@@ -48,7 +48,7 @@ def key_for(task, seeds, plat: str, mode) -> str | None:
     for part in (task.form, task.reference_name, task.inputs_name, repr(list(seeds)), plat,
                  repr(sorted(mode.to_json().items())), str(bool(jax.config.jax_enable_x64)),
                  jax.__version__, task.ref_module.source, getattr(task, "cache_salt", ""),
-                 repr(getattr(task, "shrink", None))):
+                 repr(instance if instance is not None else getattr(task, "shrink", None))):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
@@ -126,7 +126,7 @@ class Golden:
     """The frozen reference: input sets and the reference's outputs,
     computed before any candidate code is executed."""
 
-    def __init__(self, task, seeds, plat, mode, cancel):
+    def __init__(self, task, seeds, plat, mode, cancel, instance=None):
         self.task = task
         self.sets: list[mkw_run.InputSet] = []
         self.outputs: list[list[np.ndarray]] = []
@@ -135,7 +135,7 @@ class Golden:
         ref_name = task.reference_name
         for seed in seeds:
             cancel.check()
-            s = mkw_run.make_input_set(task, seed)
+            s = mkw_run.make_input_set(task, seed, instance)
             self.sets.append(s)
             self.warnings.extend(s.warnings)
         a0, k0 = self.sets[0].args, self.sets[0].kwargs
@@ -166,14 +166,15 @@ class Golden:
             return mkw_run.to_host(self.ref_compiled(*a, **k))
 
 
-def frozen(task, seeds, plat, mode, cancel):
-    """(Golden, reused): the cached one for this task, seeds and mode, else a new one."""
-    key = key_for(task, seeds, plat, mode)
+def frozen(task, seeds, plat, mode, cancel, instance=None):
+    """(Golden, reused): the cached one for this task, seeds, mode and instance (None: the
+    request's own, task.shrink; else an extra shape's, mkw_shrink.Resized), else a new one."""
+    key = key_for(task, seeds, plat, mode, instance)
     golden, warning = lookup(key)
     if golden is not None:
         golden.task = task
         return golden, True
-    golden = Golden(task, seeds, plat, mode, cancel)
+    golden = Golden(task, seeds, plat, mode, cancel, instance)
     store(key, golden)
     if warning:
         golden.warnings.append(warning)

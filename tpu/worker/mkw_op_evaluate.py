@@ -1,5 +1,6 @@
 """The `evaluate` op: the frozen reference first, then the gated candidate, its checks
-(mkw_check) and, when it is correct, its timing (mkw_timing)."""
+(mkw_check), the extra shapes the host asked for (mkw_extra_shapes) and, when it is correct,
+its timing (mkw_timing)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import mkw_check
 import mkw_clock
 import mkw_common as C
 import mkw_cost
+import mkw_extra_shapes
 import mkw_facts
 import mkw_golden
 import mkw_prepared
@@ -28,6 +30,7 @@ def op_evaluate(req, cancel, progress) -> dict:
         raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
     try:
         mkw_shrink.configure(task, req.get("shrink"))
+        mkw_extra_shapes.parse_request(req.get("extra_shapes"))  # a bad request before any work
         src, fname = mkw_prepared.request_candidate(req, task)
         if isinstance(src, str):
             mkw_prepared.gate_candidate(src, fname or "<buffer>", task)  # before the reference's work is spent
@@ -109,6 +112,16 @@ def _evaluate_prepared(req, prep, golden, plat, cancel, progress, hardware=None)
     res["correct"] = chk["correct"]
     res["failure"] = chk["failure"]
     progress(stage="checked", correct=chk["correct"])
+    extra = mkw_extra_shapes.parse_request(req.get("extra_shapes"))
+    if extra is not None:
+        res["extra_shapes"], failure = mkw_extra_shapes.check(extra, prep, golden, mode, plat, cancel,
+                                                              chk["correct"])
+        prep.watch.check("the extra shapes")
+        if failure:
+            res.update(correct=False, failure=failure)
+            chk["correct"] = False
+        progress(stage="extra_shapes", passed=res["extra_shapes"]["passed"],
+                 failed=res["extra_shapes"]["failed"])
     want_timing = req.get("timing", True) is not False
     if chk["correct"] and want_timing:
         cfg = mkw_run.timing_config(req.get("timing") if isinstance(req.get("timing"), dict) else None, mode)

@@ -406,12 +406,15 @@ def _degenerate_warnings(leaves, seed) -> list[str]:
     return out
 
 
-def make_input_set(task: mkw_tasks.Task, seed: int) -> InputSet:
+def make_input_set(task: mkw_tasks.Task, seed: int, instance=None) -> InputSet:
+    """One seed's inputs at the task's own shapes, or at `instance`'s (an mkw_shrink.Resized:
+    an extra shape), or at the request's shrunk instance (task.shrink)."""
     warnings: list[str] = []
+    instance = instance if instance is not None else task.shrink
     try:
-        if task.shrink is not None:
-            # A smaller instance of the task (mkw_shrink): fresh data at the shrunk shapes.
-            value = task.shrink.draw(seed, warnings)
+        if instance is not None:
+            # The task at other sizes (mkw_shrink): fresh data at the new shapes.
+            value = instance.draw(seed, warnings)
         elif task.inputs_takes_key:
             value = task.inputs_fn(jax.random.key(seed))
         else:

@@ -98,21 +98,30 @@ def label(task) -> str:
     return "full" if task.shrink is None else "shrunk"
 
 
-class Shrunk:
-    """One task's shrunk instance: shapes, the size map, and the learnt input statistics."""
+class CannotResize(Exception):
+    """The task's inputs cannot be made at other sizes without guessing (an extra shape is then
+    reported as not checked, with this reason)."""
 
-    def __init__(self, task, factor: int, min_dim: int):
+
+class Resized:
+    """One task at other input sizes: a by-value size map over its input dims (one size maps to
+    one new size across all inputs), the data from the task's own inputs function at those sizes.
+
+    `strict` (extra shapes, mkw_extra_shapes): when the inputs function cannot be re-run at the
+    new sizes, or the reference cannot run at them, CannotResize says why; nothing is guessed.
+    Not strict (shrink): the reference must run (a `task` error otherwise), and the data falls
+    back to statistics learnt from one full-size call."""
+
+    def __init__(self, task, size_map: dict, strict: bool):
         self.task = task
-        self.factor = factor
-        self.min_dim = min_dim
+        self.strict = strict
         full = mkw_run.abstract_value(task)
         leaves, self.tree = jax.tree_util.tree_flatten(full)
         self.full_leaves = leaves
-        sizes = sorted({int(d) for x in leaves if mkw_run.is_data(x) for d in x.shape})
-        self.size_map = {d: d // factor for d in sizes if d % factor == 0 and d // factor >= min_dim}
-        self.leaves = [self._shrink_leaf(x) for x in leaves]
+        self.size_map = {int(k): int(v) for k, v in size_map.items() if int(k) != int(v)}
+        self.leaves = [self._resize_leaf(x) for x in leaves]
         self._check_reference()
-        key = (_task_key(task), factor, min_dim)
+        key = (_task_key(task), tuple(sorted(self.size_map.items())))
         if key in _SOURCES:
             # One compile per task text and instance, whatever the request (a warm worker
             # evaluating many candidates of one task).
@@ -123,46 +132,51 @@ class Shrunk:
         try:
             self.source.program = _shrunk_program(task, self.size_map,
                                                   [x for x in self.leaves if mkw_run.is_data(x)])
-            self.source.data = "the task's inputs function at the shrunk sizes"
+            self.source.data = f"the task's inputs function at the {self.adjective} sizes"
         except _CannotShrink as e:
+            if strict:
+                raise CannotResize(f"the inputs function `{task.inputs_name}` cannot run at other "
+                                   f"sizes: {e}") from None
             self.source.stats = _learn_stats(task)
             self.source.data = "statistics of one full-size call of the task's inputs function"
-            self.source.notes.append(f"the inputs function could not run at the shrunk sizes ({e}); "
-                                     f"inputs are drawn from the statistics of its full-size values")
+            self.source.notes.append(f"the inputs function could not run at the {self.adjective} sizes "
+                                     f"({e}); inputs are drawn from the statistics of its full-size values")
         _SOURCES[key] = self.source
         while len(_SOURCES) > _STATS_CACHE_SIZE:
             _SOURCES.popitem(last=False)
 
+    adjective = "new"
+
     def __repr__(self):
         # Part of the frozen-reference cache key (mkw_golden): the instance, not the object.
-        return f"Shrunk(factor={self.factor}, min_dim={self.min_dim})"
+        return f"Resized(sizes={sorted(self.size_map.items())})"
 
     # -- shapes -------------------------------------------------------------------------
 
-    def _shrink_leaf(self, x):
+    def _resize_leaf(self, x):
         if mkw_run.is_data(x):
             if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+                why = "its inputs include a PRNG key array"
+                if self.strict:
+                    raise CannotResize(why)
                 raise C.WorkerError(C.TASK, "cannot shrink a task whose inputs include a PRNG key array")
             return jax.ShapeDtypeStruct(tuple(self.size_map.get(int(d), int(d)) for d in x.shape), x.dtype)
         if isinstance(x, int) and not isinstance(x, bool) and x in self.size_map:
             return self.size_map[x]  # a size passed as a static argument
         return x
 
-    def input_shapes(self, leaves) -> list:
+    def input_shapes(self, leaves=None) -> list:
         return [list(x.shape) if mkw_run.is_data(x) else {"static": x if isinstance(x, (int, float, bool, str))
                                                           or x is None else repr(x)[:60]}
-                for x in leaves]
+                for x in (self.leaves if leaves is None else leaves)]
 
-    def describe(self) -> dict:
-        return {"kind": "shrunk", "factor": self.factor, "min_dim": self.min_dim,
-                "input_shapes": self.input_shapes(self.leaves),
-                "full_input_shapes": self.input_shapes(self.full_leaves),
-                "sizes": {str(k): v for k, v in self.size_map.items()},
-                "data": self.source.data}
+    def _reference_failure_prefix(self, shapes: str) -> str:
+        return (f"the reference `{self.task.reference_name}` cannot run at input shapes {shapes}; it "
+                f"probably hard-codes a size instead of reading it from its inputs")
 
     def _check_reference(self):
-        """The reference traced at the shrunk shapes: a size hard-coded in it fails here, before
-        any data is drawn, with a message that says what was shrunk."""
+        """The reference traced at the new shapes: a size hard-coded in it fails here, before
+        any data is drawn, with a message that says what was changed."""
         task = self.task
         value = jax.tree_util.tree_unflatten(self.tree, self.leaves)
         args, kwargs = mkw_run.split_inputs(value, task)
@@ -171,13 +185,14 @@ class Shrunk:
             jax.eval_shape(ref, *a, **k)
         except Exception as e:  # noqa: BLE001
             shapes = ", ".join(str(tuple(x.shape)) for x in self.leaves if mkw_run.is_data(x))
+            if self.strict:
+                raise CannotResize(f"{self._reference_failure_prefix(shapes)} "
+                                   f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})"
+                                   ) from None
             raise C.from_exception(
                 C.TASK, e, task.ref_module.filename, source=task.ref_module.source,
-                file=task.ref_module.filename,
-                prefix=(f"the reference `{task.reference_name}` cannot run at the shrunk instance "
-                        f"(shrink factor {self.factor}: input shapes {shapes}); it probably hard-codes "
-                        f"a size instead of reading it from its inputs. Evaluate it without `shrink`, or "
-                        f"with a factor that leaves that size alone")) from None
+                file=task.ref_module.filename, prefix=self._reference_failure_prefix(shapes)) from None
+
 
     # -- data ---------------------------------------------------------------------------
 
@@ -242,6 +257,37 @@ class Shrunk:
             return lo, hi
         new_lo = lo if lo <= 1 else max(1, lo // self.factor)
         return min(new_lo, new_hi), new_hi
+
+
+class Shrunk(Resized):
+    """One task's shrunk instance: every large size divided by the factor (module docstring)."""
+
+    adjective = "shrunk"
+
+    def __init__(self, task, factor: int, min_dim: int):
+        self.factor = factor
+        self.min_dim = min_dim
+        full = mkw_run.abstract_value(task)
+        sizes = sorted({int(d) for x in jax.tree_util.tree_leaves(full) if mkw_run.is_data(x)
+                        for d in x.shape})
+        super().__init__(task, {d: d // factor for d in sizes if d % factor == 0 and d // factor >= min_dim},
+                         strict=False)
+
+    def __repr__(self):
+        return f"Shrunk(factor={self.factor}, min_dim={self.min_dim})"
+
+    def describe(self) -> dict:
+        return {"kind": "shrunk", "factor": self.factor, "min_dim": self.min_dim,
+                "input_shapes": self.input_shapes(self.leaves),
+                "full_input_shapes": self.input_shapes(self.full_leaves),
+                "sizes": {str(k): v for k, v in self.size_map.items()},
+                "data": self.source.data}
+
+    def _reference_failure_prefix(self, shapes: str) -> str:
+        return (f"the reference `{self.task.reference_name}` cannot run at the shrunk instance "
+                f"(shrink factor {self.factor}: input shapes {shapes}); it probably hard-codes "
+                f"a size instead of reading it from its inputs. Evaluate it without `shrink`, or "
+                f"with a factor that leaves that size alone")
 
 
 # ---------------------------------------------------------------------------
