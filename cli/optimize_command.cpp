@@ -53,6 +53,10 @@ constexpr const char* kOptimizeUsage =
     "  --shrink F               check correctness on the task shrunk by F in every large dim (a\n"
     "                           CPU host's interpret mode cannot run production sizes; lowering\n"
     "                           and predictions stay at full size; docs/tasks.md)\n"
+    "  --extra-shapes rules|none  check every candidate at extra input shapes derived from the\n"
+    "                           kernel's blocks (a ragged last block, a single block; default\n"
+    "                           rules) or only at the task's own (docs/optimize.md)\n"
+    "  --tester-shapes N        with --llm: add up to N shapes the Tester proposes (default 0)\n"
     "  --out PATH               where the best kernel of a TASK run is written (default beside\n"
     "                           the task, never over an existing file)\n"
     "  --no-report --no-cache --format text|json\n";
@@ -84,6 +88,8 @@ struct OptimizeOptions {
   std::string kernel_class;  // for lessons ("matmul", ...): from the source model
   std::string kernel_out;    // --out: where the best kernel of a reference-start run goes
   json evaluate_options = json::object();  // --shrink F: correctness on a smaller instance
+  agents::ExtraShapesChoice extra_shapes;  // --extra-shapes, --tester-shapes
+  std::string extra_shapes_mode = "rules";
   HostOptions host;
   agents::SearchParams params;
 };
@@ -220,9 +226,12 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
       out["kernel_file"] = kernel_file;
       out["kernel_node"] = best_kernel->id;
     }
+    out["extra_shapes"] = service::extra_shapes_json(final_run, nodes);
     std::cout << out.dump(2) << "\n";
   } else {
     print_run_summary(std::cout, final_run, nodes, report_file);
+    if (const std::string shapes = service::extra_shapes_summary(final_run, nodes); !shapes.empty())
+      std::cout << shapes << "\n";
     if (!kernel_file.empty())
       std::cout << "kernel: " << kernel_file << " (node " << best_kernel->id << ", "
                 << report::format_speedup(*best_kernel->speedup) << " vs XLA, "
@@ -262,6 +271,10 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
               o.kernel_out = r.value();
             else if (r.is("--shrink"))
               o.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
+            else if (r.is("--extra-shapes"))
+              o.extra_shapes_mode = r.value();
+            else if (r.is("--tester-shapes"))
+              o.extra_shapes.tester = std::stoi(r.value());
             else if (r.is("--format"))
               o.format = r.value();
             else if (r.is("--beam"))
@@ -294,6 +307,10 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
   if (o.search != "beam" && o.search != "parallel" && o.search != "ucb")
     return usage_error("--search is beam, parallel or ucb");
   if (o.format != "text" && o.format != "json") return usage_error("--format is text or json");
+  if (o.extra_shapes_mode != "rules" && o.extra_shapes_mode != "none")
+    return usage_error("--extra-shapes is rules or none");
+  o.extra_shapes.rules = o.extra_shapes_mode == "rules";
+  if (o.extra_shapes.tester < 0) return usage_error("--tester-shapes must be 0 or more");
   if (o.params.branches == 0 || o.params.beam_size == 0 || o.params.concurrency == 0)
     return usage_error("--beam, --branches and --concurrency must be positive");
   o.params.strategy = o.mode == "auto" ? "greedy" : o.search;
@@ -391,6 +408,10 @@ int run_optimize(const std::vector<std::string>& args) {
   search.llm = options.llm;
   search.task = *task;
   search.evaluate_options = options.evaluate_options;
+  if (options.extra_shapes.rules || options.extra_shapes.tester > 0)
+    search.extra_shapes = options.extra_shapes;
+  else
+    search.extra_shapes.reset();
   const std::string run_id = service::create_search(*runs, search);
   std::cerr << "run " << run_id << ": " << options.mode << " (" << options.params.strategy
             << ") on " << file.filename().string()

@@ -30,6 +30,7 @@ std::string create_search(agents::RunStore& runs, const NewSearch& search) {
   run.params.search = search.params;
   run.params.from_reference = search.start == SearchStart::Reference;
   if (search.evaluate_options.is_object()) run.params.evaluate = search.evaluate_options;
+  run.params.extra_shapes = search.extra_shapes;
   run.budget = search.budget;
   run.status = agents::RunStatus::running;
   run.task = search.task;
@@ -94,7 +95,6 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   evaluation.use_cache = setup.use_cache;
   evaluation.options.update(evaluate_options_for(hosts, *generation));
   if (run->params.evaluate.is_object()) evaluation.options.update(run->params.evaluate);
-  agents::CandidateEvaluator evaluator(jobs, evaluation, *generation);
 
   agents::ExpanderSetup& llm = setup.llm;
   llm.llm_spec = run->llm;
@@ -103,6 +103,15 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   llm.task = run->task;
   llm.task_summary = run->task.dump();
   llm.store = cache;
+  // The shapes every candidate is checked at, read from the kernel the run starts from (the
+  // first kernel written from a reference). Before the search loads the run it writes back.
+  const std::string shapes_from = !starts_from_reference(*run) ? baseline_code
+                                  : setup.from_reference.empty()
+                                      ? std::string()
+                                      : setup.from_reference.front().code;
+  evaluation.extra_shapes =
+      run_extra_shapes(runs, run_id, jobs, evaluation, shapes_from, llm, cancelled);
+  agents::CandidateEvaluator evaluator(jobs, evaluation, *generation);
   llm.evaluator = &evaluator;
   agents::ExpanderBundle expander;
   try {

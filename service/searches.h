@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "agents/orchestration/search_params.h"
 #include "knowledge/store.h"
 #include "knowledge/tpu_generations.h"
+#include "service/search_shapes.h"
 #include "tpu/host/host_pool.h"
 
 namespace mk::service {
@@ -39,6 +41,8 @@ struct NewSearch {
   // Extra fields of every evaluate request, kept with the run so a resume evaluates the same
   // way: e.g. {"shrink": 8}, correctness on a smaller instance of the task (docs/tasks.md).
   nlohmann::json evaluate_options = nlohmann::json::object();
+  // Extra input shapes every candidate is checked at (docs/optimize.md); nullopt = none.
+  std::optional<agents::ExtraShapesChoice> extra_shapes = agents::ExtraShapesChoice{};
 };
 
 // The evaluate option for correctness on the task shrunk by `factor` (docs/tasks.md); throws

@@ -145,7 +145,17 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     return e;
   }
 
-  // 2. Correctness against the frozen reference, and timing.
+  // 2. Correctness against the frozen reference (and at the run's extra shapes), and timing.
+  bool settling = false;  // this is the kernel as written: checked at the shapes, not held to them
+  {
+    std::lock_guard lock(shapes_mutex_);
+    if (setup_.extra_shapes) {
+      ExtraShapes& shapes = *setup_.extra_shapes;
+      if (!shapes.settled && shapes.cases.empty()) shapes.settled = true;
+      settling = !shapes.settled;
+      if (!shapes.cases.empty()) request.options["extra_shapes"] = shapes.worker_option(!settling);
+    }
+  }
   const tpu::JobResult tested = jobs_.test(request, setup_.use_cache, cancelled);
   Evaluation e;
   if (!tested.reply.ok()) {
@@ -171,6 +181,13 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
                // "shrunk" when correctness was checked on a smaller instance of the task.
                {"instance", body.value("instance", json())}};
   if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
+  if (body.contains("extra_shapes")) e.metrics["extra_shapes"] = body["extra_shapes"];
+  if (settling && body.value("correct", false)) {
+    // The set every later candidate is held to: what the kernel as written passes.
+    std::lock_guard lock(shapes_mutex_);
+    setup_.extra_shapes->settle(body.value("extra_shapes", json()));
+    e.metrics["extra_shapes_set"] = setup_.extra_shapes->to_json();
+  }
   // The task's minimum work (the worker's count of the reference), for the node's diagnosis.
   if (const json ref = lowered.reply.body.value("work", json::object()).value("reference", json());
       ref.is_object())
@@ -200,6 +217,11 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   }
   e.host_seconds = seconds_since(start);
   return e;
+}
+
+std::optional<ExtraShapes> CandidateEvaluator::extra_shapes() const {
+  std::lock_guard lock(shapes_mutex_);
+  return setup_.extra_shapes;
 }
 
 Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& cancelled) {

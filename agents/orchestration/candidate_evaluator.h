@@ -7,11 +7,13 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "agents/orchestration/evaluator.h"
+#include "agents/orchestration/extra_shapes.h"
 #include "knowledge/tpu_generations.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -23,6 +25,9 @@ struct EvaluationSetup {
   std::optional<std::string> kernel;  // entry point override
   bool use_cache = true;
   nlohmann::json options = nlohmann::json::object();  // extra worker request fields (seeds, timing)
+  // The run's extra shapes (nullopt: none asked for). Unsettled, the first kernel evaluated (the
+  // root) is checked at them without being held to them, and the set keeps those it passes.
+  std::optional<ExtraShapes> extra_shapes = std::nullopt;
 };
 
 // The evaluator of real runs. Its default arguments let direct callers omit `cancelled`.
@@ -43,6 +48,8 @@ class CandidateEvaluator final : public Evaluator {
   std::string lowering_error(const std::string& source,
                              const std::function<bool()>& cancelled = {}) override;
   const knowledge::TpuGeneration& target() const override { return target_; }
+  // The run's extra shapes as they stand (settled once the root has been evaluated).
+  std::optional<ExtraShapes> extra_shapes() const;
 
  private:
   // The worker request for `source` against this setup's task.
@@ -50,6 +57,7 @@ class CandidateEvaluator final : public Evaluator {
 
   tpu::KernelJobs& jobs_;
   EvaluationSetup setup_;
+  mutable std::mutex shapes_mutex_;  // setup_.extra_shapes settles while others may read it
   const knowledge::TpuGeneration& target_;
 };
 

@@ -39,6 +39,11 @@ json RunParams::to_json() const {
     if (!xla->error.empty()) x["error"] = xla->error;
     j["xla"] = x;
   }
+  if (extra_shapes) {
+    json e = {{"rules", extra_shapes->rules}, {"tester", extra_shapes->tester}};
+    if (!extra_shapes->set.is_null()) e["set"] = extra_shapes->set;
+    j["extra_shapes"] = e;
+  }
   return j;
 }
 
@@ -60,6 +65,14 @@ RunParams RunParams::from_json(const json& j) {
     x.roofline_s = number_at(*it, "roofline_s");
     x.error = text_at(*it, "error");
     p.xla = x;
+  }
+  if (const auto it = j.find("extra_shapes"); it != j.end() && it->is_object()) {
+    ExtraShapesChoice e;
+    if (const auto rules = it->find("rules"); rules != it->end() && rules->is_boolean())
+      e.rules = rules->get<bool>();
+    e.tester = static_cast<int>(number_at(*it, "tester").value_or(0));
+    if (const auto set = it->find("set"); set != it->end() && set->is_object()) e.set = *set;
+    p.extra_shapes = e;
   }
   return p;
 }

@@ -30,6 +30,15 @@ struct XlaBaseline {
   bool operator==(const XlaBaseline&) const = default;
 };
 
+// The extra input shapes a run asked for and, once proposed, the set it checks every candidate
+// at ("extra_shapes"; docs/optimize.md "Extra shapes").
+struct ExtraShapesChoice {
+  bool rules = true;   // ragged / single-block shapes from the kernel's blocks (no LLM)
+  int tester = 0;      // at most this many shapes from the Tester (needs an LLM; 0 = not asked)
+  nlohmann::json set;  // the proposed set (ExtraShapes' JSON, extra_shapes.h); null until then
+  bool operator==(const ExtraShapesChoice&) const = default;
+};
+
 struct RunParams {
   SearchParams search;  // strategy and shape ("search")
   // The root is the task's reference as XLA runs it, not a kernel ("start": "reference").
@@ -37,8 +46,9 @@ struct RunParams {
   // Extra fields of every evaluate request, passed to the worker as they are ({"shrink": 8}):
   // kept with the run so a resume evaluates the same way ("evaluate"; {} = none).
   nlohmann::json evaluate = nlohmann::json::object();
-  SearchState state;               // "state"
-  std::optional<XlaBaseline> xla;  // "xla"; absent until the reference was scored
+  SearchState state;                              // "state"
+  std::optional<XlaBaseline> xla;                 // "xla"; absent until the reference was scored
+  std::optional<ExtraShapesChoice> extra_shapes;  // "extra_shapes"; absent: none asked for
 
   nlohmann::json to_json() const;
   // Missing parts keep their defaults; anything but an object is all defaults.

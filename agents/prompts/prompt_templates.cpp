@@ -50,10 +50,10 @@ const PromptTemplate& prompt_template(const std::string& name) {
 
 const std::vector<std::string>& known_placeholders() {
   static const std::vector<std::string> names = {
-      "kernel_source", "kernel_name",  "task_summary", "target_facts",  "knowledge",
-      "attempts",      "plan",         "errors",       "metrics",       "failing_code",
-      "attempt",       "max_attempts", "search_space", "max_shapes",    "max_values",
-      "start_kernel",  "entry_point",  "diagnosis",    "device_profile"};
+      "kernel_source", "kernel_name",  "task_summary", "target_facts",   "knowledge",
+      "attempts",      "plan",         "errors",       "metrics",        "failing_code",
+      "attempt",       "max_attempts", "search_space", "max_shapes",     "max_values",
+      "start_kernel",  "entry_point",  "diagnosis",    "device_profile", "input_shapes"};
   return names;
 }
 

@@ -143,28 +143,43 @@ std::vector<Strategy> parse_plan_answer(const std::string& answer, size_t max_st
   return strategies_from(value["strategies"], "strategies", max_strategies);
 }
 
-std::vector<std::vector<int64_t>> parse_shapes_answer(const std::string& answer,
-                                                      size_t max_shapes) {
+std::vector<ShapeCase> parse_shape_cases_answer(const std::string& answer,
+                                                const std::vector<int64_t>& task_sizes,
+                                                size_t max_cases) {
   const nlohmann::json value = parse_json_answer(answer);
-  if (!value.contains("shapes") || !value["shapes"].is_array() || value["shapes"].empty()) {
-    throw AnswerFormatError("`shapes` must be a non-empty list of shapes");
+  if (!value.contains("cases") || !value["cases"].is_array() || value["cases"].empty()) {
+    throw AnswerFormatError("`cases` must be a non-empty list of {\"sizes\": {...}, \"why\": ...}");
   }
-  const auto& list = value["shapes"];
-  if (list.size() > max_shapes) {
-    throw AnswerFormatError("`shapes` has " + std::to_string(list.size()) + " shapes; at most " +
-                            std::to_string(max_shapes) + " allowed");
+  const auto& list = value["cases"];
+  if (list.size() > max_cases) {
+    throw AnswerFormatError("`cases` has " + std::to_string(list.size()) + " cases; at most " +
+                            std::to_string(max_cases) + " allowed");
   }
-  std::vector<std::vector<int64_t>> out;
+  std::vector<ShapeCase> out;
   for (size_t i = 0; i < list.size(); ++i) {
-    const std::string where = "shapes[" + std::to_string(i) + "]";
-    if (!list[i].is_array() || list[i].empty() || list[i].size() > 8) {
-      throw AnswerFormatError(where + " must be a list of 1 to 8 dims");
+    const std::string where = "cases[" + std::to_string(i) + "]";
+    if (!list[i].is_object() || !list[i].contains("sizes") || !list[i]["sizes"].is_object()) {
+      throw AnswerFormatError(where +
+                              " must be {\"sizes\": {\"SIZE\": NEW_SIZE, ...}, \"why\": ...}");
     }
-    std::vector<int64_t> shape;
-    for (size_t d = 0; d < list[i].size(); ++d) {
-      shape.push_back(
-          positive_int(list[i][d], int64_t{1} << 24, where + "[" + std::to_string(d) + "]"));
+    ShapeCase shape;
+    shape.name = "tester_" + std::to_string(i + 1);
+    if (list[i].contains("why") && list[i]["why"].is_string())
+      shape.why = list[i]["why"].get<std::string>().substr(0, 200);
+    for (const auto& [key, to] : list[i]["sizes"].items()) {
+      int64_t from = 0;
+      try {
+        size_t used = 0;
+        from = std::stoll(key, &used);
+        if (used != key.size()) from = 0;
+      } catch (const std::exception&) {
+        from = 0;
+      }
+      if (from < 1) throw AnswerFormatError(where + ".sizes: `" + key + "` is not a size");
+      shape.sizes[from] = positive_int(to, int64_t{1} << 24, where + ".sizes." + key);
     }
+    if (const std::string why = shape_case_error(shape, task_sizes); !why.empty())
+      throw AnswerFormatError(where + ": " + why);
     out.push_back(std::move(shape));
   }
   return out;

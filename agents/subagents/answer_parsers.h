@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "agents/subagents/shape_cases.h"
+
 namespace mk::agents {
 
 class AnswerFormatError : public std::runtime_error {
@@ -40,9 +42,12 @@ nlohmann::json parse_json_answer(const std::string& answer);
 // {"strategies": [{name, why, expected_effect}, ...]}: 1..max non-empty strategies.
 std::vector<Strategy> parse_plan_answer(const std::string& answer, size_t max_strategies = 5);
 
-// {"shapes": [[positive ints], ...]}: 1..max_shapes shapes of rank 1..8, each dim 1..2^24.
-std::vector<std::vector<int64_t>> parse_shapes_answer(const std::string& answer,
-                                                      size_t max_shapes = 8);
+// {"cases": [{"sizes": {"SIZE": NEW_SIZE}, "why": "..."}, ...]}: 1..max_cases extra shapes of a
+// task with these input sizes, each fair by shape_case_error; named tester_1, tester_2, ...
+// Nothing else in the answer is read (never a reference, inputs or tolerances).
+std::vector<ShapeCase> parse_shape_cases_answer(const std::string& answer,
+                                                const std::vector<int64_t>& task_sizes,
+                                                size_t max_cases = 4);
 
 // {"extra_values": {"NAME": [positive ints]}}: only names in `known`, at most max_values each.
 std::map<std::string, std::vector<int64_t>> parse_extra_values_answer(

@@ -30,7 +30,7 @@ struct Code : AgentOutcome {
 };
 
 struct ExtraCases : AgentOutcome {
-  std::vector<std::vector<int64_t>> shapes;  // only shapes: never a reference or tolerances
+  std::vector<ShapeCase> shapes;  // only sizes: never a reference, inputs or tolerances
 };
 
 struct TuningSpace : AgentOutcome {
@@ -80,10 +80,12 @@ Code implement_from_reference(llm::Client& client, const AgentContext& context,
                               const ReferenceStart& start, const Plan& plan,
                               size_t strategy_index = 0, const llm::CancelFlag& cancelled = {});
 
-// Tester: extra input shapes only (validated: positive ints, at most max_shapes). The reference,
+// Tester: extra input shapes only, as maps of the task's input sizes (`input_shapes`, the task's
+// array inputs) to other sizes, validated by shape_case_error, at most max_shapes. The reference,
 // the inputs function and the tolerances always come from the task.
-ExtraCases extra_test_cases(llm::Client& client, const AgentContext& context, size_t max_shapes = 8,
-                            const llm::CancelFlag& cancelled = {});
+ExtraCases extra_test_cases(llm::Client& client, const AgentContext& context,
+                            const std::vector<std::vector<int64_t>>& input_shapes,
+                            size_t max_shapes = 4, const llm::CancelFlag& cancelled = {});
 
 // Autotuner: the search space derived from context.kernel_source; with a client, the LLM may add
 // values to the derived parameters (never new parameters). Works with client == nullptr.

@@ -104,31 +104,47 @@ TEST(PlanAnswer, RejectsJsonOfTheWrongShape) {
       std::string::npos);
 }
 
-TEST(ShapesAnswer, AcceptsPositiveShapesWithinTheBound) {
-  auto shapes = parse_shapes_answer(R"({"shapes": [[8, 128], [1000, 96]]})", 4);
-  ASSERT_EQ(shapes.size(), 2u);
-  EXPECT_EQ(shapes[1], (std::vector<int64_t>{1000, 96}));
+// A task of 512 x 128 inputs (granularity 128 for both sizes) and one of 72 rows (granularity 8).
+const std::vector<int64_t> kTaskSizes = {512, 128, 72};
+
+TEST(ShapeCasesAnswer, AcceptsFairShapesOfTheTaskSizes) {
+  auto cases = parse_shape_cases_answer(
+      R"({"cases": [{"sizes": {"512": 384}, "why": "a partial last block"},
+                    {"sizes": {"512": 128, "72": 8}}]})",
+      kTaskSizes, 4);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].name, "tester_1");
+  EXPECT_EQ(cases[0].sizes, (std::map<int64_t, int64_t>{{512, 384}}));
+  EXPECT_EQ(cases[0].why, "a partial last block");
+  EXPECT_EQ(cases[1].sizes, (std::map<int64_t, int64_t>{{72, 8}, {512, 128}}));
 }
 
-TEST(ShapesAnswer, RejectsBadDimsAndTooManyShapes) {
-  EXPECT_NE(error_of([] {
-              parse_shapes_answer(R"({"shapes": [[8, 0]]})", 4);
-            }).find("shapes[0][1] must be an integer from 1"),
+TEST(ShapeCasesAnswer, RejectsUnfairShapesAndTooManyCases) {
+  auto error = [](const std::string& answer, size_t max = 4) {
+    return error_of([&] { parse_shape_cases_answer(answer, kTaskSizes, max); });
+  };
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 0}}]})").find("cases[0].sizes.512 must be"),
             std::string::npos);
-  EXPECT_NE(
-      error_of([] { parse_shapes_answer(R"({"shapes": [[8, -3]]})", 4); }).find("shapes[0][1]"),
-      std::string::npos);
-  EXPECT_NE(
-      error_of([] { parse_shapes_answer(R"({"shapes": [[8, 1.5]]})", 4); }).find("shapes[0][1]"),
-      std::string::npos);
-  EXPECT_NE(
-      error_of([] { parse_shapes_answer(R"({"shapes": [[1], [2], [3]]})", 2); }).find("at most 2"),
-      std::string::npos);
-  // The tester may not smuggle in a reference or tolerances: only `shapes` is read, and it is
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 1.5}}]})").find("cases[0].sizes.512"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"rows": 8}}]})").find("`rows` is not a size"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"96": 8}}]})").find("96 is not a size of the task"),
+            std::string::npos);
+  // Larger than the task's own: the task's shape is the largest checked.
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 1024}}]})").find("larger than the task's own"),
+            std::string::npos);
+  // Not a multiple of the size's granularity (a kernel for 512 rows may assume multiples of 128).
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 200}}]})").find("not a multiple of 128"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 512}}]})").find("the task's own shape"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"cases": [{"sizes": {"512": 128}}, {"sizes": {"512": 256}}]})", 1)
+                .find("at most 1"),
+            std::string::npos);
+  // The tester may not smuggle in a reference or tolerances: only `cases` is read, and it is
   // required.
-  EXPECT_NE(error_of([] {
-              parse_shapes_answer(R"({"reference": "def f(x): return x"})", 2);
-            }).find("`shapes` must be"),
+  EXPECT_NE(error(R"({"reference": "def f(x): return x", "rtol": 1})").find("`cases` must be"),
             std::string::npos);
 }
 

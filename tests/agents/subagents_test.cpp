@@ -171,17 +171,30 @@ TEST(Debugger, AnUnchangedFileIsNotAFix) {
 }
 
 TEST(Tester, OnlyValidatedExtraShapes) {
-  ScriptedClient client({"```json\n{\"shapes\": [[8, 96], [4104, 96]]}\n```"});
-  const ExtraCases cases = extra_test_cases(client, softmax_context(), 4);
+  // softmax_context()'s rows: 4096 x 96 inputs (granularities 128 and 32).
+  const std::vector<std::vector<int64_t>> inputs = {{4096, 96}};
+  ScriptedClient client(
+      {"```json\n{\"cases\": [{\"sizes\": {\"4096\": 384}}, "
+       "{\"sizes\": {\"96\": 32}, \"why\": \"one lane tile\"}]}\n```"});
+  const ExtraCases cases = extra_test_cases(client, softmax_context(), inputs, 4);
   ASSERT_TRUE(cases.ok()) << cases.error;
-  EXPECT_EQ(cases.shapes, (std::vector<std::vector<int64_t>>{{8, 96}, {4104, 96}}));
-  EXPECT_NE(client.requests[0].messages[0].text.find("at most 4 shapes"), std::string::npos);
+  ASSERT_EQ(cases.shapes.size(), 2u);
+  EXPECT_EQ(cases.shapes[0].sizes, (std::map<int64_t, int64_t>{{4096, 384}}));
+  EXPECT_EQ(cases.shapes[1].why, "one lane tile");
+  const std::string& prompt = client.requests[0].messages[0].text;
+  EXPECT_NE(prompt.find("at most 4 cases"), std::string::npos);
+  EXPECT_NE(client.requests[0].messages[1].text.find(
+                "[4096, 96]; sizes: 4096 (multiples of 128), 96 (multiples of 32)"),
+            std::string::npos);
 
-  ScriptedClient bad({"{\"shapes\": [[0, 96]]}", "{\"tolerances\": {\"atol\": 1}}"});
-  const ExtraCases rejected = extra_test_cases(bad, softmax_context(), 4);
+  // An unfair shape (not a multiple of 4096's granularity), then tolerances: both refused.
+  ScriptedClient bad(
+      {"{\"cases\": [{\"sizes\": {\"4096\": 4000}}]}", "{\"tolerances\": {\"atol\": 1}}"});
+  const ExtraCases rejected = extra_test_cases(bad, softmax_context(), inputs, 4);
   EXPECT_FALSE(rejected.ok());
   EXPECT_TRUE(rejected.shapes.empty());
-  EXPECT_EQ(bad.requests.size(), 2u);
+  ASSERT_EQ(bad.requests.size(), 2u);
+  EXPECT_NE(bad.requests[1].messages.back().text.find("not a multiple of 128"), std::string::npos);
 }
 
 TEST(Autotuner, WorksWithoutAnLlm) {

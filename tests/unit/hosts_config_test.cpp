@@ -144,6 +144,18 @@ TEST_F(TaskLocation, CacheKeyFollowsCodeAndReferenceButNotFormatting) {
   KernelRequest seeded = r;
   seeded.options["seeds"] = {1, 2};
   EXPECT_NE(a, evaluation_cache_key(seeded, "cpu/cpu/jax-0.10.2"));
+  // The extra shapes decide the verdict too: another set, or the same set not required, is
+  // another evaluation.
+  KernelRequest shaped = r;
+  shaped.options["extra_shapes"] = {{"cases", {{{"name", "ragged"}, {"sizes", {{"512", 384}}}}}},
+                                    {"required", true}};
+  const std::string with_shapes = evaluation_cache_key(shaped, "cpu/cpu/jax-0.10.2");
+  EXPECT_NE(a, with_shapes);
+  shaped.options["extra_shapes"]["cases"][0]["sizes"]["512"] = 256;
+  EXPECT_NE(with_shapes, evaluation_cache_key(shaped, "cpu/cpu/jax-0.10.2"));
+  shaped.options["extra_shapes"]["cases"][0]["sizes"]["512"] = 384;
+  shaped.options["extra_shapes"]["required"] = false;
+  EXPECT_NE(with_shapes, evaluation_cache_key(shaped, "cpu/cpu/jax-0.10.2"));
   write("baseline.py", "def workload(x):\n  return 2 * x\n");  // the frozen reference changed
   EXPECT_NE(a, evaluation_cache_key(r, "cpu/cpu/jax-0.10.2"));
 }
