@@ -1,8 +1,17 @@
 """Extra shapes in a search (docs/optimize.md "Extra shapes"): every candidate of a run is checked
 at the same set of extra input shapes besides the task's own, on real workers, no LLM."""
 import json
+import os
 
-from optimize_helpers import KERNELS, kernel_copy, node_rows, optimize
+from optimize_helpers import (
+    FIXTURES,
+    KERNELS,
+    kernel_copy,
+    node_rows,
+    optimize,
+    replay_server,
+    sent_text,
+)
 
 FLOOR_GRID = (KERNELS / "rows_floor_grid.py").read_text()
 
@@ -71,3 +80,30 @@ def test_inputs_that_cannot_be_reshaped_leave_the_task_shape_only_and_say_why(tm
     assert shapes["notes"][0] == (
         "extra shape `ragged` (512 -> 384) cannot be checked: the inputs function `make_inputs` "
         "cannot run at other sizes: it captures a constant array of shape (512, 128)")
+
+
+def test_the_testers_fair_shapes_join_the_rules_and_its_unfair_answer_is_asked_again(tmp_path):
+    # fixtures/make_tester_chain.py: first 1024 rows (larger than the task's 512), then 256.
+    kernel = kernel_copy(tmp_path, "rows_floor_grid.py", FLOOR_GRID)
+    store = tmp_path / "store.sqlite"
+    env = dict(os.environ, OPENAI_API_KEY="sk-tester-0123456789")
+    with replay_server(FIXTURES / "tester_chain_openai.json") as (spec, read_log):
+        proc = optimize(kernel, store, "--llm", spec, "--tester-shapes", "2",
+                        "--budget", "evaluations=1", env=env)
+        log = read_log()
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [r["purpose"] for r in log] == ["tester", "tester"], log
+    first, retry = map(sent_text, log)
+    # The Tester sees the task's input shapes and each size's granularity, nothing to write
+    # but sizes; the retry quotes why its first answer was refused.
+    assert "[512, 128]; sizes: 512 (multiples of 128), 128 (multiples of 128)" in first
+    assert "1024" in retry and "larger than the task's" in retry, retry
+    shapes = out["extra_shapes"]
+    assert [(c["name"], c["sizes"]) for c in shapes["cases"]] == [
+        ("ragged", {"512": 384}), ("single_block", {"512": 128}), ("tester_1", {"512": 256})]
+    # The root (128-row blocks, sizes read from its input) passes the Tester's shape too.
+    _, root = _metrics(store, out["run"])[0]
+    assert [c["status"] for c in root["extra_shapes"]["cases"]] == ["passed"] * 3
+    # Both answers are paid for (fixture usage: 600 + 650 in, 50 + 55 out).
+    assert out["cost"]["tokens_in"] == 1250 and out["cost"]["tokens_out"] == 105, out["cost"]
