@@ -31,8 +31,11 @@ std::string ArgumentReader::value() {
   return args_[next_++];
 }
 
-int ArgumentReader::positive_integer() {
-  const std::string text = value();
+namespace {
+
+// The whole of `text` as an integer of at least `least`, else the usage error.
+int integer_at_least(const std::string& name, const std::string& text, int least,
+                     const char* wants) {
   size_t used = 0;
   int n = 0;
   try {
@@ -40,9 +43,25 @@ int ArgumentReader::positive_integer() {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || n < 1)
-    throw std::invalid_argument(name_ + " wants a positive integer, not '" + text + "'");
+  if (used == 0 || used != text.size() || n < least)
+    throw std::invalid_argument(name + " wants " + wants + ", not '" + text + "'");
   return n;
+}
+
+}  // namespace
+
+int ArgumentReader::positive_integer() {
+  return integer_at_least(name_, value(), 1, "a positive integer");
+}
+
+int ArgumentReader::whole_number() {
+  return integer_at_least(name_, value(), 0, "0 or a positive integer");
+}
+
+bool ArgumentReader::take(std::string_view option, std::string& into) {
+  if (!is(option)) return false;
+  into = value();
+  return true;
 }
 
 double ArgumentReader::positive_number() {
@@ -88,18 +107,15 @@ std::optional<int> read_arguments(const std::vector<std::string>& args, std::str
 }
 
 bool take_host_option(ArgumentReader& reader, HostOptions& options, bool* use_cache) {
+  if (reader.take("--hosts", options.hosts_file) || reader.take("--python", options.python) ||
+      reader.take("--store", options.store_path))
+    return true;
   if (reader.is("--host")) {
     std::string error;
     if (!service::add_host_names(reader.value(), options.host_names, error))
       throw std::invalid_argument(error);
-  } else if (reader.is("--hosts")) {
-    options.hosts_file = reader.value();
-  } else if (reader.is("--python")) {
-    options.python = reader.value();
   } else if (reader.is("--timeout")) {
     options.timeout_s = reader.positive_number();
-  } else if (reader.is("--store")) {
-    options.store_path = reader.value();
   } else if (use_cache && reader.is("--no-cache")) {
     *use_cache = false;
   } else {

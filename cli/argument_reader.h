@@ -28,7 +28,10 @@ class ArgumentReader {
   // Throws std::invalid_argument("--x needs a value") at the end of the arguments.
   std::string value();
   int positive_integer();    // "--x wants a positive integer, not 'v'"
+  int whole_number();        // 0 or more: "--x wants 0 or a positive integer, not 'v'"
   double positive_number();  // "--x wants a positive number, not 'v'"
+  // When the current option is `option`: its value into `into`, true. Else false.
+  bool take(std::string_view option, std::string& into);
 
  private:
   const std::vector<std::string>& args_;

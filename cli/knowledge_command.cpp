@@ -58,9 +58,11 @@ double parse_number(const std::string& option, const std::string& text, const ch
 // Nullopt when every argument was taken, else the exit status (0 after --help).
 std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
   return read_arguments(args, "knowledge", kKnowledgeUsage, [&](ArgumentReader& r) {
-    if (r.is("--store")) {
-      o.store_path = r.value();
-    } else if (r.is("--format")) {
+    if (r.take("--store", o.store_path) || r.take("--class", o.kernel_class) ||
+        r.take("--target", o.target) || r.take("--strategy", o.strategy) ||
+        r.take("--run", o.run_id) || r.take("--notes", o.notes))
+      return true;
+    if (r.is("--format")) {
       o.format = r.value();
       if (o.format != "text" && o.format != "json")
         throw std::invalid_argument("--format must be text or json");
@@ -70,16 +72,6 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
       o.kind = r.value();
       if (o.kind != "bundled" && o.kind != "user")
         throw std::invalid_argument("--kind must be bundled or user");
-    } else if (r.is("--class")) {
-      o.kernel_class = r.value();
-    } else if (r.is("--target")) {
-      o.target = r.value();
-    } else if (r.is("--strategy")) {
-      o.strategy = r.value();
-    } else if (r.is("--run")) {
-      o.run_id = r.value();
-    } else if (r.is("--notes")) {
-      o.notes = r.value();
     } else if (r.is("--effect")) {
       o.effect = parse_number("--effect", r.value(), "a number (a speedup ratio)");
       o.has_effect = true;

@@ -253,30 +253,18 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
           args, "optimize", kOptimizeUsage,
           [&](ArgumentReader& r) {
             if (take_host_option(r, o.host, &o.use_cache)) return true;
-            if (r.is("--mode"))
-              o.mode = r.value();
-            else if (r.is("--search"))
-              o.search = r.value();
-            else if (r.is("--llm"))
-              o.llm = r.value();
-            else if (r.is("--budget"))
-              o.budget_spec = r.value();
-            else if (r.is("--target"))
-              o.target = r.value();
-            else if (r.is("--report"))
-              o.report_path = r.value();
-            else if (r.is("--no-report"))
+            if (r.take("--mode", o.mode) || r.take("--search", o.search) ||
+                r.take("--llm", o.llm) || r.take("--budget", o.budget_spec) ||
+                r.take("--target", o.target) || r.take("--report", o.report_path) ||
+                r.take("--out", o.kernel_out) || r.take("--extra-shapes", o.extra_shapes_mode) ||
+                r.take("--format", o.format))
+              return true;
+            if (r.is("--no-report"))
               o.report = false;
-            else if (r.is("--out"))
-              o.kernel_out = r.value();
             else if (r.is("--shrink"))
               o.evaluate_options["shrink"] = service::shrink_option(std::stoi(r.value()));
-            else if (r.is("--extra-shapes"))
-              o.extra_shapes_mode = r.value();
             else if (r.is("--tester-shapes"))
-              o.extra_shapes.tester = std::stoi(r.value());
-            else if (r.is("--format"))
-              o.format = r.value();
+              o.extra_shapes.tester = r.whole_number();
             else if (r.is("--beam"))
               o.params.beam_size = std::stoul(r.value());
             else if (r.is("--branches"))
@@ -310,7 +298,6 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
   if (o.extra_shapes_mode != "rules" && o.extra_shapes_mode != "none")
     return usage_error("--extra-shapes is rules or none");
   o.extra_shapes.rules = o.extra_shapes_mode == "rules";
-  if (o.extra_shapes.tester < 0) return usage_error("--tester-shapes must be 0 or more");
   if (o.params.branches == 0 || o.params.beam_size == 0 || o.params.concurrency == 0)
     return usage_error("--beam, --branches and --concurrency must be positive");
   o.params.strategy = o.mode == "auto" ? "greedy" : o.search;

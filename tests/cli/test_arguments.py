@@ -27,7 +27,7 @@ def run(*args):
     (["optimize", str(KERNEL), "--frobnicate"], "unknown option --frobnicate"),
     (["optimize", str(KERNEL), "--no-cache=yes"], "--no-cache takes no value"),
     (["optimize", str(KERNEL), "--extra-shapes", "all"], "--extra-shapes is rules or none"),
-    (["optimize", str(KERNEL), "--tester-shapes=-1"], "--tester-shapes must be 0 or more"),
+    (["optimize", str(KERNEL), "--tester-shapes=-1"], "--tester-shapes wants 0 or a positive integer, not '-1'"),
     (["runs", "list", "--no-report=1"], "--no-report takes no value"),
     (["report", "r1", "r2"], "one RUN_ID at a time"),
     (["knowledge", "search", "x", "--limit", "0"], "--limit wants a positive integer, not '0'"),
