@@ -4,36 +4,18 @@
 #include <cstdio>
 
 #include "source/analysis/vmem.h"
+#include "tpu/host/json_fields.h"
 #include "tpu/jobs/predictions.h"
 
 namespace mk::service {
 
 using nlohmann::json;
+using tpu::field;
+using tpu::integer_or;
+using tpu::number_or;
+using tpu::text_at;
 
 namespace {
-
-// Reads of a reply that may lack any field (or not be an object at all) without throwing.
-const json& field(const json& j, const char* key) {
-  static const json none;
-  if (!j.is_object()) return none;
-  auto it = j.find(key);
-  return it == j.end() ? none : *it;
-}
-
-std::string text_of(const json& j, const char* key, const std::string& fallback = "") {
-  const json& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : fallback;
-}
-
-double number_of(const json& j, const char* key, double fallback = 0) {
-  const json& v = field(j, key);
-  return v.is_number() ? v.get<double>() : fallback;
-}
-
-int64_t integer_of(const json& j, const char* key, int64_t fallback = 0) {
-  const json& v = field(j, key);
-  return v.is_number() ? v.get<int64_t>() : fallback;
-}
 
 // A field as the worker wrote it: JSON text ("null" when absent).
 std::string dump_of(const json& j, const char* key) {
@@ -46,17 +28,17 @@ std::vector<SourceLocation> locations_of(const json& error) {
   if (!locations.is_array()) return out;
   for (const json& loc : locations) {
     SourceLocation l;
-    l.line = static_cast<int>(integer_of(loc, "line"));
-    l.column = static_cast<int>(integer_of(loc, "column"));
-    l.message = text_of(loc, "message");
+    l.line = static_cast<int>(integer_or(loc, "line"));
+    l.column = static_cast<int>(integer_or(loc, "column"));
+    l.message = text_at(loc, "message");
     out.push_back(std::move(l));
   }
   return out;
 }
 
 TimingStats stats_of(const json& s) {
-  return {number_of(s, "median_s"), number_of(s, "p10_s"), number_of(s, "p90_s"),
-          integer_of(s, "runs")};
+  return {number_or(s, "median_s"), number_or(s, "p10_s"), number_or(s, "p90_s"),
+          integer_or(s, "runs")};
 }
 
 std::string percent(double share) {
@@ -67,26 +49,26 @@ std::string percent(double share) {
 
 Prediction prediction_of(const json& p) {
   Prediction out;
-  out.kernel = text_of(p, "kernel", "?");
+  out.kernel = text_at(p, "kernel", "?");
   if (!field(p, "predicted_s").is_number()) {
-    out.unavailable = text_of(p, "unavailable", "no prediction");
+    out.unavailable = text_at(p, "unavailable", "no prediction");
     return out;
   }
-  out.predicted_s = number_of(p, "predicted_s");
-  out.compute_s = number_of(p, "compute_s");
-  out.memory_s = number_of(p, "memory_s");
-  out.overhead_s = number_of(p, "overhead_s");
-  out.arithmetic_intensity = number_of(p, "arithmetic_intensity");
-  out.ridge_intensity = number_of(p, "ridge_intensity");
-  out.label = text_of(p, "label");
-  out.bound = text_of(p, "bound");
+  out.predicted_s = number_or(p, "predicted_s");
+  out.compute_s = number_or(p, "compute_s");
+  out.memory_s = number_or(p, "memory_s");
+  out.overhead_s = number_or(p, "overhead_s");
+  out.arithmetic_intensity = number_or(p, "arithmetic_intensity");
+  out.ridge_intensity = number_or(p, "ridge_intensity");
+  out.label = text_at(p, "label");
+  out.bound = text_at(p, "bound");
   return out;
 }
 
 LoweredCall lowered_call_of(const json& call) {
   LoweredCall out;
-  out.kernel = text_of(call, "kernel", "?");
-  out.line = static_cast<int>(integer_of(field(call, "location"), "line"));
+  out.kernel = text_at(call, "kernel", "?");
+  out.line = static_cast<int>(integer_or(field(call, "location"), "line"));
   const json& grid = field(call, "grid");
   out.grid = grid.is_null() ? "[]" : grid.dump();
   const json& vmem = field(call, "vmem_bytes_per_step");
@@ -95,8 +77,8 @@ LoweredCall lowered_call_of(const json& call) {
   const json& operands = field(call, "operands");
   if (operands.is_array()) {
     for (const json& op : operands) {
-      out.operands.push_back({text_of(op, "role"), dump_of(op, "block_shape"),
-                              dump_of(op, "array_shape"), text_of(op, "dtype")});
+      out.operands.push_back({text_at(op, "role"), dump_of(op, "block_shape"),
+                              dump_of(op, "array_shape"), text_at(op, "dtype")});
     }
   }
   out.facts = call;
@@ -105,8 +87,8 @@ LoweredCall lowered_call_of(const json& call) {
 
 // The reply's failure or error: the kernel's own fault, with the lines the worker names.
 void read_fault(const json& fault, KernelCheck& out) {
-  out.error_kind = text_of(fault, "kind");
-  out.error_message = text_of(fault, "message");
+  out.error_kind = text_at(fault, "kind");
+  out.error_message = text_at(fault, "message");
   out.locations = locations_of(fault);
 }
 
@@ -141,7 +123,7 @@ void read_test(const tpu::JobResult& r, KernelCheck& out) {
   const json& timing = field(b, "timing");
   if (timing.is_object() && timing.contains("candidate")) {
     TestTiming t;
-    t.time_kind = text_of(timing, "time_kind", text_of(b, "time_kind", "?"));
+    t.time_kind = text_at(timing, "time_kind", text_at(b, "time_kind", "?"));
     t.candidate = stats_of(timing["candidate"]);
     if (timing.contains("reference")) t.reference = stats_of(timing["reference"]);
     out.timing = t;
@@ -178,7 +160,7 @@ void read_test(const tpu::JobResult& r, KernelCheck& out) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2fx", *out.speedup);
     s.message += std::string("; ") + buf + " vs the reference";
-    out.hint = " " + cand + " · " + buf + " vs XLA · " + text_of(b, "device_kind", host);
+    out.hint = " " + cand + " · " + buf + " vs XLA · " + text_at(b, "device_kind", host);
   } else {
     out.hint = " " + cand + " · " + host;
   }
@@ -201,9 +183,9 @@ void read_profile(const tpu::JobResult& r, KernelCheck& out) {
   }
   out.verdict = Verdict::Passed;
   const json& summary = field(b, "summary");
-  out.measured = text_of(summary, "measured");
-  out.pallas_share = number_of(summary, "pallas_share");
-  out.pallas_time_s = number_of(summary, "pallas_time_us") * 1e-6;
+  out.measured = text_at(summary, "measured");
+  out.pallas_share = number_or(summary, "pallas_share");
+  out.pallas_time_s = number_or(summary, "pallas_time_us") * 1e-6;
   const std::string share = percent(out.pallas_share);
   s.severity = Severity::Information;
   s.message = "Profile on " + out.host + " (" + (out.measured.empty() ? "?" : out.measured) +
@@ -247,8 +229,8 @@ void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuG
     return;
   }
   out.verdict = Verdict::Passed;
-  out.lowered_for = text_of(b, "lowered_for", "?");
-  out.num_pallas_calls = static_cast<int>(integer_of(b, "num_pallas_calls"));
+  out.lowered_for = text_at(b, "lowered_for", "?");
+  out.num_pallas_calls = static_cast<int>(integer_or(b, "num_pallas_calls"));
   if (b.contains("cost")) out.cost = b["cost"].dump();
   s.severity = Severity::Information;
   s.message = "lowered for " + out.lowered_for + ": " + std::to_string(out.num_pallas_calls) +
@@ -303,7 +285,7 @@ KernelCheck run_kernel_check(KernelOp op, tpu::JobRunner& hosts, knowledge::Stor
   tpu::KernelJobs::Progress progress;
   if (options.on_progress) {
     progress = [report = options.on_progress](const json& event) {
-      report(text_of(event, "stage", text_of(event, "status")));
+      report(text_at(event, "stage", text_at(event, "status")));
     };
   }
   tpu::JobResult result;

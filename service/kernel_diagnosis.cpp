@@ -2,20 +2,15 @@
 
 #include "agents/orchestration/candidate_evaluator.h"
 #include "agents/orchestration/diagnosis_text.h"
+#include "tpu/host/json_fields.h"
 #include "tpu/jobs/predictions.h"
 
 namespace mk::service {
 
 using nlohmann::json;
+using tpu::field;
 
 namespace {
-
-const json& field(const json& j, const char* key) {
-  static const json none;
-  if (!j.is_object()) return none;
-  auto it = j.find(key);
-  return it == j.end() ? none : *it;
-}
 
 // The model's total over the calls; nullopt when any call has no prediction.
 std::optional<double> predicted_total(const json& predictions) {

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "agents/subagents/subagents.h"
-#include "source/syntax/normalize.h"
 
 namespace mk::service {
 
@@ -71,14 +70,8 @@ std::optional<agents::ExtraShapes> run_extra_shapes(
   if (kernel_code.empty()) {
     shapes.notes.push_back("none: no kernel to read block sizes from");
   } else {
-    tpu::KernelRequest request;
-    request.file = evaluation.file;
-    request.source = kernel_code;
-    request.normalized_source = syntax::normalized_python_source(kernel_code);
-    request.kernel = evaluation.kernel;
-    request.task = evaluation.task;
-    request.options["target"] = "tpu";  // the task's full shapes, as every lowering
-    const tpu::JobResult lowered = jobs.lower(request, cancelled);
+    const tpu::JobResult lowered =
+        jobs.lower(agents::lowering_request(evaluation, kernel_code), cancelled);
     if (!lowered.reply.ok()) {
       shapes.notes.push_back("none: the kernel does not lower (" + lowered.reply.message + ")");
     } else {

@@ -84,7 +84,35 @@ Evaluation from_reply_failure(const tpu::WorkerReply& reply, const std::string& 
   return failure("host", why);
 }
 
+// A job whose reply failed: the failure, where it ran and how long it took.
+Evaluation failed_job(const tpu::JobResult& job, const std::string& stage,
+                      std::chrono::steady_clock::time_point start) {
+  Evaluation e = from_reply_failure(job.reply, stage);
+  e.host_seconds = seconds_since(start);
+  e.host = job.host;
+  return e;
+}
+
 }  // namespace
+
+tpu::KernelRequest kernel_request(const EvaluationSetup& setup, const std::string& source) {
+  tpu::KernelRequest request;
+  request.file = setup.file;
+  request.source = source;
+  request.normalized_source = syntax::normalized_python_source(source);
+  request.kernel = setup.kernel;
+  request.task = setup.task;
+  request.options = setup.options;
+  return request;
+}
+
+tpu::KernelRequest lowering_request(const EvaluationSetup& setup, const std::string& source) {
+  tpu::KernelRequest request = kernel_request(setup, source);
+  request.options["target"] = "tpu";
+  request.options.erase("shrink");  // lowering is always at the task's full shapes
+  request.options.erase("extra_shapes");
+  return request;
+}
 
 std::string describe_worker_error(const json& error) {
   std::string text = error.value("kind", std::string("error")) + ": " +
@@ -101,23 +129,9 @@ std::string score_label(const std::string& time_kind, const knowledge::TpuGenera
   return "unscored";
 }
 
-tpu::KernelRequest CandidateEvaluator::request_for(const std::string& source) const {
-  tpu::KernelRequest request;
-  request.file = setup_.file;
-  request.source = source;
-  request.normalized_source = syntax::normalized_python_source(source);
-  request.kernel = setup_.kernel;
-  request.task = setup_.task;
-  request.options = setup_.options;
-  return request;
-}
-
 std::string CandidateEvaluator::lowering_error(const std::string& source,
                                                const std::function<bool()>& cancelled) {
-  tpu::KernelRequest request = request_for(source);
-  request.options["target"] = "tpu";
-  request.options.erase("shrink");  // lowering is always at the task's full shapes
-  const tpu::JobResult lowered = jobs_.lower(request, cancelled);
+  const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, source), cancelled);
   if (lowered.reply.ok()) return "";
   return from_reply_failure(lowered.reply, "lowering").error;
 }
@@ -125,19 +139,11 @@ std::string CandidateEvaluator::lowering_error(const std::string& source,
 Evaluation CandidateEvaluator::evaluate(const std::string& source,
                                         const std::function<bool()>& cancelled) {
   const auto start = std::chrono::steady_clock::now();
-  tpu::KernelRequest request = request_for(source);
+  tpu::KernelRequest request = kernel_request(setup_, source);
 
   // 1. The compile check: lowering for TPU raises the block-shape and Mosaic errors.
-  tpu::KernelRequest lower_request = request;
-  lower_request.options["target"] = "tpu";
-  lower_request.options.erase("shrink");  // lowering is always at the task's full shapes
-  const tpu::JobResult lowered = jobs_.lower(lower_request, cancelled);
-  if (!lowered.reply.ok()) {
-    Evaluation e = from_reply_failure(lowered.reply, "lowering");
-    e.host_seconds = seconds_since(start);
-    e.host = lowered.host;
-    return e;
-  }
+  const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, source), cancelled);
+  if (!lowered.reply.ok()) return failed_job(lowered, "lowering", start);
   const json facts = lowered.reply.body.value("pallas_calls", json::array());
   if (facts.empty()) {
     Evaluation e = failure("lowering", "the candidate has no pallas_call: it cannot be scored");
@@ -157,13 +163,8 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     }
   }
   const tpu::JobResult tested = jobs_.test(request, setup_.use_cache, cancelled);
+  if (!tested.reply.ok()) return failed_job(tested, "execution", start);
   Evaluation e;
-  if (!tested.reply.ok()) {
-    e = from_reply_failure(tested.reply, "execution");
-    e.host_seconds = seconds_since(start);
-    e.host = tested.host;
-    return e;
-  }
   e.host = tested.host;
   const json& body = tested.reply.body;
   e.cache_hit = tested.from_cache;
@@ -231,12 +232,7 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
   request.task = setup_.task;
   request.options = setup_.options;
   const tpu::JobResult r = jobs_.reference(request, cancelled);
-  if (!r.reply.ok()) {
-    Evaluation e = from_reply_failure(r.reply, "execution");
-    e.host_seconds = seconds_since(start);
-    e.host = r.host;
-    return e;
-  }
+  if (!r.reply.ok()) return failed_job(r, "execution", start);
   const json& body = r.reply.body;
   const json cost = body.value("cost", json::object());
   Evaluation e;

@@ -30,6 +30,11 @@ struct EvaluationSetup {
   std::optional<ExtraShapes> extra_shapes = std::nullopt;
 };
 
+// The worker request for `source` against this setup's task, and the one that lowers it for TPU
+// (the compile check: always at the task's full shapes, the task's own only).
+tpu::KernelRequest kernel_request(const EvaluationSetup& setup, const std::string& source);
+tpu::KernelRequest lowering_request(const EvaluationSetup& setup, const std::string& source);
+
 // The evaluator of real runs. Its default arguments let direct callers omit `cancelled`.
 class CandidateEvaluator final : public Evaluator {
  public:
@@ -52,9 +57,6 @@ class CandidateEvaluator final : public Evaluator {
   std::optional<ExtraShapes> extra_shapes() const;
 
  private:
-  // The worker request for `source` against this setup's task.
-  tpu::KernelRequest request_for(const std::string& source) const;
-
   tpu::KernelJobs& jobs_;
   EvaluationSetup setup_;
   mutable std::mutex shapes_mutex_;  // setup_.extra_shapes settles while others may read it

@@ -1,35 +1,20 @@
 #include "agents/orchestration/diagnosis.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "agents/orchestration/number_text.h"
 #include "knowledge/time_model.h"
+#include "tpu/host/json_fields.h"
 
 namespace mk::agents {
 
 using nlohmann::json;
+using tpu::number_at;
 
 namespace {
 
-std::optional<double> number_at(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
 void put(json& j, const char* key, const std::optional<double>& v) {
   if (v) j[key] = *v;
-}
-
-std::string ratio_text(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3gx", r);
-  return buf;
-}
-
-std::string percent_text(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", r * 100);
-  return buf;
 }
 
 std::string axes_text(const std::vector<int>& axes) {
@@ -90,10 +75,10 @@ std::string summary_of(const Diagnosis& d) {
         " bytes per step of " + std::to_string(static_cast<int64_t>(*d.vmem_limit_bytes));
   if (!d.refetches.empty() && d.bound != "VMEM") {
     const Refetch& r = d.refetches.front();
-    s += ": " + r.operand + " re-fetched " + ratio_text(r.ratio);
+    s += ": " + r.operand + " re-fetched " + times_text(r.ratio);
     if (!r.along_axes.empty()) s += " along grid axis " + axes_text(r.along_axes);
   } else if (d.hbm_bytes && d.min_bytes && *d.min_bytes > 0 && d.bound == "HBM") {
-    s += ": " + ratio_text(*d.hbm_bytes / *d.min_bytes) + " the task's minimum bytes";
+    s += ": " + times_text(*d.hbm_bytes / *d.min_bytes) + " the task's minimum bytes";
   }
   if (d.roofline_fraction) s += " (" + percent_text(*d.roofline_fraction) + " of the roofline)";
   return s;

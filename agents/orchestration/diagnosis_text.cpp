@@ -1,7 +1,6 @@
 #include "agents/orchestration/diagnosis_text.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "source/analysis/vmem.h"
 
@@ -11,18 +10,6 @@ namespace {
 
 std::string bytes_text(double bytes) {
   return analysis::format_bytes(static_cast<int64_t>(std::llround(bytes)));
-}
-
-std::string percent_text(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
-  return buf;
-}
-
-std::string times_text(double ratio) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3gx", ratio);
-  return buf;
 }
 
 std::string axes_text(const std::vector<int>& axes) {

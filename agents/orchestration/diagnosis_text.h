@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agents/orchestration/diagnosis.h"
+#include "agents/orchestration/number_text.h"
 
 namespace mk::agents {
 

@@ -1,7 +1,8 @@
 #include "agents/orchestration/hitl_suggestion.h"
 
-#include <cstdio>
 #include <vector>
+
+#include "agents/orchestration/number_text.h"
 
 namespace mk::agents {
 
@@ -12,12 +13,6 @@ std::string joined(const std::vector<std::string>& items) {
   for (size_t i = 0; i < items.size(); ++i)
     out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
   return out;
-}
-
-std::string percent_text(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
-  return buf;
 }
 
 }  // namespace

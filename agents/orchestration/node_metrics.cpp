@@ -1,8 +1,12 @@
 #include "agents/orchestration/node_metrics.h"
 
+#include "tpu/host/json_fields.h"
+
 namespace mk::agents {
 
 using nlohmann::json;
+using tpu::number_at;
+using tpu::text_at;
 
 namespace {
 
@@ -54,17 +58,6 @@ void put(json& j, const char* key, const std::optional<double>& v) {
 
 void put(json& j, const char* key, const std::string& v) {
   if (!v.empty()) j[key] = v;
-}
-
-std::optional<double> number_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::string text_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 TimedSide take_side(json& side) {

@@ -3,9 +3,14 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "agents/orchestration/number_text.h"
+#include "tpu/host/json_fields.h"
+
 namespace mk::agents {
 
 using nlohmann::json;
+using tpu::number_at;
+using tpu::text_at;
 
 namespace {
 
@@ -19,27 +24,12 @@ std::string number_text(double v) {
   return buf;
 }
 
-std::string percent_text(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
-  return buf;
-}
-
 std::string seconds_text(double s) {
   return number_text(s * 1e6) + " us";
 }
 
 std::string bytes_text(double b) {
   return number_text(b) + " bytes";
-}
-
-std::optional<double> number_at(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
-std::string string_at(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
 // "(8, 256)" from a JSON array of numbers (None for a squeezed dim).
@@ -73,9 +63,9 @@ std::string time_kind_text(const std::string& kind) {
 std::string operands_text(const json& call) {
   std::string out;
   for (const json& op : call.value("operands", json::array())) {
-    const std::string origin = string_at(op, "origin");
-    out += "\n  - " + string_at(op, "role") + " " + (origin.empty() ? "?" : origin) + ": " +
-           string_at(op, "dtype") + shape_text(op.value("array_shape", json())) + ", block " +
+    const std::string origin = text_at(op, "origin");
+    out += "\n  - " + text_at(op, "role") + " " + (origin.empty() ? "?" : origin) + ": " +
+           text_at(op, "dtype") + shape_text(op.value("array_shape", json())) + ", block " +
            shape_text(op.value("block_shape", json()));
     if (const auto buffers = number_at(op, "buffer_count"))
       out += ", " + number_text(*buffers) + " buffers";
@@ -94,7 +84,7 @@ std::string traffic_text(const json& traffic) {
     const auto fetches = number_at(op, "fetches");
     const auto distinct = number_at(op, "distinct_blocks");
     if (!fetches || !distinct) continue;
-    const std::string origin = string_at(op, "origin");
+    const std::string origin = text_at(op, "origin");
     out += "\n  - " + (origin.empty() ? "input" : origin) + ": " + number_text(*fetches) +
            " block fetches of " + number_text(*distinct) + " distinct blocks";
     if (op.contains("grid_axes_read"))
@@ -111,7 +101,7 @@ std::string prediction_text(const json& p) {
   if (c) out += " compute " + seconds_text(*c);
   if (m) out += ", HBM " + seconds_text(*m);
   if (o) out += ", grid-step overhead " + seconds_text(*o);
-  if (const std::string bound = string_at(p, "bound"); !bound.empty())
+  if (const std::string bound = text_at(p, "bound"); !bound.empty())
     out += " (" + bound + "-bound)";
   if (const auto ai = number_at(p, "arithmetic_intensity")) {
     out += "; arithmetic intensity " + number_text(*ai) + " FLOP/byte";
@@ -144,22 +134,22 @@ std::optional<ParentAnalysis> ParentAnalysis::from_json(const json& j) {
   ParentAnalysis a;
   a.prompt_version = j.value("prompt_version", 0);
   if (!j.contains("bottleneck")) {
-    a.error = string_at(j, "error");
+    a.error = text_at(j, "error");
     return a;
   }
   Analysis answer;
-  answer.bottleneck = string_at(j, "bottleneck");
-  answer.evidence = string_at(j, "evidence");
+  answer.bottleneck = text_at(j, "bottleneck");
+  answer.evidence = text_at(j, "evidence");
   for (const json& s : j.value("next_strategies", json::array()))
     answer.next_strategies.push_back(
-        {string_at(s, "name"), string_at(s, "why"), string_at(s, "expected_effect")});
+        {text_at(s, "name"), text_at(s, "why"), text_at(s, "expected_effect")});
   a.analysis = std::move(answer);
   return a;
 }
 
 std::string measurements_text(const json& metrics) {
   if (!metrics.is_object()) return "";
-  std::string out = "scored by: " + time_kind_text(string_at(metrics, "time_kind"));
+  std::string out = "scored by: " + time_kind_text(text_at(metrics, "time_kind"));
   const json timing = metrics.value("timing", json::object()).value("candidate", json::object());
   if (const auto device = number_at(timing.value("device", json::object()), "median_s"))
     out += "\nmeasured device time: median " + seconds_text(*device);
@@ -167,7 +157,7 @@ std::string measurements_text(const json& metrics) {
   const json predictions = metrics.value("predictions", json::array());
   for (size_t i = 0; calls.is_array() && i < calls.size(); ++i) {
     const json& call = calls[i];
-    out += "\npallas_call `" + string_at(call, "kernel") + "`";
+    out += "\npallas_call `" + text_at(call, "kernel") + "`";
     if (const auto line = number_at(call.value("location", json::object()), "line"))
       out += " (line " + number_text(*line) + ")";
     out += ": grid " + shape_text(call.value("grid", json()));
@@ -201,23 +191,23 @@ std::string device_profile_text(const json& metrics) {
   if (!metrics.is_object()) return "";
   const json summary = metrics.value("profile", json::object()).value("summary", json::object());
   if (!summary.is_object() || summary.empty()) return "";
-  std::string out = "measured: " + string_at(summary, "measured");
+  std::string out = "measured: " + text_at(summary, "measured");
   if (const auto per_run = number_at(summary, "op_time_per_run_us"))
     out += "; op time per run " + number_text(*per_run) + " us";
   if (const auto share = number_at(summary, "pallas_share"))
-    out += "; share in Pallas kernels " + percent_text(*share);
+    out += "; share in Pallas kernels " + percent_text(*share, 1);
   for (const json& k : summary.value("kernels", json::array())) {
-    out += "\n- kernel " + string_at(k, "kernel");
+    out += "\n- kernel " + text_at(k, "kernel");
     if (const auto us = number_at(k, "per_run_us")) out += ": " + number_text(*us) + " us per run";
-    if (const auto share = number_at(k, "share")) out += " (" + percent_text(*share) + ")";
+    if (const auto share = number_at(k, "share")) out += " (" + percent_text(*share, 1) + ")";
   }
   size_t shown = 0;
   for (const json& op : summary.value("top_ops", json::array())) {
     if (shown++ == 5) break;
-    out += "\n- op " + string_at(op, "op");
+    out += "\n- op " + text_at(op, "op");
     if (const auto us = number_at(op, "time_us")) out += ": " + number_text(*us) + " us";
   }
-  if (const std::string note = string_at(summary, "note"); !note.empty()) out += "\n" + note;
+  if (const std::string note = text_at(summary, "note"); !note.empty()) out += "\n" + note;
   return out;
 }
 
@@ -246,10 +236,10 @@ std::string diagnosis_text(const Diagnosis& d) {
   if (d.roofline_s) {
     out += "\nroofline: the task's minimum work takes " + seconds_text(*d.roofline_s);
     if (d.roofline_fraction)
-      out += "; this kernel is at " + percent_text(*d.roofline_fraction) + " of it";
+      out += "; this kernel is at " + percent_text(*d.roofline_fraction, 1) + " of it";
   }
   if (d.pallas_share)
-    out += "\nshare of device op time in Pallas kernels: " + percent_text(*d.pallas_share);
+    out += "\nshare of device op time in Pallas kernels: " + percent_text(*d.pallas_share, 1);
   return out;
 }
 

@@ -1,30 +1,12 @@
 #include "agents/orchestration/run_cost.h"
 
-#include <cmath>
+#include "tpu/host/json_fields.h"
 
 namespace mk::agents {
 
 using nlohmann::json;
-
-namespace {
-
-// The number at `key`, or 0 when it is missing, not a number or not finite.
-double number_or_zero(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  const double value = it->get<double>();
-  return std::isfinite(value) ? value : 0;
-}
-
-int64_t integer_or_zero(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  const double value = it->get<double>();
-  return std::isfinite(value) ? static_cast<int64_t>(value) : 0;
-}
-
-}  // namespace
+using tpu::integer_or;
+using tpu::number_or;
 
 json NodeCost::to_json() const {
   return {{"tokens_in", tokens_in},
@@ -37,10 +19,10 @@ json NodeCost::to_json() const {
 NodeCost NodeCost::from_json(const json& j) {
   NodeCost c;
   if (!j.is_object()) return c;
-  c.tokens_in = integer_or_zero(j, "tokens_in");
-  c.tokens_out = integer_or_zero(j, "tokens_out");
-  c.usd = number_or_zero(j, "usd");
-  c.host_seconds = number_or_zero(j, "host_seconds");
+  c.tokens_in = integer_or(j, "tokens_in");
+  c.tokens_out = integer_or(j, "tokens_out");
+  c.usd = number_or(j, "usd");
+  c.host_seconds = number_or(j, "host_seconds");
   const auto hit = j.find("cache_hit");
   c.cache_hit = hit != j.end() && hit->is_boolean() && hit->get<bool>();
   return c;
@@ -66,13 +48,13 @@ json RunCost::to_json() const {
 RunCost RunCost::from_json(const json& j) {
   RunCost c;
   if (!j.is_object()) return c;
-  c.tokens_in = integer_or_zero(j, "tokens_in");
-  c.tokens_out = integer_or_zero(j, "tokens_out");
-  c.usd = number_or_zero(j, "usd");
-  c.host_seconds = number_or_zero(j, "host_seconds");
-  c.evaluations = static_cast<int>(integer_or_zero(j, "evaluations"));
-  c.cache_hits = static_cast<int>(integer_or_zero(j, "cache_hits"));
-  c.llm_calls = integer_or_zero(j, "llm_calls");
+  c.tokens_in = integer_or(j, "tokens_in");
+  c.tokens_out = integer_or(j, "tokens_out");
+  c.usd = number_or(j, "usd");
+  c.host_seconds = number_or(j, "host_seconds");
+  c.evaluations = static_cast<int>(integer_or(j, "evaluations"));
+  c.cache_hits = static_cast<int>(integer_or(j, "cache_hits"));
+  c.llm_calls = integer_or(j, "llm_calls");
   return c;
 }
 

@@ -1,28 +1,13 @@
 #include "agents/orchestration/run_params.h"
 
+#include "tpu/host/json_fields.h"
+
 namespace mk::agents {
 
 using nlohmann::json;
-
-namespace {
-
-std::optional<double> number_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::string text_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-json object_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : json::object();
-}
-
-}  // namespace
+using tpu::number_at;
+using tpu::object_at;
+using tpu::text_at;
 
 json RunParams::to_json() const {
   json j = {{"search", search.to_json()},
