@@ -64,7 +64,7 @@ bool ArgumentReader::take(std::string_view option, std::string& into) {
   return true;
 }
 
-double ArgumentReader::positive_number() {
+double ArgumentReader::number(bool positive) {
   const std::string text = value();
   size_t used = 0;
   double v = 0;
@@ -73,8 +73,10 @@ double ArgumentReader::positive_number() {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || !(v > 0))
-    throw std::invalid_argument(name_ + " wants a positive number, not '" + text + "'");
+  if (used == 0 || used != text.size() || (positive && !(v > 0)))
+    throw std::invalid_argument(name_ +
+                                (positive ? " wants a positive number" : " wants a number") +
+                                ", not '" + text + "'");
   return v;
 }
 

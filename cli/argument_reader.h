@@ -27,9 +27,10 @@ class ArgumentReader {
   // The current option's value: what follows '=', else the next argument.
   // Throws std::invalid_argument("--x needs a value") at the end of the arguments.
   std::string value();
-  int positive_integer();    // "--x wants a positive integer, not 'v'"
-  int whole_number();        // 0 or more: "--x wants 0 or a positive integer, not 'v'"
-  double positive_number();  // "--x wants a positive number, not 'v'"
+  int positive_integer();                // "--x wants a positive integer, not 'v'"
+  int whole_number();                    // 0 or more: "--x wants 0 or a positive integer, not 'v'"
+  double number(bool positive = false);  // "--x wants a [positive] number, not 'v'"
+  double positive_number() { return number(true); }
   // When the current option is `option`: its value into `into`, true. Else false.
   bool take(std::string_view option, std::string& into);
 

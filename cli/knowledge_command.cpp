@@ -41,20 +41,6 @@ struct Options {
   bool has_effect = false;
 };
 
-// The whole text must be a number: "12abc" is an error, not 12.
-double parse_number(const std::string& option, const std::string& text, const char* what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw std::invalid_argument(option + " needs " + what + ", got '" + text + "'");
-  return v;
-}
-
 // Nullopt when every argument was taken, else the exit status (0 after --help).
 std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
   return read_arguments(args, "knowledge", kKnowledgeUsage, [&](ArgumentReader& r) {
@@ -73,7 +59,7 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
       if (o.kind != "bundled" && o.kind != "user")
         throw std::invalid_argument("--kind must be bundled or user");
     } else if (r.is("--effect")) {
-      o.effect = parse_number("--effect", r.value(), "a number (a speedup ratio)");
+      o.effect = r.number();
       o.has_effect = true;
     } else if (r.is_option()) {
       return false;

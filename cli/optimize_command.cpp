@@ -273,11 +273,11 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
               o.params.max_depth = std::stoi(r.value());
               depth_given = true;
             } else if (r.is("--keep"))
-              o.params.keep_factor = std::stod(r.value());
+              o.params.keep_factor = r.number();
             else if (r.is("--concurrency"))
               o.params.concurrency = std::stoul(r.value());
             else if (r.is("--roofline"))
-              o.params.roofline_stop = std::stod(r.value());
+              o.params.roofline_stop = r.number();
             else if (r.is("--no-diagnosis"))
               o.params.diagnosis = false;
             else

@@ -8,6 +8,19 @@ using nlohmann::json;
 using tpu::integer_or;
 using tpu::number_or;
 
+namespace {
+
+// What a node and a run both spend: LLM tokens, their price and host time.
+template <typename Cost>
+void read_spend(const json& j, Cost& c) {
+  c.tokens_in = integer_or(j, "tokens_in");
+  c.tokens_out = integer_or(j, "tokens_out");
+  c.usd = number_or(j, "usd");
+  c.host_seconds = number_or(j, "host_seconds");
+}
+
+}  // namespace
+
 json NodeCost::to_json() const {
   return {{"tokens_in", tokens_in},
           {"tokens_out", tokens_out},
@@ -19,10 +32,7 @@ json NodeCost::to_json() const {
 NodeCost NodeCost::from_json(const json& j) {
   NodeCost c;
   if (!j.is_object()) return c;
-  c.tokens_in = integer_or(j, "tokens_in");
-  c.tokens_out = integer_or(j, "tokens_out");
-  c.usd = number_or(j, "usd");
-  c.host_seconds = number_or(j, "host_seconds");
+  read_spend(j, c);
   const auto hit = j.find("cache_hit");
   c.cache_hit = hit != j.end() && hit->is_boolean() && hit->get<bool>();
   return c;
@@ -48,10 +58,7 @@ json RunCost::to_json() const {
 RunCost RunCost::from_json(const json& j) {
   RunCost c;
   if (!j.is_object()) return c;
-  c.tokens_in = integer_or(j, "tokens_in");
-  c.tokens_out = integer_or(j, "tokens_out");
-  c.usd = number_or(j, "usd");
-  c.host_seconds = number_or(j, "host_seconds");
+  read_spend(j, c);
   c.evaluations = static_cast<int>(integer_or(j, "evaluations"));
   c.cache_hits = static_cast<int>(integer_or(j, "cache_hits"));
   c.llm_calls = integer_or(j, "llm_calls");
