@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "agents/subagents/subagents.h"
 
 namespace mk::service {
@@ -56,6 +58,7 @@ std::optional<agents::ExtraShapes> run_extra_shapes(
     agents::RunStore& runs, const std::string& run_id, tpu::KernelJobs& jobs,
     const agents::EvaluationSetup& evaluation, const std::string& kernel_code,
     const agents::ExpanderSetup& llm, const std::function<bool()>& cancelled) {
+  const auto start = std::chrono::steady_clock::now();
   auto run = runs.run(run_id);
   if (!run) return std::nullopt;
   if (!run->params.extra_shapes) return std::nullopt;
@@ -88,6 +91,9 @@ std::optional<agents::ExtraShapes> run_extra_shapes(
   // A run from a reference: its root is the oracle, so every shape is required at once.
   shapes.settled = from_reference || shapes.cases.empty();
   asked.set = shapes.to_json();
+  // Choosing the shapes is the run's time too (a seconds budget counts it).
+  run->params.state.elapsed_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   runs.update_run(*run);
   spdlog::info("run {}: {}", run_id, shapes.summary());
   return shapes;
