@@ -1,5 +1,7 @@
 #include "agents/orchestration/candidate_evaluator.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -223,6 +225,19 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
 std::optional<ExtraShapes> CandidateEvaluator::extra_shapes() const {
   std::lock_guard lock(shapes_mutex_);
   return setup_.extra_shapes;
+}
+
+json CandidateEvaluator::device_profile(const std::string& source,
+                                        const std::function<bool()>& cancelled) {
+  tpu::KernelRequest request = kernel_request(setup_, source);
+  request.options.erase("shrink");  // a profile times the task's own shapes
+  const tpu::JobResult profiled = jobs_.profile(request, cancelled);
+  if (!profiled.reply.ok()) {
+    spdlog::warn("profile of the new best kernel failed: {}",
+                 from_reply_failure(profiled.reply, "profile").error);
+    return nullptr;
+  }
+  return profiled.reply.body;
 }
 
 Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& cancelled) {

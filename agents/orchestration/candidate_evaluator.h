@@ -53,6 +53,8 @@ class CandidateEvaluator final : public Evaluator {
   std::string lowering_error(const std::string& source,
                              const std::function<bool()>& cancelled = {}) override;
   const knowledge::TpuGeneration& target() const override { return target_; }
+  nlohmann::json device_profile(const std::string& source,
+                                const std::function<bool()>& cancelled = {}) override;
   // The run's extra shapes as they stand (settled once the root has been evaluated).
   std::optional<ExtraShapes> extra_shapes() const;
 

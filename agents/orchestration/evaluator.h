@@ -39,6 +39,15 @@ class Evaluator {
   virtual std::string lowering_error(const std::string& source,
                                      const std::function<bool()>& cancelled) = 0;
   virtual const knowledge::TpuGeneration& target() const = 0;
+  // The device profile of a correct, device-timed kernel (the worker's `profile` reply: the
+  // trace's per-kernel times and Pallas share), asked for each kernel that improves the best;
+  // null where there is none to take (no device, a failed profile).
+  virtual nlohmann::json device_profile(const std::string& source,
+                                        const std::function<bool()>& cancelled) {
+    (void)source;
+    (void)cancelled;
+    return nullptr;
+  }
 };
 
 }  // namespace mk::agents

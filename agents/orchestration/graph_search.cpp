@@ -190,14 +190,30 @@ class GraphSearch::EvaluationQueue {
   std::vector<std::thread> pool_;
 };
 
+bool GraphSearch::improves_on_device(const NodeRecord& node, const Evaluation& evaluation) const {
+  if (evaluation.status != NodeStatus::correct || evaluation.time_kind != "device") return false;
+  if (!evaluation.score_s || *evaluation.score_s <= 0 || (node.id == 0 && reference_root_))
+    return false;
+  std::lock_guard lock(mutex_);
+  if (node.id == 0 || !baseline_score_) return true;  // the kernel as written starts the best
+  // From a reference, the best kernel is what improves (the XLA root is not a kernel).
+  return *baseline_score_ / *evaluation.score_s >
+         (reference_root_ ? best_kernel_speedup_ : best_speedup_);
+}
+
 void GraphSearch::evaluate_one(NodeRecord& node, const ProgressSink& on_progress,
                                const std::function<bool()>& cancelled) {
   if (cancelled && cancelled()) return;  // left pending: a resume evaluates it
   node.status = NodeStatus::evaluating;
   store_.update_node(node);
-  const Evaluation evaluation = node.id == 0 && reference_root_
-                                    ? evaluator_.evaluate_reference(cancelled)
-                                    : evaluator_.evaluate(node.code, cancelled);
+  Evaluation evaluation = node.id == 0 && reference_root_
+                              ? evaluator_.evaluate_reference(cancelled)
+                              : evaluator_.evaluate(node.code, cancelled);
+  // A kernel that improves the best on a device is profiled, so its diagnosis has the trace.
+  if (improves_on_device(node, evaluation)) {
+    nlohmann::json profile = evaluator_.device_profile(node.code, cancelled);
+    if (profile.is_object()) evaluation.metrics["profile"] = std::move(profile);
+  }
   if (evaluation.stage == "cancelled") {
     node.status = NodeStatus::pending;
     store_.update_node(node);

@@ -41,6 +41,8 @@ class GraphSearch {
 
  private:
   class EvaluationQueue;
+  // A correct, device-timed kernel that beats the best so far (or starts it): worth a profile.
+  bool improves_on_device(const NodeRecord& node, const Evaluation& evaluation) const;
   void evaluate_one(NodeRecord& node, const ProgressSink& on_progress,
                     const std::function<bool()>& cancelled);
   void evaluate_nodes(std::vector<NodeRecord>& pending, const ProgressSink& on_progress,

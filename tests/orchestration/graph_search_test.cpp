@@ -98,7 +98,18 @@ class ScriptedEvaluator final : public Evaluator {
     return "";
   }
   const knowledge::TpuGeneration& target() const override { return target_; }
+  json device_profile(const std::string& source, const std::function<bool()>& cancelled) override {
+    (void)cancelled;
+    std::lock_guard lock(mutex_);
+    ++profiles_[source];
+    return {{"summary", {{"measured", "device"}, {"pallas_share", 0.75}}}};
+  }
 
+  int profiles(const std::string& code) const {
+    std::lock_guard lock(mutex_);
+    auto it = profiles_.find(code);
+    return it == profiles_.end() ? 0 : it->second;
+  }
   int calls(const std::string& code) const {
     std::lock_guard lock(mutex_);
     auto it = calls_.find(code);
@@ -123,6 +134,7 @@ class ScriptedEvaluator final : public Evaluator {
   mutable std::mutex mutex_;
   std::map<std::string, Evaluation> script_;
   std::map<std::string, int> calls_;
+  std::map<std::string, int> profiles_;
   Evaluation reference_ = gs_verdict("failed", std::nullopt);
   int reference_calls_ = 0;
 };
@@ -291,6 +303,46 @@ TEST_F(GraphSearchTest, RootIsEvaluatedOnceAndTheBestIsTheFastestCorrectNode) {
   ASSERT_EQ(expander.requests.size(), 1u);
   EXPECT_EQ(expander.requests[0].max_children, 4u);
   EXPECT_NE(expander.requests[0].history.find("node 0 (baseline)"), std::string::npos);
+}
+
+TEST_F(GraphSearchTest, OnADeviceEachKernelThatImprovesTheBestIsProfiledForItsDiagnosis) {
+  for (const char* kind : {"device", "predicted"}) {
+    ScriptedEvaluator evaluator;
+    ScriptedExpander expander;
+    const auto device = [&](const std::string& code, double score_s) {
+      Evaluation e = gs_verdict("correct", score_s);
+      e.time_kind = kind;
+      evaluator.script(code, e);
+    };
+    const std::string root = gs_code("root");
+    device(root, 10e-6);
+    device(gs_code("better"), 8e-6);  // 1.25x: a new best
+    device(gs_code("best"), 5e-6);    // 2x: a new best
+    device(gs_code("good"), 6e-6);    // 1.67x: better than the root, not than the best
+    expander.script(root, {{gs_proposal(gs_code("better")), gs_proposal(gs_code("best")),
+                            gs_proposal(gs_code("good"))}});
+    const std::string id = create_run({{"strategy", "greedy"}, {"branches", 3}, {"concurrency", 1}},
+                                      {{"iterations", 1}});
+    GraphSearch(store(), evaluator, expander, id).run(root);
+
+    const bool on_device = std::string(kind) == "device";
+    EXPECT_EQ(evaluator.profiles(root), on_device ? 1 : 0) << kind;
+    EXPECT_EQ(evaluator.profiles(gs_code("better")), on_device ? 1 : 0) << kind;
+    EXPECT_EQ(evaluator.profiles(gs_code("best")), on_device ? 1 : 0) << kind;
+    EXPECT_EQ(evaluator.profiles(gs_code("good")), 0) << kind;
+    const auto nodes = store().nodes(id);
+    const NodeRecord* best = node_with_code(nodes, gs_code("best"));
+    const NodeRecord* good = node_with_code(nodes, gs_code("good"));
+    ASSERT_TRUE(best && good && best->metrics.bottleneck && good->metrics.bottleneck);
+    // The trace's share reaches the profiled node's diagnosis; the unprofiled node has none.
+    if (on_device) {
+      ASSERT_TRUE(best->metrics.bottleneck->pallas_share);
+      EXPECT_DOUBLE_EQ(*best->metrics.bottleneck->pallas_share, 0.75);
+    } else {
+      EXPECT_FALSE(best->metrics.bottleneck->pallas_share);
+    }
+    EXPECT_FALSE(good->metrics.bottleneck->pallas_share);
+  }
 }
 
 TEST_F(GraphSearchTest, TheRootStaysBestWhenNoChildBeatsIt) {
