@@ -28,7 +28,7 @@ std::string seconds_text(double s) {
   return number_text(s * 1e6) + " us";
 }
 
-std::string bytes_text(double b) {
+std::string byte_count_text(double b) {
   return number_text(b) + " bytes";
 }
 
@@ -76,8 +76,8 @@ std::string operands_text(const json& call) {
 std::string traffic_text(const json& traffic) {
   if (!traffic.is_object() || !traffic.value("available", false))
     return "\n  HBM traffic: not known";
-  std::string out = "\n  HBM traffic: " + bytes_text(traffic.value("hbm_bytes_read", 0.0)) +
-                    " read, " + bytes_text(traffic.value("hbm_bytes_written", 0.0)) + " written";
+  std::string out = "\n  HBM traffic: " + byte_count_text(traffic.value("hbm_bytes_read", 0.0)) +
+                    " read, " + byte_count_text(traffic.value("hbm_bytes_written", 0.0)) + " written";
   if (const auto steps = number_at(traffic, "grid_steps"))
     out += " over " + number_text(*steps) + " grid steps";
   for (const json& op : traffic.value("operands", json::array())) {
@@ -164,9 +164,9 @@ std::string measurements_text(const json& metrics) {
     if (call.contains("dimension_semantics"))
       out += ", dimension_semantics (" + list_text(call["dimension_semantics"]) + ")";
     if (const auto vmem = number_at(call, "vmem_bytes_per_step")) {
-      out += "; VMEM " + bytes_text(*vmem) + " per step";
+      out += "; VMEM " + byte_count_text(*vmem) + " per step";
       if (const auto limit = number_at(call, "vmem_limit_bytes"))
-        out += " (limit " + bytes_text(*limit) + ")";
+        out += " (limit " + byte_count_text(*limit) + ")";
     }
     out += operands_text(call);
     out += traffic_text(call.value("traffic", json()));
@@ -179,7 +179,7 @@ std::string measurements_text(const json& metrics) {
     if (const auto flops = number_at(work, "flops")) out += " " + number_text(*flops) + " FLOPs";
     if (const auto mxu = number_at(work, "matmul_flops"))
       out += " (" + number_text(*mxu) + " of them matmul)";
-    if (const auto bytes = number_at(work, "min_bytes")) out += ", " + bytes_text(*bytes) + " HBM";
+    if (const auto bytes = number_at(work, "min_bytes")) out += ", " + byte_count_text(*bytes) + " HBM";
   }
   const json outside = metrics.value("outside_kernels", json::object());
   if (const auto s = number_at(outside, "predicted_s"))
@@ -218,12 +218,12 @@ std::string diagnosis_text(const Diagnosis& d) {
     out += " (time model: compute " + seconds_text(*d.compute_s) + ", HBM " +
            seconds_text(*d.memory_s) + ", grid-step overhead " + seconds_text(*d.overhead_s) + ")";
   if (d.hbm_bytes) {
-    out += "\nHBM traffic: " + bytes_text(*d.hbm_bytes);
-    if (d.min_bytes) out += " (the task's minimum: " + bytes_text(*d.min_bytes) + ")";
+    out += "\nHBM traffic: " + byte_count_text(*d.hbm_bytes);
+    if (d.min_bytes) out += " (the task's minimum: " + byte_count_text(*d.min_bytes) + ")";
   }
   if (d.vmem_bytes)
-    out += "\nVMEM per step: " + bytes_text(*d.vmem_bytes) +
-           (d.vmem_limit_bytes ? " of " + bytes_text(*d.vmem_limit_bytes) : "");
+    out += "\nVMEM per step: " + byte_count_text(*d.vmem_bytes) +
+           (d.vmem_limit_bytes ? " of " + byte_count_text(*d.vmem_limit_bytes) : "");
   for (const Refetch& r : d.refetches) {
     out += "\nre-fetched: " + r.operand + " in `" + r.kernel + "` " + number_text(r.ratio) + "x";
     if (!r.along_axes.empty()) {
@@ -231,7 +231,7 @@ std::string diagnosis_text(const Diagnosis& d) {
       for (int a : r.along_axes) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
       out += " along grid axis " + axes;
     }
-    out += " (" + bytes_text(r.extra_bytes) + " extra)";
+    out += " (" + byte_count_text(r.extra_bytes) + " extra)";
   }
   if (d.roofline_s) {
     out += "\nroofline: the task's minimum work takes " + seconds_text(*d.roofline_s);
