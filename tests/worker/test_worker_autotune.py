@@ -58,3 +58,17 @@ def test_autotune_unknown_parameter_is_reported(worker):
     res = r["results"][0]
     assert res["status"] == "failed" and res["stage"] == "task"
     assert r["best"] is None
+
+
+def test_autotune_explicit_configs_are_tried_as_listed(worker):
+    # The host's tuning cache sends only the configurations it lacks: a list, not a space.
+    task = {"form": "infile", "path": task_path("infile", "scale_add.py")}
+    source = read_task("infile", "scale_add.py")
+    r = worker.request("autotune", task=task, source=source, filename=task_path("infile", "scale_add.py"),
+                       configs=[{"BLOCK_ROWS": 48}, {"BLOCK_ROWS": 32}], seeds=[4],
+                       timing={"min_runs": 2, "min_seconds": 0.0}, timeout=180)
+    assert r["ok"] is True, r
+    assert r["total"] == 2
+    assert {res["config"]["BLOCK_ROWS"]: res["status"] for res in r["results"]} == {32: "ok", 48: "incorrect"}
+    bad = worker.request("autotune", task=task, source=source, configs=[], seeds=[4], timeout=60)
+    assert bad["ok"] is False and "configs" in bad["error"]["message"]

@@ -20,7 +20,16 @@ import mkw_timing
 import mkw_trace
 
 
-def _configs(space) -> list[dict]:
+def _configs(req) -> list[dict]:
+    # `configs` (an explicit list) instead of `space`: the host sends only the configurations its
+    # tuning cache does not already hold.
+    if "configs" in req:
+        configs = req["configs"]
+        if (not isinstance(configs, list) or not configs
+                or not all(isinstance(c, dict) and c for c in configs)):
+            raise C.WorkerError(C.BAD_REQUEST, "`configs` must be a non-empty list of objects {param: value}")
+        return configs
+    space = req.get("space")
     if not isinstance(space, dict) or not space:
         raise C.WorkerError(C.BAD_REQUEST, "`space` must be a non-empty object {param: [values...]}")
     keys = list(space)
@@ -35,7 +44,7 @@ def _configs(space) -> list[dict]:
 
 def op_autotune(req, cancel, progress) -> dict:
     plat = mkw_run.platform()
-    configs = _configs(req.get("space"))
+    configs = _configs(req)
     max_configs = int(req.get("max_configs", 256))
     if len(configs) > max_configs:
         raise C.WorkerError(C.BAD_REQUEST, f"{len(configs)} configurations exceed max_configs={max_configs}")
