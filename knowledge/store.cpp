@@ -69,6 +69,17 @@ const char* const kMigrations[] = {
     );
     CREATE INDEX lessons_by_class ON lessons(kernel_class, target);
     )sql",
+    // 5: the tuning cache, one row per configuration of a kernel tuned on a host
+    // (tuning_cache.cpp).
+    R"sql(
+    CREATE TABLE tuning_cache (
+      key TEXT PRIMARY KEY,
+      host_fingerprint TEXT NOT NULL,
+      config_json TEXT NOT NULL,
+      result_json TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    )sql",
 };
 
 constexpr sql::SchemaComponent kKnowledgeSchema{"knowledge", kMigrations,

@@ -1,8 +1,9 @@
 // The knowledge store: the knowledge tables of the store file (store_database.h opens it,
-// schema_migrations.h migrates it). It holds the evaluation cache, model checks, documents with an
-// FTS5 index (documents.cpp, bundled_corpus.cpp) and lessons (lessons.cpp); the run and session
-// tables (agents/orchestration) live in the same file under their own schema components.
-// Adding a table: append a migration to kMigrations in store.cpp (see the comment there).
+// schema_migrations.h migrates it). It holds the evaluation and tuning caches, model checks,
+// documents with an FTS5 index (documents.cpp, bundled_corpus.cpp) and lessons (lessons.cpp); the
+// run and session tables (agents/orchestration) live in the same file under their own schema
+// components. Adding a table: append a migration to kMigrations in store.cpp (see the comment
+// there).
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,14 @@ class Store {
   // another build's corpus version; drops bundled documents no longer shipped. Returns the
   // number of documents (re)indexed; 0 when already current.
   int ensure_bundled_corpus();
+
+  // Tuning cache (tuning_cache.cpp): the worker's result for one configuration of a kernel,
+  // keyed by a hash of (the kernel's evaluation key, the configuration), so the same kernel,
+  // shapes and device are never tuned at the same configuration twice.
+  std::optional<std::string> cached_tuning(const std::string& key);
+  void store_tuning(const std::string& key, const std::string& host_fingerprint,
+                    const std::string& config_json, const std::string& result_json);
+  int64_t cached_tuning_count();
 
   // Lessons (lessons.cpp).
   int64_t record_lesson(const Lesson& lesson);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "knowledge/store.h"
 #include "tpu/host/job_runner.h"
@@ -48,6 +49,16 @@ struct JobResult {
   std::string host;  // the host that ran it ("" for a cache hit or when none could)
 };
 
+// The autotune op over a space: the tuning cache's rows and the worker's fresh ones together.
+struct TuningResult {
+  WorkerReply reply;  // the worker's reply for the configurations not cached (Ok when all were)
+  // One per configuration, in the space's order: the worker's result with "cached": true|false.
+  nlohmann::json results = nlohmann::json::array();
+  int evaluated = 0;   // configurations the worker ran this time
+  int cache_hits = 0;  // configurations answered from the tuning cache
+  std::string host;    // the host that ran the fresh ones ("" when none ran)
+};
+
 class KernelJobs {
  public:
   // `runner` is one KernelHost or a HostPool; `store` may be null (no cache).
@@ -67,6 +78,12 @@ class KernelJobs {
   JobResult generate(const KernelRequest& request, const std::function<bool()>& cancelled = {});
   JobResult profile(const KernelRequest& request, const std::function<bool()>& cancelled = {},
                     const Progress& on_progress = {});
+  // Every configuration of `space` ({"NAME": [values...]}, the Cartesian product) checked and
+  // timed by the worker's autotune op, but for those the tuning cache holds for this kernel, task,
+  // options and host: a kernel is never tuned twice at one configuration on one device.
+  TuningResult autotune(const KernelRequest& request, const nlohmann::json& space,
+                        const std::function<bool()>& cancelled = {},
+                        const Progress& on_progress = {});
 
  private:
   nlohmann::json base_request(const std::string& op, const KernelRequest& request) const;
@@ -80,5 +97,9 @@ class KernelJobs {
 // A key over everything that decides an evaluation's outcome: the candidate (normalised), the
 // task (including the reference file's text), the host's fingerprint and the request options.
 std::string evaluation_cache_key(const KernelRequest& request, const std::string& host_fingerprint);
+
+// The configurations of a space ({"NAME": [values...]}) in order: the Cartesian product, the
+// last name varying fastest. Throws std::invalid_argument on anything but non-empty lists.
+std::vector<nlohmann::json> space_configs(const nlohmann::json& space);
 
 }  // namespace mk::tpu
