@@ -57,6 +57,9 @@ constexpr const char* kOptimizeUsage =
     "                           kernel's blocks (a ragged last block, a single block; default\n"
     "                           rules) or only at the task's own (docs/optimize.md)\n"
     "  --tester-shapes N        with --llm: add up to N shapes the Tester proposes (default 0)\n"
+    "  --autotune-configs N     each round, tune the best kernel over up to N configurations\n"
+    "                           of its block sizes in one worker call, cached per kernel,\n"
+    "                           shapes and device (default 0: no autotune phase)\n"
     "  --out PATH               where the best kernel of a TASK run is written (default beside\n"
     "                           the task, never over an existing file)\n"
     "  --no-report --no-cache --format text|json\n";
@@ -280,6 +283,8 @@ std::optional<int> parse_optimize_args(const std::vector<std::string>& args, Opt
               o.params.roofline_stop = r.number();
             else if (r.is("--no-diagnosis"))
               o.params.diagnosis = false;
+            else if (r.is("--autotune-configs"))
+              o.params.autotune_configs = r.whole_number();
             else
               return false;
             return true;

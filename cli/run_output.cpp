@@ -91,6 +91,9 @@ json run_json(const agents::RunRecord& run, const std::vector<agents::NodeRecord
                     // the parent's diagnosis this node answers ("" when none was used)
                     {"answers", n.metrics.answers},
                     {"finished_at", n.finished_at}});
+    // The autotune phase this node went through (its space, counts and best configuration).
+    if (const auto t = n.metrics.facts.find("tuning"); t != n.metrics.facts.end())
+      list.back()["tuning"] = *t;
   }
   out["nodes"] = list;
   if (!report_file.empty()) out["report"] = report_file;
@@ -144,6 +147,9 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
   out << "cost: " << cost.evaluations << " evaluations (" << cost.cache_hits << " from cache), "
       << fixed(cost.host_seconds, "%.1f") << " host s, " << cost.tokens() << " LLM tokens, $"
       << fixed(cost.usd, "%.4f") << "\n";
+  if (cost.tuning_evaluations > 0 || cost.tuning_cache_hits > 0)
+    out << "tuning: " << cost.tuning_evaluations << " configurations run, "
+        << cost.tuning_cache_hits << " from the tuning cache\n";
   if (!report_file.empty()) out << "report: " << report_file << "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "agents/tuning/search_space.h"
 #include "knowledge/time_model.h"
 #include "source/syntax/normalize.h"
 #include "tpu/jobs/predictions.h"
@@ -238,6 +239,64 @@ json CandidateEvaluator::device_profile(const std::string& source,
     return nullptr;
   }
   return profiled.reply.body;
+}
+
+TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json& space,
+                                           const std::function<bool()>& cancelled) {
+  TuningOutcome out;
+  tpu::TuningResult tuned;
+  try {
+    tuned = jobs_.autotune(kernel_request(setup_, source), space, cancelled);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    return out;
+  }
+  out.evaluated = tuned.evaluated;
+  out.cache_hits = tuned.cache_hits;
+  if (!tuned.reply.ok()) {
+    out.error = from_reply_failure(tuned.reply, "autotune").error;
+    return out;
+  }
+  out.configs = static_cast<int>(tuned.results.size());
+  for (const json& r : tuned.results) {
+    if (r.value("status", "") != "ok") continue;
+    ++out.correct;
+    // Scored as evaluate scores a node, so the phase's choice agrees with the search's ranking.
+    std::optional<double> score;
+    std::string kind;
+    const json timing = r.value("timing", json::object());
+    const json median = timing.is_object() ? timing.value("median_s", json()) : json();
+    const json run_mode = r.value("run_mode", json::object());
+    if (r.value("time_kind", "") == "device" && median.is_number()) {
+      score = median.get<double>();
+      kind = "device";
+    } else if (run_mode.value("platform", std::string()) != "gpu") {
+      // Interpret time never ranks: the model predicts this configuration from its lowering.
+      std::string configured;
+      try {
+        configured = apply_config(source, r.value("config", json::object()));
+      } catch (const std::exception& e) {
+        spdlog::debug("autotune: {}", e.what());
+        continue;
+      }
+      const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, configured), cancelled);
+      if (!lowered.reply.ok()) continue;
+      const json predictions = tpu::predict_pallas_calls(
+          lowered.reply.body.value("pallas_calls", json::array()), target_,
+          lowered.reply.body.value("cost", json()), lowered.reply.body.value("work", json()));
+      if (auto predicted = predicted_total(predictions)) {
+        json unused = json::object();
+        score = *predicted + outside_work_seconds(lowered.reply.body, target_, unused);
+        kind = "predicted";
+      }
+    }
+    if (score && (!out.best_s || *score < *out.best_s)) {
+      out.best_s = score;
+      out.best_config = r.value("config", json::object());
+      out.time_kind = kind;
+    }
+  }
+  return out;
 }
 
 Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& cancelled) {

@@ -55,6 +55,10 @@ class CandidateEvaluator final : public Evaluator {
   const knowledge::TpuGeneration& target() const override { return target_; }
   nlohmann::json device_profile(const std::string& source,
                                 const std::function<bool()>& cancelled = {}) override;
+  // The worker's autotune op over `space` (cached per configuration), each correct
+  // configuration scored as evaluate scores a node: device time, else the model's prediction.
+  TuningOutcome autotune(const std::string& source, const nlohmann::json& space,
+                         const std::function<bool()>& cancelled = {}) override;
   // The run's extra shapes as they stand (settled once the root has been evaluated).
   std::optional<ExtraShapes> extra_shapes() const;
 

@@ -27,6 +27,19 @@ struct Evaluation {
   std::string host;  // the host that ran the evaluation ("" for a cache hit or no host)
 };
 
+// One autotune phase over a kernel's space: which configuration scores best, on the search's own
+// score (device time, else the model's prediction from that configuration's lowering).
+struct TuningOutcome {
+  std::string error;             // "" when the configurations were tried
+  nlohmann::json best_config;    // null when none was correct
+  std::optional<double> best_s;  // its score, lower is better
+  std::string time_kind;         // of best_s: "device" | "predicted"
+  int configs = 0;               // configurations in the space
+  int correct = 0;               // of those, correct at the task's shapes
+  int evaluated = 0;             // run by the worker this time
+  int cache_hits = 0;            // answered from the tuning cache
+};
+
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -47,6 +60,17 @@ class Evaluator {
     (void)source;
     (void)cancelled;
     return nullptr;
+  }
+  // The autotune phase: every configuration of `space` ({"NAME": [values...]}) of the source,
+  // checked at the task's shapes and scored; error "this evaluator does not tune" by default.
+  virtual TuningOutcome autotune(const std::string& source, const nlohmann::json& space,
+                                 const std::function<bool()>& cancelled) {
+    (void)source;
+    (void)space;
+    (void)cancelled;
+    TuningOutcome none;
+    none.error = "this evaluator does not tune";
+    return none;
   }
 };
 

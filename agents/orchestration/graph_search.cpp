@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "agents/orchestration/autotune_phase.h"
 #include "agents/orchestration/candidate_evaluator.h"  // score_label
 #include "agents/orchestration/diagnosis.h"
 #include "agents/orchestration/selection.h"
@@ -190,6 +192,52 @@ class GraphSearch::EvaluationQueue {
   std::vector<std::thread> pool_;
 };
 
+void GraphSearch::tune_best(const ProgressSink& on_progress,
+                            const std::function<bool()>& cancelled) {
+  if (params_.autotune_configs < 2 || state_.tuned_round == state_.round) return;
+  std::vector<NodeRecord> nodes = store_.nodes(run_.id);
+  const NodeRecord* best = best_node(nodes);
+  if (!best || (reference_root_ && best->id == 0) || was_tuned(best->metrics.facts)) return;
+  AutotunePhase phase = autotune_phase(evaluator_, best->code, params_.autotune_configs, cancelled);
+  if (!phase.ran || (cancelled && cancelled())) return;  // a cancelled phase runs again on resume
+  NodeRecord tuned = *best;
+  tuned.metrics.facts["tuning"] = phase.record;
+  store_.update_node(tuned);
+  state_.tuned_round = state_.round;
+  std::string message = "autotune: node " + std::to_string(tuned.id) + ", " +
+                        std::to_string(phase.outcome.configs) + " configurations (" +
+                        std::to_string(phase.outcome.cache_hits) + " from the tuning cache)";
+  message += phase.child ? ": a better configuration" : ": its own configuration is the best";
+  if (!phase.outcome.error.empty())
+    message = "autotune: node " + std::to_string(tuned.id) + ": " + phase.outcome.error;
+  {
+    std::lock_guard lock(mutex_);
+    run_.cost.tuning_evaluations += phase.outcome.evaluated;
+    run_.cost.tuning_cache_hits += phase.outcome.cache_hits;
+    run_.params.state.tuned_round = state_.tuned_round;
+    store_.update_run(run_);
+    spdlog::info("run {}: {}", run_.id, message);
+    if (on_progress) on_progress(progress(message));
+  }
+  if (!phase.child) return;
+  if (budget_.evaluations > 0 && run_.cost.evaluations >= budget_.evaluations) return;
+  const std::string hash = candidate_hash(phase.child->code);
+  for (const NodeRecord& n : nodes)
+    if (n.code_hash == hash) return;  // the search has that kernel already
+  NodeRecord child;
+  child.run_id = run_.id;
+  child.parent = tuned.id;
+  child.depth = tuned.depth + 1;
+  child.strategy = "autotune_phase";
+  child.description = phase.child->description;
+  child.code = std::move(phase.child->code);
+  child.code_hash = hash;
+  child.status = NodeStatus::pending;
+  child.id = store_.add_node(child);
+  std::vector<NodeRecord> pending{child};
+  evaluate_nodes(pending, on_progress, cancelled);
+}
+
 bool GraphSearch::improves_on_device(const NodeRecord& node, const Evaluation& evaluation) const {
   if (evaluation.status != NodeStatus::correct || evaluation.time_kind != "device") return false;
   if (!evaluation.score_s || *evaluation.score_s <= 0 || (node.id == 0 && reference_root_))
@@ -349,9 +397,16 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     // They are the children of the round the kill interrupted: that round ends now, as it would
     // have without the kill, so the resumed run makes the same choices and rounds as a whole one.
-    ++state_.round;
-    state_.rounds_without_gain =
-        gain_measure() > best_before * (1 + 1e-6) ? 0 : state_.rounds_without_gain + 1;
+    // Only the round's autotune child pending: the kill came before its rewrites, which follow.
+    const bool only_tuned = state_.tuned_round == state_.round &&
+                            std::all_of(leftover.begin(), leftover.end(), [](const NodeRecord& n) {
+                              return n.strategy == "autotune_phase";
+                            });
+    if (!only_tuned) {
+      ++state_.round;
+      state_.rounds_without_gain =
+          gain_measure() > best_before * (1 + 1e-6) ? 0 : state_.rounds_without_gain + 1;
+    }
     persist_state();
   }
 
@@ -366,13 +421,17 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
     nodes = store_.nodes(run_.id);
     if (auto reason = stop_reason(nodes, round, without_gain))
       return finish(RunStatus::done, *reason);
+    const double best_before = gain_measure();
+    // Tune the best first, so the round's rewrites start from its best configuration.
+    tune_best(on_progress, cancelled);
+    if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
+    nodes = store_.nodes(run_.id);
     const std::vector<int64_t> parents = select_parents(nodes, params_, exhausted_);
     if (parents.empty()) return finish(RunStatus::done, "search space exhausted");
 
     std::set<std::string> known;
     for (const NodeRecord& n : nodes) known.insert(n.code_hash);
     std::vector<NodeRecord> children;
-    const double best_before = gain_measure();
     int evaluations_before = 0;
     {
       std::lock_guard lock(mutex_);

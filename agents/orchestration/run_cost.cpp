@@ -52,6 +52,10 @@ json RunCost::to_json() const {
       {"tokens_in", tokens_in},       {"tokens_out", tokens_out},   {"usd", usd},
       {"host_seconds", host_seconds}, {"evaluations", evaluations}, {"cache_hits", cache_hits}};
   if (llm_calls > 0) j["llm_calls"] = llm_calls;
+  if (tuning_evaluations > 0 || tuning_cache_hits > 0) {
+    j["tuning_evaluations"] = tuning_evaluations;
+    j["tuning_cache_hits"] = tuning_cache_hits;
+  }
   return j;
 }
 
@@ -62,6 +66,8 @@ RunCost RunCost::from_json(const json& j) {
   c.evaluations = static_cast<int>(integer_or(j, "evaluations"));
   c.cache_hits = static_cast<int>(integer_or(j, "cache_hits"));
   c.llm_calls = integer_or(j, "llm_calls");
+  c.tuning_evaluations = static_cast<int>(integer_or(j, "tuning_evaluations"));
+  c.tuning_cache_hits = static_cast<int>(integer_or(j, "tuning_cache_hits"));
   return c;
 }
 

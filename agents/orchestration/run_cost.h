@@ -24,13 +24,15 @@ struct NodeCost {
 };
 
 struct RunCost {
-  int64_t tokens_in = 0;    // LLM input tokens of the whole run, calls no node kept included
-  int64_t tokens_out = 0;   // LLM output tokens, the same way
-  double usd = 0;           // what the run's LLM calls cost
-  double host_seconds = 0;  // evaluation wall time on hosts, summed over the evaluated nodes
-  int evaluations = 0;      // finished evaluations (cache hits included)
-  int cache_hits = 0;       // of those, answered from the evaluation cache
-  int64_t llm_calls = 0;    // LLM calls; counted by step-by-step sessions only (Auto leaves 0)
+  int64_t tokens_in = 0;       // LLM input tokens of the whole run, calls no node kept included
+  int64_t tokens_out = 0;      // LLM output tokens, the same way
+  double usd = 0;              // what the run's LLM calls cost
+  double host_seconds = 0;     // evaluation wall time on hosts, summed over the evaluated nodes
+  int evaluations = 0;         // finished evaluations (cache hits included)
+  int cache_hits = 0;          // of those, answered from the evaluation cache
+  int64_t llm_calls = 0;       // LLM calls; counted by step-by-step sessions only (Auto leaves 0)
+  int tuning_evaluations = 0;  // configurations the autotune phase had the worker run
+  int tuning_cache_hits = 0;   // configurations it found in the tuning cache instead
 
   int64_t tokens() const { return tokens_in + tokens_out; }
   // Nothing recorded yet (a run created but not driven, a session that spent nothing).
@@ -38,7 +40,7 @@ struct RunCost {
   // Counts one finished evaluation and what its node cost.
   void add_evaluation(const NodeCost& node);
 
-  // The six totals always, "llm_calls" only when some were counted.
+  // The six totals always; "llm_calls" and the two tuning counts only when some were counted.
   nlohmann::json to_json() const;
   // Missing or mistyped fields stay 0; anything but an object is all zeros.
   static RunCost from_json(const nlohmann::json& j);

@@ -15,6 +15,7 @@ json RunParams::to_json() const {
              {{"round", state.round},
               {"rounds_without_gain", state.rounds_without_gain},
               {"elapsed_s", state.elapsed_s}}}};
+  if (state.tuned_round >= 0) j["state"]["tuned_round"] = state.tuned_round;
   if (from_reference) j["start"] = "reference";
   if (evaluate.is_object() && !evaluate.empty()) j["evaluate"] = evaluate;
   if (xla) {
@@ -43,6 +44,7 @@ RunParams RunParams::from_json(const json& j) {
   p.state.rounds_without_gain =
       static_cast<int>(number_at(state, "rounds_without_gain").value_or(0));
   p.state.elapsed_s = number_at(state, "elapsed_s").value_or(0);
+  p.state.tuned_round = static_cast<int>(number_at(state, "tuned_round").value_or(-1));
   if (const auto it = j.find("xla"); it != j.end() && it->is_object()) {
     XlaBaseline x;
     x.time_kind = text_at(*it, "time_kind");

@@ -17,6 +17,7 @@ struct SearchState {
   int round = 0;                // rounds of expansion finished
   int rounds_without_gain = 0;  // finished rounds since the best last improved (patience)
   double elapsed_s = 0;         // wall time of the sessions so far (the seconds budget)
+  int tuned_round = -1;         // the round whose autotune phase has run (-1: none yet)
   bool operator==(const SearchState&) const = default;
 };
 

@@ -8,11 +8,14 @@ namespace mk::agents {
 using nlohmann::json;
 
 json SearchParams::to_json() const {
-  return {{"strategy", strategy},       {"beam_size", beam_size},
-          {"branches", branches},       {"max_depth", max_depth},
-          {"keep_factor", keep_factor}, {"ucb_exploration", ucb_exploration},
-          {"concurrency", concurrency}, {"roofline_stop", roofline_stop},
-          {"diagnosis", diagnosis}};
+  json j = {{"strategy", strategy},       {"beam_size", beam_size},
+            {"branches", branches},       {"max_depth", max_depth},
+            {"keep_factor", keep_factor}, {"ucb_exploration", ucb_exploration},
+            {"concurrency", concurrency}, {"roofline_stop", roofline_stop},
+            {"diagnosis", diagnosis}};
+  // Only when asked for, so a run stored before the phase existed keeps its text.
+  if (autotune_configs > 0) j["autotune_configs"] = autotune_configs;
+  return j;
 }
 
 SearchParams SearchParams::from_json(const json& j) {
@@ -27,6 +30,7 @@ SearchParams SearchParams::from_json(const json& j) {
   p.concurrency = j.value("concurrency", p.concurrency);
   p.roofline_stop = j.value("roofline_stop", p.roofline_stop);
   p.diagnosis = j.value("diagnosis", p.diagnosis);
+  p.autotune_configs = j.value("autotune_configs", p.autotune_configs);
   return p;
 }
 

@@ -20,6 +20,9 @@ struct SearchParams {
   // the target's peak; 0 = never). A node at 90% has little left for any rewrite to win.
   double roofline_stop = 0.9;
   bool diagnosis = true;  // order each expansion by the parent's diagnosis (off: plain order)
+  // The autotune phase: each round the best kernel not yet tuned has up to this many
+  // configurations of its derived space tried by the worker's autotune op (0 = no phase).
+  int autotune_configs = 0;
 
   nlohmann::json to_json() const;
   static SearchParams from_json(const nlohmann::json& j);

@@ -18,6 +18,7 @@
 
 #include "agents/orchestration/evaluator.h"
 #include "agents/orchestration/selection.h"
+#include "agents/tuning/search_space.h"
 #include "knowledge/time_model.h"
 
 namespace mk::agents {
@@ -105,6 +106,29 @@ class ScriptedEvaluator final : public Evaluator {
     return {{"summary", {{"measured", "device"}, {"pallas_share", 0.75}}}};
   }
 
+  // The autotune phase: the scripted outcome, the calls counted.
+  TuningOutcome autotune(const std::string& source, const json& space,
+                         const std::function<bool()>& cancelled) override {
+    (void)source;
+    (void)cancelled;
+    std::lock_guard lock(mutex_);
+    ++tunings_;
+    last_space_ = space;
+    return tuning_;
+  }
+  void script_tuning(TuningOutcome t) {
+    std::lock_guard lock(mutex_);
+    tuning_ = std::move(t);
+  }
+  int tunings() const {
+    std::lock_guard lock(mutex_);
+    return tunings_;
+  }
+  json last_space() const {
+    std::lock_guard lock(mutex_);
+    return last_space_;
+  }
+
   int profiles(const std::string& code) const {
     std::lock_guard lock(mutex_);
     auto it = profiles_.find(code);
@@ -135,6 +159,9 @@ class ScriptedEvaluator final : public Evaluator {
   std::map<std::string, Evaluation> script_;
   std::map<std::string, int> calls_;
   std::map<std::string, int> profiles_;
+  TuningOutcome tuning_;
+  int tunings_ = 0;
+  json last_space_;
   Evaluation reference_ = gs_verdict("failed", std::nullopt);
   int reference_calls_ = 0;
 };
@@ -872,6 +899,128 @@ TEST_F(GraphSearchTest, AnEvaluationErrorIsRethrownAndTheRunStaysResumable) {
   EXPECT_EQ(evaluator.calls(gs_code("c1")), 2);
   EXPECT_EQ(evaluator.calls(gs_code("c2")), 1);
   EXPECT_EQ(store().nodes(id).size(), 3u);
+}
+
+// A kernel with one block size to tune (8-row blocks over 256 rows: 8, 16 and 32 are legal).
+const char* const kGsTunable = R"(import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+ROWS, COLS = 256, 256
+BLOCK_ROWS = 8
+
+
+def _kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0
+
+
+def candidate(x):
+    spec = pl.BlockSpec((BLOCK_ROWS, COLS), lambda i: (i, 0))
+    return pl.pallas_call(_kernel, out_shape=jax.ShapeDtypeStruct((ROWS, COLS), jnp.float32),
+                          grid=(ROWS // BLOCK_ROWS,), in_specs=[spec], out_specs=spec)(x)
+)";
+
+TuningOutcome gs_tuned(const json& best_config) {
+  TuningOutcome t;
+  t.best_config = best_config;
+  t.best_s = 0.5e-3;
+  t.time_kind = "predicted";
+  t.configs = 3;
+  t.correct = 3;
+  t.evaluated = 2;
+  t.cache_hits = 1;
+  return t;
+}
+
+TEST_F(GraphSearchTest, TheAutotunePhaseTunesTheBestOnceAndItsRewritesStartFromTheWinner) {
+  ScriptedEvaluator evaluator;
+  ScriptedExpander expander;
+  const std::string root = kGsTunable;
+  const std::string tuned = apply_config(root, {{"BLOCK_ROWS", 32}});
+  evaluator.correct(root, 1e-3);
+  evaluator.correct(tuned, 0.5e-3);
+  evaluator.correct(gs_code("rewrite"), 0.4e-3);
+  evaluator.script_tuning(gs_tuned({{"BLOCK_ROWS", 32}}));
+  expander.script(tuned, {{gs_proposal(gs_code("rewrite"))}});
+  const std::string id = create_run(
+      {{"strategy", "greedy"}, {"branches", 1}, {"autotune_configs", 4}}, {{"iterations", 2}});
+  const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
+
+  EXPECT_EQ(run.stop_reason, "search space exhausted");  // the rewrite has no children
+  EXPECT_EQ(evaluator.last_space(), json({{"BLOCK_ROWS", {8, 16, 32}}}));
+  // Round 1 tunes the root; round 2's best is the rewrite, whose text has no BLOCK_ROWS to vary.
+  EXPECT_EQ(evaluator.tunings(), 1);
+  EXPECT_EQ(run.cost.tuning_evaluations, 2);
+  EXPECT_EQ(run.cost.tuning_cache_hits, 1);
+  const auto nodes = store().nodes(id);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[1].strategy, "autotune_phase");
+  EXPECT_EQ(nodes[1].code, tuned);
+  EXPECT_EQ(*nodes[1].parent, 0);
+  EXPECT_EQ(nodes[1].description,
+            "autotune phase: BLOCK_ROWS=32 (best of 3 configurations, 1 from the tuning cache)");
+  EXPECT_DOUBLE_EQ(*nodes[1].speedup, 2.0);
+  EXPECT_EQ(*nodes[2].parent, nodes[1].id);  // the rewrite builds on the tuned kernel
+  const json record = nodes[0].metrics.facts.value("tuning", json());
+  EXPECT_EQ(record.value("best_config", json()), json({{"BLOCK_ROWS", 32}}));
+  EXPECT_EQ(record.value("evaluated", -1), 2);
+  EXPECT_EQ(evaluations(run), 3);
+}
+
+TEST_F(GraphSearchTest, AnAutotunePhaseThatKeepsTheKernelsOwnConfigurationAddsNoNode) {
+  for (const bool fails : {false, true}) {
+    ScriptedEvaluator evaluator;
+    ScriptedExpander expander;
+    const std::string root = kGsTunable;
+    evaluator.correct(root, 1e-3);
+    TuningOutcome t = gs_tuned({{"BLOCK_ROWS", 8}});
+    if (fails) t = TuningOutcome{.error = "autotune: the host dropped out"};
+    evaluator.script_tuning(t);
+    const std::string id = create_run(
+        {{"strategy", "greedy"}, {"branches", 1}, {"autotune_configs", 4}}, {{"iterations", 2}});
+    const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
+    EXPECT_EQ(store().nodes(id).size(), 1u) << fails;
+    EXPECT_EQ(evaluator.tunings(), 1) << fails;  // recorded on the root: never asked twice
+    const json record = store().nodes(id)[0].metrics.facts.value("tuning", json());
+    EXPECT_EQ(record.value("error", ""), fails ? "autotune: the host dropped out" : "") << fails;
+    EXPECT_EQ(run.stop_reason, "search space exhausted") << fails;
+  }
+}
+
+TEST_F(GraphSearchTest, AKillWhileTheTunedKernelIsEvaluatedResumesIntoTheSameRounds) {
+  const std::string root = kGsTunable;
+  const std::string tuned = apply_config(root, {{"BLOCK_ROWS", 32}});
+  const auto script = [&](ScriptedEvaluator& evaluator, ScriptedExpander& expander) {
+    evaluator.correct(root, 1e-3);
+    evaluator.correct(tuned, 0.5e-3);
+    evaluator.correct(gs_code("rewrite"), 0.4e-3);
+    evaluator.script_tuning(gs_tuned({{"BLOCK_ROWS", 32}}));
+    expander.script(tuned, {{gs_proposal(gs_code("rewrite"))}});
+  };
+  const json search = {{"strategy", "greedy"}, {"branches", 1}, {"autotune_configs", 4}};
+  ScriptedEvaluator whole_evaluator;
+  ScriptedExpander whole_expander;
+  script(whole_evaluator, whole_expander);
+  const std::string whole_id = create_run(search, {{"iterations", 1}});
+  const RunRecord whole = GraphSearch(store(), whole_evaluator, whole_expander, whole_id).run(root);
+  ASSERT_EQ(store().nodes(whole_id).size(), 3u);
+
+  ScriptedEvaluator evaluator;
+  ScriptedExpander expander;
+  script(evaluator, expander);
+  const std::string id = create_run(search, {{"iterations", 1}});
+  bool kill = true;
+  evaluator.on_evaluate = [&](const std::string& code) {
+    if (kill && code == tuned) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(GraphSearch(store(), evaluator, expander, id).run(root), std::runtime_error);
+  kill = false;
+  const RunRecord resumed = GraphSearch(store(), evaluator, expander, id).run(root);
+  // The round's phase is not run again, and its rewrites still follow in the same round.
+  EXPECT_EQ(evaluator.tunings(), 1);
+  EXPECT_EQ(resumed.stop_reason, whole.stop_reason);
+  EXPECT_EQ(state(resumed).round, 1);
+  EXPECT_EQ(gs_view(store().nodes(id)), gs_view(store().nodes(whole_id)));
 }
 
 }  // namespace

@@ -1,0 +1,70 @@
+#include "agents/orchestration/autotune_phase.h"
+
+#include <spdlog/spdlog.h>
+
+#include "agents/tuning/search_space.h"
+
+namespace mk::agents {
+
+using nlohmann::json;
+
+namespace {
+
+// "BLOCK_ROWS=16, BLOCK_COLS=256"
+std::string config_text(const json& config) {
+  std::string out;
+  for (const auto& [name, value] : config.items())
+    out += (out.empty() ? "" : ", ") + name + "=" + value.dump();
+  return out;
+}
+
+}  // namespace
+
+bool was_tuned(const json& facts) {
+  return facts.is_object() && facts.contains("tuning");
+}
+
+AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int max_configs,
+                             const std::function<bool()>& cancelled) {
+  AutotunePhase phase;
+  if (max_configs < 2) return phase;
+  SearchSpaceOptions options;
+  options.max_configs = static_cast<size_t>(max_configs);
+  const std::vector<TunableParam> params = derive_search_space(code, options);
+  const json space = to_worker_space(params, options.max_configs);
+  size_t configs = params.empty() ? 0 : 1;
+  for (const auto& [name, values] : space.items()) configs *= values.size();
+  if (configs < 2) return phase;  // only the kernel's own configuration: nothing to choose
+  json current = json::object();
+  for (const TunableParam& p : params) current[p.name] = p.current;
+
+  phase.ran = true;
+  phase.outcome = evaluator.autotune(code, space, cancelled);
+  const TuningOutcome& t = phase.outcome;
+  phase.record = {{"configs", t.configs},     {"correct", t.correct},
+                  {"evaluated", t.evaluated}, {"cache_hits", t.cache_hits},
+                  {"space", space},           {"best_config", t.best_config}};
+  if (t.best_s) phase.record["best_s"] = *t.best_s;
+  if (!t.time_kind.empty()) phase.record["time_kind"] = t.time_kind;
+  if (!t.error.empty()) phase.record["error"] = t.error;
+  if (!t.error.empty() || !t.best_config.is_object() || t.best_config.empty()) return phase;
+
+  bool own = true;
+  for (const auto& [name, value] : t.best_config.items())
+    if (!current.contains(name) || current[name] != value) own = false;
+  if (own) return phase;
+  try {
+    TunedChild child;
+    child.code = apply_config(code, t.best_config);
+    child.description = "autotune phase: " + config_text(t.best_config) + " (best of " +
+                        std::to_string(t.configs) + " configurations, " +
+                        std::to_string(t.cache_hits) + " from the tuning cache)";
+    phase.child = std::move(child);
+  } catch (const std::exception& e) {
+    spdlog::warn("autotune phase: the best configuration cannot be written in: {}", e.what());
+    phase.record["error"] = e.what();
+  }
+  return phase;
+}
+
+}  // namespace mk::agents
