@@ -23,6 +23,7 @@ projection after the attention) is refused with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -470,8 +471,7 @@ class _Matcher:
         names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
         qn, kn, vn = (_ident(names[v]) for v in (q_var, k_var, v_var))
         qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
-        B, H, S, T, D, DV, KVH = (m[k] for k in ("B", "H", "S", "T", "D", "DV", "KVH"))
-        group = H // KVH
+        S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
         if ctx.form == "gpu":
             import mkw_gen_attention_gpu
             return mkw_gen_attention_gpu.emit(self, m, causal, scale, q_var, k_var, v_var,
@@ -515,11 +515,7 @@ class _Matcher:
         kernel = _kernel_text(causal)
         entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
                             (qn, kn, vn), odt, sub, sub_k)
-        kind = ("causal " if causal else "") + ("GQA " if group > 1 else "") + "attention"
-        description = (f"{kind} (batch {B}, {H} q heads" + (f" / {KVH} kv heads" if group > 1 else "")
-                       + f", seq {S}x{T}, head_dim {D}, {G.dtype_name(qdt)}, q/k/v {m['q']}/"
-                       f"{m['k']}/{m['v']} -> {out_lay}): flash kernel, online softmax over "
-                       f"{bk}-long kv blocks")
+        description = describe(m, causal, qdt, bk)
         constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                      ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
         source, imports, body = G.write_module(description=description, ctx=ctx,
@@ -527,9 +523,7 @@ class _Matcher:
                                                code=G.FIT_BLOCK_HELPER + "\n\n" + kernel + "\n\n\n" + entry)
         notes = [f"scale {scale:.6g} ({scale_text})",
                  f"{G.mib(step(bq, bk))} VMEM per step at BLOCK_Q={bq}, BLOCK_K={bk}"]
-        if group > 1:
-            notes.append(f"GQA: q head h reads kv head "
-                         f"{'h // ' + str(group) if m['hmap'] == 'repeat' else 'h % ' + str(KVH)}")
+        notes += gqa_notes(m)
         if causal:
             notes.append("causal: kv blocks above the diagonal are skipped (pl.when) and not "
                          "fetched (the kv index_map is clamped)")
@@ -550,6 +544,28 @@ class _Matcher:
             return "1.0", []
         return G.literal(scale), []
 
+
+
+# What both forms say about the kernel (mkw_gen_attention_gpu appends its own words).
+
+def describe(m, causal: bool, dtype, bk: int) -> str:
+    """The attention in words: its mask, heads, sizes and layouts, and the kernel's kv blocks."""
+    B, H, S, T, D, KVH = (m[k] for k in ("B", "H", "S", "T", "D", "KVH"))
+    group = H // KVH
+    kind = ("causal " if causal else "") + ("GQA " if group > 1 else "") + "attention"
+    return (f"{kind} (batch {B}, {H} q heads" + (f" / {KVH} kv heads" if group > 1 else "")
+            + f", seq {S}x{T}, head_dim {D}, {G.dtype_name(dtype)}, q/k/v {m['q']}/"
+            f"{m['k']}/{m['v']} -> {m['out']}): flash kernel, online softmax over "
+            f"{bk}-long kv blocks")
+
+
+def gqa_notes(m) -> list[str]:
+    """Which kv head each q head reads, when q heads share kv heads."""
+    group = m["H"] // m["KVH"]
+    if group <= 1:
+        return []
+    kv_head = f"h // {group}" if m["hmap"] == "repeat" else f"h % {m['KVH']}"
+    return [f"GQA: q head h reads kv head {kv_head}"]
 
 # ---------------------------------------------------------------------------
 # Index helpers.
@@ -690,6 +706,37 @@ ENTRY_LOCALS = ("batch", "heads", "q_len", "head_dim", "kv_heads", "kv_len", "v_
 
 def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names, odt,
                 sub, sub_k) -> str:
+    # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
+    kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+    form = EntryForm(
+        fits=(f"bq = _fit_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)"),
+        grid_ids="bi, hi, qi, ki", kv_rows="bk", kv_block=kv_blk,
+        kernel="functools.partial(_flash_kernel, scale=sm_scale)",
+        grid="(batch, heads, q_len // bq, kv_len // bk)",
+        options=(
+            "    scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),",
+            "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
+            "    compiler_params=pltpu.CompilerParams(",
+            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\")),"))
+    return entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryForm:
+    """What the entry's text takes from the kernel form (mkw_gen_attention_gpu writes one too)."""
+    fits: tuple  # the lines fitting bq and bk to q_len and kv_len
+    grid_ids: str  # the parameters of the index_maps
+    kv_rows: str  # rows of a k or v block
+    kv_block: str  # a k or v block's index along kv_len
+    kernel: str  # the pallas_call's kernel argument
+    grid: str
+    options: tuple  # the pallas_call's last keyword lines, as they stand in it
+
+
+def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm) -> str:
+    """The entry, shared by both forms: the dims read from q, k and v, each viewed as (batch,
+    heads, seq, dim) or as (batch, seq, heads*dim), its BlockSpec (a q block of head h; the
+    kv head's k and v), the pallas_call and the output back in the reference's layout."""
     qn, kn, vn = names
     lines = [f"{_ident(p)} = {p}" for p in ctx.params if _ident(p) != p]
     lines.append(("batch, heads, q_len, head_dim = {q}.shape" if m["q"] == "bhsd" else
@@ -698,48 +745,43 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
                   "kv_len, kv_heads = {k}.shape[1], {k}.shape[2]").format(k=kn))
     lines.append(f"v_dim = {vn}.shape[-1]")
     lines.append("group = heads // kv_heads")
-    lines.append(f"bq = _fit_block(BLOCK_Q, q_len, {sub})")
-    lines.append("bk = _fit_block(BLOCK_K, kv_len, 128)")
+    lines += form.fits
     lines.append(f"sm_scale = {scale_text}")
     # Block indices are traced int32 scalars: lax.div/rem (floor division would need sign()).
     kv_head = "jax.lax.div(hi, group)" if m["hmap"] == "repeat" else "jax.lax.rem(hi, kv_heads)"
-    # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
-    kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+    ids = form.grid_ids
     args = []
     specs = []
     for key, nm, dim in (("q", qn, "head_dim"), ("k", kn, "head_dim"), ("v", vn, "v_dim")):
         view = views[key]
         head = "hi" if key == "q" else kv_head
-        blk = "qi" if key == "q" else kv_blk
-        rows = "bq" if key == "q" else "bk"
+        blk = "qi" if key == "q" else form.kv_block
+        rows = "bq" if key == "q" else form.kv_rows
         if view == "flat":
             args.append(f"{nm}.reshape({nm}.shape[0], {nm}.shape[1], -1)")
-            specs.append(f"pl.BlockSpec((None, {rows}, {dim}), lambda bi, hi, qi, ki: (bi, {blk}, {head}))")
+            specs.append(f"pl.BlockSpec((None, {rows}, {dim}), lambda {ids}: (bi, {blk}, {head}))")
         else:
             args.append(f"jnp.swapaxes({nm}, 1, 2)" if view == "transpose" else nm)
             specs.append(f"pl.BlockSpec((None, None, {rows}, {dim}), "
-                         f"lambda bi, hi, qi, ki: (bi, {head}, {blk}, 0))")
+                         f"lambda {ids}: (bi, {head}, {blk}, 0))")
     odt_code = G.dtype_code(odt)
     if out_view == "flat":
         out_shape = f"jax.ShapeDtypeStruct((batch, q_len, heads * v_dim), {odt_code})"
-        out_spec = "pl.BlockSpec((None, bq, v_dim), lambda bi, hi, qi, ki: (bi, qi, hi))"
+        out_spec = f"pl.BlockSpec((None, bq, v_dim), lambda {ids}: (bi, qi, hi))"
         ret = "out" if m["out"] == "bs(hd)" else "out.reshape(batch, q_len, heads, v_dim)"
     else:
         out_shape = f"jax.ShapeDtypeStruct((batch, heads, q_len, v_dim), {odt_code})"
-        out_spec = "pl.BlockSpec((None, None, bq, v_dim), lambda bi, hi, qi, ki: (bi, hi, qi, 0))"
+        out_spec = f"pl.BlockSpec((None, None, bq, v_dim), lambda {ids}: (bi, hi, qi, 0))"
         ret = {"bhsd": "out", "bshd": "jnp.swapaxes(out, 1, 2)",
                "bs(hd)": "jnp.swapaxes(out, 1, 2).reshape(batch, q_len, heads * v_dim)"}[m["out"]]
     lines += [
         "out = pl.pallas_call(",
-        "    functools.partial(_flash_kernel, scale=sm_scale),",
+        f"    {form.kernel},",
         f"    out_shape={out_shape},",
-        "    grid=(batch, heads, q_len // bq, kv_len // bk),",
+        f"    grid={form.grid},",
         "    in_specs=[" + ",\n              ".join(specs) + "],",
         f"    out_specs={out_spec},",
-        "    scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),",
-        "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
-        "    compiler_params=pltpu.CompilerParams(",
-        "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\")),",
+        *form.options,
         f")({', '.join(args)})",
         f"return {ret}",
     ]

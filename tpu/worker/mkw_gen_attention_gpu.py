@@ -13,6 +13,7 @@ least 16, like every block.
 
 from __future__ import annotations
 
+import mkw_gen_attention as MA
 import mkw_gen_common as G
 import mkw_gen_gpu as GPU
 from mkw_gen_common import NoTemplate
@@ -25,8 +26,7 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
     qn, kn, vn = (ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, odt = q_var.aval.dtype, out_var.aval.dtype
-    B, H, S, T, D, DV, KVH = (m[k] for k in ("B", "H", "S", "T", "D", "DV", "KVH"))
-    group = H // KVH
+    S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     for what, dim in (("head_dim", D), ("v head_dim", DV)):
         if not GPU.is_pow2(dim) or dim < GPU.MIN_DOT:
             raise NoTemplate(f"GPU form: {what}={dim} is not a power of two of at least "
@@ -54,12 +54,8 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
         views[key] = "bhsd" if lay == "bhsd" else "flat"
     out_view = "bhsd" if m["out"] == "bhsd" else "flat"
     kernel = _kernel_text(causal)
-    entry = _entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt, ident)
-    kind = ("causal " if causal else "") + ("GQA " if group > 1 else "") + "attention"
-    description = (f"{kind} (batch {B}, {H} q heads" + (f" / {KVH} kv heads" if group > 1 else "")
-                   + f", seq {S}x{T}, head_dim {D}, {G.dtype_name(qdt)}, q/k/v {m['q']}/"
-                   f"{m['k']}/{m['v']} -> {m['out']}): flash kernel, online softmax over "
-                   f"{bk}-long kv blocks in a loop (GPU form)")
+    entry = _entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt)
+    description = MA.describe(m, causal, qdt, bk) + " in a loop (GPU form)"
     constants = [("BLOCK_Q", bq, f"query rows per program; valid here: {q_c}"),
                  ("BLOCK_K", bk, f"kv rows per loop step; valid here: {k_c}")]
     constants += GPU.launch_constants(warps, stages)
@@ -68,9 +64,7 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
         code=GPU.FIT_POW2_HELPER + "\n\n" + kernel + "\n\n\n" + entry, imports=GPU.IMPORTS)
     notes = [GPU.notes_for_form(), f"scale {scale:.6g} ({scale_text})",
              f"BLOCK_Q={bq}, BLOCK_K={bk}, {warps} warps, {stages} stages"]
-    if group > 1:
-        notes.append(f"GQA: q head h reads kv head "
-                     f"{'h // ' + str(group) if m['hmap'] == 'repeat' else 'h % ' + str(KVH)}")
+    notes += MA.gqa_notes(m)
     if causal:
         notes.append("causal: the kv loop stops at the last block the q block needs; diagonal "
                      "blocks are masked")
@@ -126,49 +120,12 @@ def _kernel_text(causal: bool) -> str:
     return "\n".join(lines)
 
 
-def _entry_text(ctx, m, views, out_view, scale_text, names, odt, ident) -> str:
-    qn, kn, vn = names
-    lines = [f"{ident(p)} = {p}" for p in ctx.params if ident(p) != p]
-    lines.append(("batch, heads, q_len, head_dim = {q}.shape" if m["q"] == "bhsd" else
-                  "batch, q_len, heads, head_dim = {q}.shape").format(q=qn))
-    lines.append(("kv_heads, kv_len = {k}.shape[1], {k}.shape[2]" if m["k"] == "bhsd" else
-                  "kv_len, kv_heads = {k}.shape[1], {k}.shape[2]").format(k=kn))
-    lines.append(f"v_dim = {vn}.shape[-1]")
-    lines.append("group = heads // kv_heads")
-    lines.append("bq = _fit_pow2(BLOCK_Q, q_len)")
-    lines.append("bk = _fit_pow2(BLOCK_K, kv_len)")
-    lines.append(f"sm_scale = {scale_text}")
-    kv_head = "jax.lax.div(hi, group)" if m["hmap"] == "repeat" else "jax.lax.rem(hi, kv_heads)"
-    args, specs = [], []
-    for key, nm, dim in (("q", qn, "head_dim"), ("k", kn, "head_dim"), ("v", vn, "v_dim")):
-        head = "hi" if key == "q" else kv_head
-        rows, blk = ("bq", "qi") if key == "q" else ("kv_len", "0")
-        if views[key] == "flat":
-            args.append(f"{nm}.reshape({nm}.shape[0], {nm}.shape[1], -1)")
-            specs.append(f"pl.BlockSpec((None, {rows}, {dim}), lambda bi, hi, qi: (bi, {blk}, {head}))")
-        else:
-            args.append(nm)
-            specs.append(f"pl.BlockSpec((None, None, {rows}, {dim}), "
-                         f"lambda bi, hi, qi: (bi, {head}, {blk}, 0))")
-    odt_code = G.dtype_code(odt)
-    if out_view == "flat":
-        out_shape = f"jax.ShapeDtypeStruct((batch, q_len, heads * v_dim), {odt_code})"
-        out_spec = "pl.BlockSpec((None, bq, v_dim), lambda bi, hi, qi: (bi, qi, hi))"
-        ret = "out" if m["out"] == "bs(hd)" else "out.reshape(batch, q_len, heads, v_dim)"
-    else:
-        out_shape = f"jax.ShapeDtypeStruct((batch, heads, q_len, v_dim), {odt_code})"
-        out_spec = "pl.BlockSpec((None, None, bq, v_dim), lambda bi, hi, qi: (bi, hi, qi, 0))"
-        ret = "out"
-    lines += [
-        "out = pl.pallas_call(",
-        "    functools.partial(_flash_kernel, scale=sm_scale, bk=bk),",
-        f"    out_shape={out_shape},",
-        "    grid=(batch, heads, q_len // bq),",
-        "    in_specs=[" + ",\n              ".join(specs) + "],",
-        f"    out_specs={out_spec},",
-        f"    compiler_params={GPU.params_code()},",
-        f")({', '.join(args)})",
-        f"return {ret}",
-    ]
-    return f"def {ctx.entry}({ctx.signature}):\n" + G.indent("\n".join(lines)) + "\n"
-
+def _entry_text(ctx, m, views, out_view, scale_text, names, odt) -> str:
+    # A program holds its kv head's whole k and v: the kv loop runs inside the kernel.
+    form = MA.EntryForm(
+        fits=("bq = _fit_pow2(BLOCK_Q, q_len)", "bk = _fit_pow2(BLOCK_K, kv_len)"),
+        grid_ids="bi, hi, qi", kv_rows="kv_len", kv_block="0",
+        kernel="functools.partial(_flash_kernel, scale=sm_scale, bk=bk)",
+        grid="(batch, heads, q_len // bq)",
+        options=(f"    compiler_params={GPU.params_code()},",))
+    return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)

@@ -331,6 +331,35 @@ def static_partial(fn_name: str, ctx: GenContext, used: list[str]) -> str:
     return f"functools.partial({fn_name}, {kw})"
 
 
+def folded_statics_notes(ctx: GenContext, used) -> list[str]:
+    """The note naming the static arguments the kernel does not read (the trace folded their
+    task values into the equations), or no note when there are none."""
+    folded = {k: v for k, v in ctx.static_args.items() if k not in used}
+    if not folded:
+        return []
+    return ["static arguments folded in at their task values: " +
+            ", ".join(f"{k}={v!r}" for k, v in folded.items())]
+
+
+def pallas_call_code(*, kernel: str, out_shape: str, grid: str, in_specs, out_spec: str,
+                     options, args, final: str) -> str:
+    """The entry's `out = pl.pallas_call(...)(args)` with one keyword a line, then
+    `return out.reshape(final)`. `options` are the last keywords (scratch_shapes,
+    compiler_params: what the kernel form decides), each as `name=value` text."""
+    specs = indent("\n".join(s + "," for s in in_specs), 8)
+    extra = "".join(f"    {o},\n" for o in options)
+    return f'''out = pl.pallas_call(
+    {kernel},
+    out_shape={out_shape},
+    grid={grid},
+    in_specs=[
+{specs}
+    ],
+    out_specs={out_spec},
+{extra})({", ".join(args)})
+return out.reshape({final})'''
+
+
 # Emitted into every generated module: effective tiles are chosen from the runtime shapes.
 FIT_BLOCK_HELPER = '''
 

@@ -154,66 +154,23 @@ def _write(ctx, region: E.Region, out, shape) -> G.Generated:
                          f"{G.mib(budget)})", [])
     _, br, bc, vbytes = best
 
-    # --- kernel
-    params = [f"{i.name}_ref" for i in inputs] + ["o_ref"]
-    statics = list(region.statics_used)
-    sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
-    pos = []
-    if "rows" in region.tiles_used:
-        pos.append("row0 = pl.program_id(0) * o_ref.shape[0]")
-    if "cols" in region.tiles_used:
-        pos.append("col0 = pl.program_id(1) * o_ref.shape[1]")
-    body = pos + region.lines + region.store_lines(out, "o_ref")
-    kernel = f'''
-
-def _elementwise_kernel({sig}):
-{G.indent(chr(10).join(body), 4)}
-'''
-    # --- entry
-    dims = _runtime_dims(region, inputs, shape)
-    ent = [f"shape = ({', '.join(dims)}{',' if len(dims) == 1 else ''})"]
+    kernel, statics = _kernel_code(region, inputs, out)
     if dense:
-        ent += ["total = 1", "for d in shape:", "    total *= d",
-                "cols = _fit_block(LANES, total, 128)", "rows = total // cols"]
+        tiling = ["total = 1", "for d in shape:", "    total *= d",
+                  "cols = _fit_block(LANES, total, 128)", "rows = total // cols"]
     else:
-        ent += ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d"]
-    ent.append(f"br = _fit_block(BLOCK_ROWS, rows, {sub})")
-    ent.append("bc = cols" if dense else "bc = _fit_block(BLOCK_COLS, cols, 128)")
-    ent.append('assert rows % br == 0 and cols % bc == 0, f"tile {br}x{bc} does not divide {rows}x{cols}"')
-    specs, args = [], []
-    for i in inputs:
-        r = "rows" if i.rows_full else "1"
-        c = "cols" if i.cols_full else "1"
-        ent.append(f"{i.name}_in = jnp.reshape({i.name}, ({r}, {c}))")
-        specs.append(f"pl.BlockSpec(({'br' if i.rows_full else '1'}, {'bc' if i.cols_full else '1'}), "
-                     f"lambda i, j: ({'i' if i.rows_full else '0'}, {'j' if i.cols_full else '0'}))")
-        args.append(f"{i.name}_in")
-    kern = G.static_partial("_elementwise_kernel", ctx, statics)
-    call = f'''out = pl.pallas_call(
-    {kern},
-    out_shape=jax.ShapeDtypeStruct((rows, cols), {G.dtype_code(out.aval.dtype)}),
-    grid=(rows // br, cols // bc),
-    in_specs=[
-{G.indent(chr(10).join(s + "," for s in specs), 8)}
-    ],
-    out_specs=pl.BlockSpec((br, bc), lambda i, j: (i, j)),
-    compiler_params={G.compiler_params_code(("parallel", "parallel"), ctx, vbytes)},
-)({", ".join(args)})
-return out.reshape(shape)'''
-    entry = f'''
-
-def {ctx.entry}({ctx.signature}):
-{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
-'''
+        tiling = ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d"]
+    tiling.append(f"br = _fit_block(BLOCK_ROWS, rows, {sub})")
+    tiling.append("bc = cols" if dense else "bc = _fit_block(BLOCK_COLS, cols, 128)")
+    tiling.append('assert rows % br == 0 and cols % bc == 0, f"tile {br}x{bc} does not divide {rows}x{cols}"')
+    params = G.compiler_params_code(("parallel", "parallel"), ctx, vbytes)
+    entry = _entry_code(ctx, region, inputs, out, shape, statics, tiling, params)
     constants = [("BLOCK_ROWS", br, "rows of one tile")]
     if dense:
         constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES): lane-dense"))
     else:
         constants.append(("BLOCK_COLS", bc, "columns of one tile"))
-    ops = region.summary() or [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES][:4]
-    description = (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
-                   f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
-                   f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles")
+    description = _description(region, shape, out, inputs, br, bc)
     source, imports, mbody = G.write_module(description=description, ctx=ctx,
                                             kernel_class="elementwise", constants=constants,
                                             code=G.FIT_BLOCK_HELPER + kernel + entry)
@@ -221,11 +178,7 @@ def {ctx.entry}({ctx.signature}):
     if not dense:
         tun["BLOCK_COLS"] = G.around([b for b in col_c if vmem(br, b) <= budget], bc)
     notes = [f"{br}x{bc} tiles: {G.mib(vbytes)} of VMEM per step (budget {G.mib(budget)})"]
-    if ctx.static_args:
-        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
-        if folded:
-            notes.append("static arguments folded in at their task values: " +
-                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
+    notes += G.folded_statics_notes(ctx, statics)
     return G.Generated(kernel_class="elementwise", description=description, source=source,
                        entry=ctx.entry, imports=imports, body=mbody, tunables=tun, notes=notes)
 
@@ -244,7 +197,41 @@ def _write_gpu(ctx, region: E.Region, out, shape, inputs) -> G.Generated:
     bc = GPU.largest_pow2(cols, GPU_MAX_COLS)
     br = GPU.largest_pow2(rows, max(1, GPU_TILE_ELEMENTS // bc))
     warps = 4 if br * bc <= GPU_TILE_ELEMENTS else 8
-    # --- kernel (the same body as the TPU form: refs loaded whole, the reference's equations)
+    kernel, statics = _kernel_code(region, inputs, out)
+    if dense:
+        tiling = ["total = 1", "for d in shape:", "    total *= d",
+                  "cols = _fit_pow2(LANES, total)", "rows = total // cols", "bc = cols"]
+    else:
+        tiling = ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d",
+                  "bc = _fit_pow2(BLOCK_COLS, cols)"]
+    tiling.append("br = _fit_pow2(BLOCK_ROWS, rows)")
+    entry = _entry_code(ctx, region, inputs, out, shape, statics, tiling,
+                        "plgpu.CompilerParams(num_warps=NUM_WARPS)")
+    constants = [("BLOCK_ROWS", br, "rows of one tile (a power of two)")]
+    if dense:
+        constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES)"))
+    else:
+        constants.append(("BLOCK_COLS", bc, "columns of one tile (a power of two)"))
+    constants.append(("NUM_WARPS", warps, "warps per program (32 threads each)"))
+    description = _description(region, shape, out, inputs, br, bc) + " (GPU form)"
+    source, imports, mbody = G.write_module(description=description, ctx=ctx,
+                                            kernel_class="elementwise", constants=constants,
+                                            code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
+                                            + kernel + entry,
+                                            imports=GPU.IMPORTS)
+    tun = {"BLOCK_ROWS": G.around(GPU.pow2_divisors(rows, 1024), br),
+           "NUM_WARPS": GPU.launch_tunables(warps)["NUM_WARPS"]}
+    if not dense:
+        tun["BLOCK_COLS"] = G.around(GPU.pow2_divisors(cols, GPU_MAX_COLS), bc)
+    notes = [GPU.notes_for_form(), f"{br}x{bc} tiles, {warps} warps"]
+    notes += G.folded_statics_notes(ctx, statics)
+    return G.Generated(kernel_class="elementwise", description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=mbody, tunables=tun, notes=notes)
+
+
+def _kernel_code(region: E.Region, inputs, out) -> tuple[str, list]:
+    """The kernel, the same in both forms (the refs loaded whole, the reference's equations,
+    the store), and the static arguments it reads."""
     params = [f"{i.name}_ref" for i in inputs] + ["o_ref"]
     statics = list(region.statics_used)
     sig = ", ".join(params) + ((", *, " + ", ".join(statics)) if statics else "")
@@ -259,15 +246,15 @@ def _write_gpu(ctx, region: E.Region, out, shape, inputs) -> G.Generated:
 def _elementwise_kernel({sig}):
 {G.indent(chr(10).join(body), 4)}
 '''
+    return kernel, statics
+
+
+def _entry_code(ctx, region: E.Region, inputs, out, shape, statics, tiling, params) -> str:
+    """The entry, the same in both forms but for `tiling` (the lines that set rows, cols, br
+    and bc from the runtime shape) and `params` (the compiler_params): each input viewed as
+    (rows, cols) or broadcast along one of them, one (br, bc) tile per grid step."""
     dims = _runtime_dims(region, inputs, shape)
-    ent = [f"shape = ({', '.join(dims)}{',' if len(dims) == 1 else ''})"]
-    if dense:
-        ent += ["total = 1", "for d in shape:", "    total *= d",
-                "cols = _fit_pow2(LANES, total)", "rows = total // cols", "bc = cols"]
-    else:
-        ent += ["cols = shape[-1]", "rows = 1", "for d in shape[:-1]:", "    rows *= d",
-                "bc = _fit_pow2(BLOCK_COLS, cols)"]
-    ent.append("br = _fit_pow2(BLOCK_ROWS, rows)")
+    ent = [f"shape = ({', '.join(dims)}{',' if len(dims) == 1 else ''})"] + tiling
     specs, args = [], []
     for i in inputs:
         r = "rows" if i.rows_full else "1"
@@ -276,47 +263,21 @@ def _elementwise_kernel({sig}):
         specs.append(f"pl.BlockSpec(({'br' if i.rows_full else '1'}, {'bc' if i.cols_full else '1'}), "
                      f"lambda i, j: ({'i' if i.rows_full else '0'}, {'j' if i.cols_full else '0'}))")
         args.append(f"{i.name}_in")
-    kern = G.static_partial("_elementwise_kernel", ctx, statics)
-    call = f'''out = pl.pallas_call(
-    {kern},
-    out_shape=jax.ShapeDtypeStruct((rows, cols), {G.dtype_code(out.aval.dtype)}),
-    grid=(rows // br, cols // bc),
-    in_specs=[
-{G.indent(chr(10).join(s + "," for s in specs), 8)}
-    ],
-    out_specs=pl.BlockSpec((br, bc), lambda i, j: (i, j)),
-    compiler_params=plgpu.CompilerParams(num_warps=NUM_WARPS),
-)({", ".join(args)})
-return out.reshape(shape)'''
-    entry = f'''
+    call = G.pallas_call_code(
+        kernel=G.static_partial("_elementwise_kernel", ctx, statics),
+        out_shape=f"jax.ShapeDtypeStruct((rows, cols), {G.dtype_code(out.aval.dtype)})",
+        grid="(rows // br, cols // bc)", in_specs=specs,
+        out_spec="pl.BlockSpec((br, bc), lambda i, j: (i, j))",
+        options=[f"compiler_params={params}"], args=args, final="shape")
+    return f'''
 
 def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent) + chr(10) + call, 4)}
 '''
-    constants = [("BLOCK_ROWS", br, "rows of one tile (a power of two)")]
-    if dense:
-        constants.append(("LANES", cols, "the array is viewed as (size / LANES, LANES)"))
-    else:
-        constants.append(("BLOCK_COLS", bc, "columns of one tile (a power of two)"))
-    constants.append(("NUM_WARPS", warps, "warps per program (32 threads each)"))
+
+
+def _description(region: E.Region, shape, out, inputs, br, bc) -> str:
     ops = region.summary() or [p for p in region.primitives if p not in E.LAYOUT_PRIMITIVES][:4]
-    description = (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
-                   f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
-                   f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles (GPU form)")
-    source, imports, mbody = G.write_module(description=description, ctx=ctx,
-                                            kernel_class="elementwise", constants=constants,
-                                            code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
-                                            + kernel + entry,
-                                            imports=GPU.IMPORTS)
-    tun = {"BLOCK_ROWS": G.around(GPU.pow2_divisors(rows, 1024), br),
-           "NUM_WARPS": GPU.launch_tunables(warps)["NUM_WARPS"]}
-    if not dense:
-        tun["BLOCK_COLS"] = G.around(GPU.pow2_divisors(cols, GPU_MAX_COLS), bc)
-    notes = [GPU.notes_for_form(), f"{br}x{bc} tiles, {warps} warps"]
-    if ctx.static_args:
-        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
-        if folded:
-            notes.append("static arguments folded in at their task values: " +
-                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
-    return G.Generated(kernel_class="elementwise", description=description, source=source,
-                       entry=ctx.entry, imports=imports, body=mbody, tunables=tun, notes=notes)
+    return (f"elementwise {', '.join(ops) or 'copy'} over {G.shape_text(shape)} "
+            f"{G.dtype_name(out.aval.dtype)} ({len(inputs)} input"
+            f"{'s' if len(inputs) != 1 else ''}) in {br}x{bc} tiles")

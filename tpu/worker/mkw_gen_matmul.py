@@ -13,6 +13,7 @@ later step), never a wrong kernel.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import mkw_gen_common as G
 import mkw_gen_expr as E
@@ -423,8 +424,57 @@ def _matmul_kernel({sig}):
 '''
 
     # --- entry
-    ent = []
+    fits = [f"bm = _fit_block(BLOCK_M, m, {sub})",
+            "bn = n  # the whole row: the epilogue reduces over it" if reduction
+            else "bn = _fit_block(BLOCK_N, n, 128)",
+            f"bk = _fit_block(BLOCK_K, k, {k_align})"]
     if batched:
+        operand_specs = ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
+                         "pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))"
+                         if ms.w_transposed else
+                         "pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))"]
+    else:
+        operand_specs = ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
+                         "pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
+                         else "pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))"]
+    lines, specs, args = entry_inputs(ms, x_name, w_name, blocks, gi, fits, operand_specs)
+    view = output_view(ms, out, out_block, gi)
+    sem = ("parallel",) * len(view.grid) + ("arbitrary",)
+    call = G.pallas_call_code(
+        kernel=G.static_partial("_matmul_kernel", ctx, statics), out_shape=view.shape,
+        grid=f"({', '.join(view.grid + ['k // bk'])})", in_specs=specs, out_spec=view.spec,
+        options=[f"scratch_shapes=[pltpu.VMEM((bm, bn), jnp.{ms.acc_dtype})]",
+                 f"compiler_params={_wrap_params(G.compiler_params_code(sem, ctx, plan.vmem))}"],
+        args=args, final=view.final)
+    entry = entry_code(ctx, lines, call)
+    constants = [("BLOCK_M", plan.bm, "rows of the output tile")]
+    if not reduction:
+        constants.append(("BLOCK_N", plan.bn, "columns of the output tile"))
+    constants.append(("BLOCK_K", plan.bk, "depth of one accumulation step"))
+    kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
+    description = describe(ms, region, blocks)
+    source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
+                                           constants=constants, code=G.FIT_BLOCK_HELPER + kernel + entry)
+    notes = [(f"tiles {plan.bm}x{plan.bn}x{plan.bk}: {G.mib(plan.vmem)} of VMEM per step "
+              f"(budget {G.mib(ctx.vmem_budget)})")]
+    if reduction:
+        notes.append(f"N={ms.n} {G.dtype_name(out.aval.dtype)} row fits a {plan.bm}-row output "
+                     "tile: the row reduction runs in the epilogue")
+    notes += G.folded_statics_notes(ctx, statics)
+    return G.Generated(kernel_class=kclass, description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
+
+
+# The parts of the entry both forms write alike (mkw_gen_matmul_gpu calls them too).
+
+def entry_inputs(ms, x_name, w_name, blocks, grid_ids: str, fits, operand_specs):
+    """(lines, in_specs, args) of the entry up to its pallas_call: m, n and k (and the batch
+    dims) read from the operands, x (and w, when batched) viewed as the kernel's 2-D or 3-D
+    operand, the form's `fits` (bm, bn, bk fitted to them) and each epilogue operand viewed
+    with the output tile's dims; `operand_specs` are the form's BlockSpecs of x and w, and
+    `grid_ids` the parameters of its index_maps."""
+    ent = []
+    if ms.nbatch > 0:
         nbd = len(ms.batch_dims)
         ent.append(f"batch = {x_name}.shape[:{nbd}]")
         ent.append(f"m, k = {x_name}.shape[{nbd}], {x_name}.shape[{nbd + 1}]")
@@ -442,25 +492,8 @@ def _matmul_kernel({sig}):
         ent.append(f"{x_name}_2d = {x_name}.reshape(-1, k)")
         ent.append(f"m = {x_name}_2d.shape[0]")
         args = [f"{x_name}_2d", w_name]
-    ent.append(f"bm = _fit_block(BLOCK_M, m, {sub})")
-    if reduction:
-        ent.append("bn = n  # the whole row: the epilogue reduces over it")
-    else:
-        ent.append("bn = _fit_block(BLOCK_N, n, 128)")
-    ent.append(f"bk = _fit_block(BLOCK_K, k, {k_align})")
-    specs = []
-    if batched:
-        specs.append("pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))")
-        if ms.w_transposed:
-            specs.append("pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))")
-        else:
-            specs.append("pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))")
-    else:
-        specs.append("pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))")
-        if ms.w_transposed:
-            specs.append("pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))")
-        else:
-            specs.append("pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))")
+    ent += fits
+    specs = list(operand_specs)
     for b in blocks:
         rows = "m" if b.rows_full else "1"
         cols = "n" if b.cols_full else "1"
@@ -468,7 +501,7 @@ def _matmul_kernel({sig}):
         cb = "bn" if b.cols_full else "1"
         ri = "i" if b.rows_full else "0"
         ci = "j" if b.cols_full else "0"
-        if batched and isinstance(b.batch_full, tuple):
+        if ms.nbatch > 0 and isinstance(b.batch_full, tuple):
             nbd = len(ms.batch_dims)
             dims = [f"batch[{d}]" if full else "1" for d, full in enumerate(b.batch_full)]
             ent.append(f"{b.name}_in = {b.name}.reshape({', '.join(dims)}, {rows}, {cols})")
@@ -480,78 +513,65 @@ def _matmul_kernel({sig}):
                 q = f"jax.lax.div(b, {stride})" if stride else "b"
                 idx.append(f"jax.lax.rem({q}, batch[{d}])" if full else "0")
             nones = ", ".join(["None"] * nbd)
-            specs.append(f"pl.BlockSpec(({nones}, {rb}, {cb}),\n             lambda {gi}: "
+            specs.append(f"pl.BlockSpec(({nones}, {rb}, {cb}),\n             lambda {grid_ids}: "
                          f"({', '.join(idx)}, {ri}, {ci}))")
-        elif batched:
+        elif ms.nbatch > 0:
             lead = "nb" if b.batch_full else "1"
             ent.append(f"{b.name}_in = {b.name}.reshape({lead}, {rows}, {cols})")
             bi = "b" if b.batch_full else "0"
-            specs.append(f"pl.BlockSpec((None, {rb}, {cb}), lambda {gi}: ({bi}, {ri}, {ci}))")
+            specs.append(f"pl.BlockSpec((None, {rb}, {cb}), lambda {grid_ids}: ({bi}, {ri}, {ci}))")
         else:
             ent.append(f"{b.name}_in = {b.name}.reshape({rows}, {cols})")
-            specs.append(f"pl.BlockSpec(({rb}, {cb}), lambda {gi}: ({ri}, {ci}))")
+            specs.append(f"pl.BlockSpec(({rb}, {cb}), lambda {grid_ids}: ({ri}, {ci}))")
         args.append(f"{b.name}_in")
+    return ent, specs, args
+
+
+class OutputView(NamedTuple):
+    """How the pallas_call writes the output: its ShapeDtypeStruct and BlockSpec, the grid's
+    batch, M and N axes (a form adds its own after them), and the reshape back to the
+    reference's output shape."""
+    shape: str
+    spec: str
+    grid: list
+    final: str
+
+
+def output_view(ms, out, out_block, grid_ids: str) -> OutputView:
     ocols = "n" if out_block.cols_full else "1"
     obn = "bn" if out_block.cols_full else "1"
     oj = "j" if out_block.cols_full else "0"
     odt = G.dtype_code(out.aval.dtype)
     keepdims = len(out.aval.shape) == len(ms.out_shape)  # a row statistic kept as (..., 1)
-    if batched:
-        out_shape = f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})"
-        out_spec = f"pl.BlockSpec((None, bm, {obn}), lambda b, i, j, kk: (b, i, {oj}))"
-        grid = "(nb, m // bm, n // bn, k // bk)"
-        sem = ("parallel", "parallel", "parallel", "arbitrary")
+    if ms.nbatch > 0:
         final = "batch + (m, n)" if out_block.cols_full else \
             ("batch + (m, 1)" if keepdims else "batch + (m,)")
-    else:
-        out_shape = f"jax.ShapeDtypeStruct((m, {ocols}), {odt})"
-        out_spec = f"pl.BlockSpec((bm, {obn}), lambda i, j, kk: (i, {oj}))"
-        grid = "(m // bm, n // bn, k // bk)"
-        sem = ("parallel", "parallel", "arbitrary")
-        final = "lead + (n,)" if out_block.cols_full else ("lead + (1,)" if keepdims else "lead")
-    kern = G.static_partial("_matmul_kernel", ctx, statics)
-    call = f'''out = pl.pallas_call(
-    {kern},
-    out_shape={out_shape},
-    grid={grid},
-    in_specs=[
-{G.indent(chr(10).join(s + "," for s in specs), 8)}
-    ],
-    out_specs={out_spec},
-    scratch_shapes=[pltpu.VMEM((bm, bn), jnp.{ms.acc_dtype})],
-    compiler_params={_wrap_params(G.compiler_params_code(sem, ctx, plan.vmem))},
-)({", ".join(args)})
-return out.reshape({final})'''
+        return OutputView(f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})",
+                          f"pl.BlockSpec((None, bm, {obn}), lambda {grid_ids}: (b, i, {oj}))",
+                          ["nb", "m // bm", "n // bn"], final)
+    final = "lead + (n,)" if out_block.cols_full else ("lead + (1,)" if keepdims else "lead")
+    return OutputView(f"jax.ShapeDtypeStruct((m, {ocols}), {odt})",
+                      f"pl.BlockSpec((bm, {obn}), lambda {grid_ids}: (i, {oj}))",
+                      ["m // bm", "n // bn"], final)
+
+
+def entry_code(ctx, lines, call: str) -> str:
+    """The entry function: `lines`, the check that the tiles divide the matmul, the `call`."""
     check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
              '    f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
-    entry_body = "\n".join(ent) + "\n" + check + "\n" + call
-    entry = f'''
+    body = "\n".join(lines) + "\n" + check + "\n" + call
+    return f'''
 
 def {ctx.entry}({ctx.signature}):
-{G.indent(entry_body, 4)}
+{G.indent(body, 4)}
 '''
-    constants = [("BLOCK_M", plan.bm, "rows of the output tile")]
-    if not reduction:
-        constants.append(("BLOCK_N", plan.bn, "columns of the output tile"))
-    constants.append(("BLOCK_K", plan.bk, "depth of one accumulation step"))
-    kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
+
+
+def describe(ms, region: E.Region, blocks) -> str:
+    """The dot and the epilogue fused into its output stage, in words."""
     epi_desc = _epilogue_summary(region, blocks)
-    description = _dot_summary(ms) + (f" + {epi_desc}" if epi_desc else "") + \
+    return _dot_summary(ms) + (f" + {epi_desc}" if epi_desc else "") + \
         (" fused into the output stage" if epi_desc else "")
-    source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
-                                           constants=constants, code=G.FIT_BLOCK_HELPER + kernel + entry)
-    notes = [(f"tiles {plan.bm}x{plan.bn}x{plan.bk}: {G.mib(plan.vmem)} of VMEM per step "
-              f"(budget {G.mib(ctx.vmem_budget)})")]
-    if reduction:
-        notes.append(f"N={ms.n} {G.dtype_name(out.aval.dtype)} row fits a {plan.bm}-row output "
-                     "tile: the row reduction runs in the epilogue")
-    if ctx.static_args:
-        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
-        if folded:
-            notes.append("static arguments folded in at their task values: " +
-                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
-    return G.Generated(kernel_class=kclass, description=description, source=source,
-                       entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
 
 
 def _wrap_params(text: str) -> str:

@@ -115,112 +115,34 @@ def _matmul_kernel({sig}):
 '''
 
     # --- entry
-    ent = []
-    if batched:
-        nbd = len(ms.batch_dims)
-        ent.append(f"batch = {x_name}.shape[:{nbd}]")
-        ent.append(f"m, k = {x_name}.shape[{nbd}], {x_name}.shape[{nbd + 1}]")
-        ent.append(f"n = {w_name}.shape[{nbd if ms.w_transposed else nbd + 1}]")
-        ent.append("nb = 1")
-        ent.append("for d in batch:")
-        ent.append("    nb *= d")
-        ent.append(f"{x_name}_3d = {x_name}.reshape(nb, m, k)")
-        ent.append(f"{w_name}_3d = {w_name}.reshape(nb, {'n, k' if ms.w_transposed else 'k, n'})")
-        args = [f"{x_name}_3d", f"{w_name}_3d"]
-    else:
-        ent.append(f"lead = {x_name}.shape[:-1]")
-        ent.append(f"k = {x_name}.shape[-1]")
-        ent.append(f"n = {w_name}.shape[{0 if ms.w_transposed else 1}]")
-        ent.append(f"{x_name}_2d = {x_name}.reshape(-1, k)")
-        ent.append(f"m = {x_name}_2d.shape[0]")
-        args = [f"{x_name}_2d", w_name]
-    ent.append("bm = _fit_pow2(BLOCK_M, m)")
-    ent.append("bn = n  # the whole row: the epilogue reduces over it" if reduction
-               else "bn = _fit_pow2(BLOCK_N, n)")
-    ent.append("bk = _fit_pow2(BLOCK_K, k)")
+    fits = ["bm = _fit_pow2(BLOCK_M, m)",
+            "bn = n  # the whole row: the epilogue reduces over it" if reduction
+            else "bn = _fit_pow2(BLOCK_N, n)",
+            "bk = _fit_pow2(BLOCK_K, k)"]
     gi = "b, i, j" if batched else "i, j"
-    specs = []
     if batched:
-        specs.append("pl.BlockSpec((None, bm, k), lambda b, i, j: (b, i, 0))")
-        specs.append("pl.BlockSpec((None, bn, k), lambda b, i, j: (b, j, 0))" if ms.w_transposed
-                     else "pl.BlockSpec((None, k, bn), lambda b, i, j: (b, 0, j))")
+        operand_specs = ["pl.BlockSpec((None, bm, k), lambda b, i, j: (b, i, 0))",
+                         "pl.BlockSpec((None, bn, k), lambda b, i, j: (b, j, 0))" if ms.w_transposed
+                         else "pl.BlockSpec((None, k, bn), lambda b, i, j: (b, 0, j))"]
     else:
-        specs.append("pl.BlockSpec((bm, k), lambda i, j: (i, 0))")
-        specs.append("pl.BlockSpec((bn, k), lambda i, j: (j, 0))" if ms.w_transposed
-                     else "pl.BlockSpec((k, bn), lambda i, j: (0, j))")
-    for b in blocks:
-        rows = "m" if b.rows_full else "1"
-        cols = "n" if b.cols_full else "1"
-        rb = "bm" if b.rows_full else "1"
-        cb = "bn" if b.cols_full else "1"
-        ri = "i" if b.rows_full else "0"
-        ci = "j" if b.cols_full else "0"
-        if batched and isinstance(b.batch_full, tuple):
-            nbd = len(ms.batch_dims)
-            dims = [f"batch[{d}]" if full else "1" for d, full in enumerate(b.batch_full)]
-            ent.append(f"{b.name}_in = {b.name}.reshape({', '.join(dims)}, {rows}, {cols})")
-            idx = []
-            for d, full in enumerate(b.batch_full):
-                stride = " * ".join(f"batch[{e}]" for e in range(d + 1, nbd))
-                q = f"jax.lax.div(b, {stride})" if stride else "b"
-                idx.append(f"jax.lax.rem({q}, batch[{d}])" if full else "0")
-            nones = ", ".join(["None"] * nbd)
-            specs.append(f"pl.BlockSpec(({nones}, {rb}, {cb}),\n             lambda {gi}: "
-                         f"({', '.join(idx)}, {ri}, {ci}))")
-        elif batched:
-            lead = "nb" if b.batch_full else "1"
-            ent.append(f"{b.name}_in = {b.name}.reshape({lead}, {rows}, {cols})")
-            bi = "b" if b.batch_full else "0"
-            specs.append(f"pl.BlockSpec((None, {rb}, {cb}), lambda {gi}: ({bi}, {ri}, {ci}))")
-        else:
-            ent.append(f"{b.name}_in = {b.name}.reshape({rows}, {cols})")
-            specs.append(f"pl.BlockSpec(({rb}, {cb}), lambda {gi}: ({ri}, {ci}))")
-        args.append(f"{b.name}_in")
-    ocols = "n" if out_block.cols_full else "1"
-    obn = "bn" if out_block.cols_full else "1"
-    oj = "j" if out_block.cols_full else "0"
-    odt = G.dtype_code(out.aval.dtype)
-    keepdims = len(out.aval.shape) == len(ms.out_shape)
-    if batched:
-        out_shape = f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})"
-        out_spec = f"pl.BlockSpec((None, bm, {obn}), lambda b, i, j: (b, i, {oj}))"
-        grid = "(nb, m // bm, n // bn)"
-        final = "batch + (m, n)" if out_block.cols_full else \
-            ("batch + (m, 1)" if keepdims else "batch + (m,)")
-    else:
-        out_shape = f"jax.ShapeDtypeStruct((m, {ocols}), {odt})"
-        out_spec = f"pl.BlockSpec((bm, {obn}), lambda i, j: (i, {oj}))"
-        grid = "(m // bm, n // bn)"
-        final = "lead + (n,)" if out_block.cols_full else ("lead + (1,)" if keepdims else "lead")
+        operand_specs = ["pl.BlockSpec((bm, k), lambda i, j: (i, 0))",
+                         "pl.BlockSpec((bn, k), lambda i, j: (j, 0))" if ms.w_transposed
+                         else "pl.BlockSpec((k, bn), lambda i, j: (0, j))"]
+    lines, specs, args = MM.entry_inputs(ms, x_name, w_name, blocks, gi, fits, operand_specs)
+    view = MM.output_view(ms, out, out_block, gi)
     kw = ", ".join(["bk=bk"] + [f"{s}={s}" for s in statics])
-    call = f'''out = pl.pallas_call(
-    functools.partial(_matmul_kernel, {kw}),
-    out_shape={out_shape},
-    grid={grid},
-    in_specs=[
-{G.indent(chr(10).join(s + "," for s in specs), 8)}
-    ],
-    out_specs={out_spec},
-    compiler_params={GPU.params_code()},
-)({", ".join(args)})
-return out.reshape({final})'''
-    check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
-             '    f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
-    entry_body = "\n".join(ent) + "\n" + check + "\n" + call
-    entry = f'''
-
-def {ctx.entry}({ctx.signature}):
-{G.indent(entry_body, 4)}
-'''
+    call = G.pallas_call_code(
+        kernel=f"functools.partial(_matmul_kernel, {kw})", out_shape=view.shape,
+        grid=f"({', '.join(view.grid)})", in_specs=specs, out_spec=view.spec,
+        options=[f"compiler_params={GPU.params_code()}"], args=args, final=view.final)
+    entry = MM.entry_code(ctx, lines, call)
     constants = [("BLOCK_M", bm, "rows of the output tile")]
     if not reduction:
         constants.append(("BLOCK_N", bn, "columns of the output tile"))
     constants.append(("BLOCK_K", bk, "depth of one step of the K loop"))
     constants += GPU.launch_constants(warps, stages)
     kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
-    epi_desc = MM._epilogue_summary(region, blocks)
-    description = MM._dot_summary(ms) + (f" + {epi_desc}" if epi_desc else "") + \
-        (" fused into the output stage" if epi_desc else "") + " (GPU form)"
+    description = MM.describe(ms, region, blocks) + " (GPU form)"
     source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
                                            constants=constants,
                                            code=GPU.FIT_POW2_HELPER + GPU.helpers_code(region.helpers)
@@ -233,10 +155,6 @@ def {ctx.entry}({ctx.signature}):
               f"({smem // 1024} KiB of shared memory)")]
     if reduction:
         notes.append(f"N={ms.n} row in a {bm}-row tile: the row reduction runs after the K loop")
-    if ctx.static_args:
-        folded = {k: v for k, v in ctx.static_args.items() if k not in statics}
-        if folded:
-            notes.append("static arguments folded in at their task values: " +
-                         ", ".join(f"{k}={v!r}" for k, v in folded.items()))
+    notes += G.folded_statics_notes(ctx, statics)
     return G.Generated(kernel_class=kclass, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
