@@ -566,9 +566,10 @@ void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) 
     return reply.result(hitl_.start(args[0]));
   }
   if (OptimizationRuns::handles(command))
-    return optimizations_.execute(command, params, reply,
-                                  {host_settings(), settings_.budget, settings_.target,
-                                   llm_spec_of(settings_.llm), llm_api_key_});
+    return optimizations_.execute(
+        command, params, reply,
+        {host_settings(), settings_.budget, settings_.target, llm_spec_of(settings_.llm),
+         llm_api_key_, settings_.autotune_configs});
   if (command == KernelWriting::kCommand) return writing_.execute(params, reply, settings_.target);
   throw rpc::RpcError(ec::kInvalidParams, "params.command: unknown command '" + command + "'");
 }

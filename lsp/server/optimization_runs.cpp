@@ -233,6 +233,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
   }
   agents::SearchParams search_params;
   search_params.strategy = strategy;
+  search_params.autotune_configs = settings.autotune_configs;
   if (mode == "auto") {
     search_params.max_depth = 16;  // a greedy chain goes deep; the budget stops it
   } else {

@@ -87,6 +87,15 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
       problems.push_back("maxkernel.budget must be an object {maxIterations, maxWallSeconds, ...}");
     }
   }
+  if (section.contains("autotuneConfigs")) {
+    const auto& n = section["autotuneConfigs"];
+    if (n.is_number_integer() && n.get<int64_t>() >= 0 && n.get<int64_t>() <= 4096) {
+      settings.autotune_configs = n.get<int>();
+    } else {
+      problems.push_back(
+          "maxkernel.autotuneConfigs must be a whole number from 0 (no autotune phase) to 4096");
+    }
+  }
   if (section.contains("llm")) {
     if (!section["llm"].is_object()) {
       problems.push_back("maxkernel.llm must be an object {provider, model, baseUrl}");

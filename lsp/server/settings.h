@@ -16,6 +16,7 @@ struct Settings {
   nlohmann::json hosts = nlohmann::json::array();  // host definitions (docs/hosts.md)
   bool lower_on_save = true;
   nlohmann::json budget = nlohmann::json::object();  // Auto / graph limits (docs/lsp.md)
+  int autotune_configs = 0;  // a search's autotune phase: configurations per phase (0 = none)
   // {provider: none|openai|gemini|anthropic|replay, model, baseUrl, fixture}; the key is never a
   // setting: it comes from the editor's secret store (initializationOptions.secrets.llm or the
   // maxkernel/setApiKey notification) or the provider's environment variable.

@@ -29,11 +29,11 @@ def kernel(tmp_path):
     return path
 
 
-def start_server(monkeypatch, store, budget, on_apply=None):
+def start_server(monkeypatch, store, budget, on_apply=None, **options):
     monkeypatch.setenv("MAXKERNEL_STORE", str(store))
     requests = {"workspace/applyEdit": on_apply or (lambda params: {"applied": False})}
     c = LspClient(server_requests=requests)
-    c.initialize(options={"python": str(PYTHON), "budget": budget})
+    c.initialize(options={"python": str(PYTHON), "budget": budget, **options})
     return c
 
 
@@ -273,3 +273,22 @@ def test_bad_input_is_refused_with_a_clear_error(monkeypatch, store, kernel, tmp
         assert resp["error"]["code"] == -32602 and "no run 'r-none'" in resp["error"]["message"]
     finally:
         c.close()
+
+
+def test_the_autotune_setting_gives_an_auto_run_its_autotune_phase(monkeypatch, tmp_path, kernel):
+    store = tmp_path / "own.sqlite"  # its own store: the tuning cache starts empty
+    c = start_server(monkeypatch, store, {"maxIterations": 1}, autotuneConfigs=4)
+    try:
+        uri, _ = c.open_file(kernel)
+        started = execute(c, "maxkernel.optimizeAuto", {"uri": uri, "kernel": 0})["result"]
+        mk300(c, uri)
+    finally:
+        c.close()
+    with sqlite3.connect(store) as db:
+        params, cost = db.execute("SELECT params_json, cost_json FROM runs WHERE id = ?",
+                                  (started["run"],)).fetchone()
+        strategies = [r[0] for r in db.execute(
+            "SELECT strategy FROM nodes WHERE run_id = ? ORDER BY id", (started["run"],))]
+    assert json.loads(params)["search"]["autotune_configs"] == 4
+    assert json.loads(cost)["tuning_evaluations"] == 3
+    assert strategies[:2] == ["baseline", "autotune_phase"]
