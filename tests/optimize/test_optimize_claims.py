@@ -157,8 +157,10 @@ def test_a_run_interrupted_mid_round_resumes_with_the_same_choices_and_round_cou
 def test_the_seconds_budget_counts_the_time_of_earlier_sessions(finished):
     kernel, store, _ = finished
     proc = subprocess.Popen(
+        # No cache: the store's finished run would answer every node at once, and the first
+        # session must spend measurable time before the interrupt.
         optimize_args(kernel, store, "--budget", "iterations=2,seconds=900", "--branches", "2",
-                      "--concurrency", "1"),
+                      "--concurrency", "1", "--no-cache"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=kernel.parent)
     stdout, stderr = interrupt_when(proc, lambda line, _: "| node 1 " in line)
     assert proc.returncode == 130, stderr
