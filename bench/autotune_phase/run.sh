@@ -1,7 +1,7 @@
 #!/bin/bash
 # The autotune phase and its tuning cache (bench/RESULTS.md): on three test kernels, a first and a
 # second run on one store with --autotune-configs 8, and a run without the phase. Needs build-check/.
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=${1:-/tmp/autotune-phase}; rm -rf "$out"; mkdir -p "$out"
 for k in scale_rows add_tiny_blocks matmul_tiles; do
   cp tests/optimize/kernels/$k.py $out/
