@@ -25,12 +25,15 @@ bool was_tuned(const json& facts) {
 }
 
 AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int max_configs,
-                             const std::function<bool()>& cancelled) {
+                             const std::function<bool()>& cancelled,
+                             const std::optional<TuningSpace>& widened) {
   AutotunePhase phase;
   if (max_configs < 2) return phase;
   SearchSpaceOptions options;
   options.max_configs = static_cast<size_t>(max_configs);
-  const std::vector<TunableParam> params = derive_search_space(code, options);
+  const bool llm = widened && !widened->params.empty();
+  const std::vector<TunableParam> params =
+      llm ? widened->params : derive_search_space(code, options);
   const json space = to_worker_space(params, options.max_configs);
   size_t configs = params.empty() ? 0 : 1;
   for (const auto& [name, values] : space.items()) configs *= values.size();
@@ -44,6 +47,7 @@ AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int 
   phase.record = {{"configs", t.configs},     {"correct", t.correct},
                   {"evaluated", t.evaluated}, {"cache_hits", t.cache_hits},
                   {"space", space},           {"best_config", t.best_config}};
+  if (llm) phase.record["llm_values_added"] = widened->llm_values_added;
   if (t.best_s) phase.record["best_s"] = *t.best_s;
   if (!t.time_kind.empty()) phase.record["time_kind"] = t.time_kind;
   if (!t.error.empty()) phase.record["error"] = t.error;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "agents/orchestration/evaluator.h"
+#include "agents/subagents/subagents.h"
 
 namespace mk::agents {
 
@@ -27,9 +28,11 @@ struct AutotunePhase {
   std::optional<TunedChild> child;  // the best configuration, when it is not the kernel's own
 };
 
-// Tunes `code` over at most `max_configs` configurations of its derived space.
+// Tunes `code` over at most `max_configs` configurations of its derived space, or of `widened`
+// (the Autotuner's answer: the derived space with the LLM's values) when it has parameters.
 AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int max_configs,
-                             const std::function<bool()>& cancelled);
+                             const std::function<bool()>& cancelled,
+                             const std::optional<TuningSpace>& widened = std::nullopt);
 
 // Whether a node's facts say it was tuned already.
 bool was_tuned(const nlohmann::json& facts);

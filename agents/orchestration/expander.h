@@ -12,6 +12,7 @@
 #include "agents/llm/llm_client.h"
 #include "agents/orchestration/diagnosis.h"
 #include "agents/orchestration/node_metrics.h"
+#include "agents/subagents/subagents.h"
 
 namespace mk::agents {
 
@@ -50,6 +51,20 @@ class Expander {
   // each other. An empty result means the node is exhausted for this expander.
   virtual std::vector<Proposal> expand(const ExpansionRequest& request) = 0;
   virtual std::string name() const = 0;
+  // The autotune phase's space for `code` (at most max_configs configurations): nullopt keeps
+  // the derived one; the LLM expander has the Autotuner widen it (values added to the derived
+  // parameters, never new parameters; its usage is on the answer). `metrics`: the node's numbers.
+  virtual std::optional<TuningSpace> tuning_space(const std::string& code,
+                                                  const std::string& kernel_name,
+                                                  const std::string& metrics, size_t max_configs,
+                                                  const std::function<bool()>& cancelled) {
+    (void)code;
+    (void)kernel_name;
+    (void)metrics;
+    (void)max_configs;
+    (void)cancelled;
+    return std::nullopt;
+  }
 };
 
 // sha256 of the normalised Python source (comments, blank lines and trailing spaces dropped).

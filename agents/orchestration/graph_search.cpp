@@ -192,13 +192,32 @@ class GraphSearch::EvaluationQueue {
   std::vector<std::thread> pool_;
 };
 
-void GraphSearch::tune_best(const ProgressSink& on_progress,
-                            const std::function<bool()>& cancelled) {
+void GraphSearch::tune_best(const ProgressSink& on_progress, const std::function<bool()>& cancelled,
+                            const std::function<bool()>& llm_cancelled) {
   if (params_.autotune_configs < 2 || state_.tuned_round == state_.round) return;
   std::vector<NodeRecord> nodes = store_.nodes(run_.id);
   const NodeRecord* best = best_node(nodes);
   if (!best || (reference_root_ && best->id == 0) || was_tuned(best->metrics.facts)) return;
-  AutotunePhase phase = autotune_phase(evaluator_, best->code, params_.autotune_configs, cancelled);
+  // With an LLM the Autotuner may widen the derived space; whatever it answers, the derived
+  // space still serves (an LLM error that ends the run ends it at the next expansion).
+  std::optional<TuningSpace> widened;
+  try {
+    const std::string metrics =
+        best->metrics.bottleneck ? best->metrics.bottleneck->summary : std::string();
+    widened = expander_.tuning_space(best->code, run_.kernel, metrics,
+                                     static_cast<size_t>(params_.autotune_configs), llm_cancelled);
+  } catch (const llm::LlmError& e) {
+    spdlog::warn("run {}: the Autotuner: {}", run_.id, e.what());
+  }
+  if (widened) {
+    std::lock_guard lock(mutex_);
+    run_.cost.tokens_in += widened->usage.input_tokens;
+    run_.cost.tokens_out += widened->usage.output_tokens;
+    run_.cost.usd += widened->usage.cost_usd;
+    if (!widened->ok()) spdlog::warn("run {}: the Autotuner: {}", run_.id, widened->error);
+  }
+  AutotunePhase phase =
+      autotune_phase(evaluator_, best->code, params_.autotune_configs, cancelled, widened);
   if (!phase.ran || (cancelled && cancelled())) return;  // a cancelled phase runs again on resume
   NodeRecord tuned = *best;
   tuned.metrics.facts["tuning"] = phase.record;
@@ -423,7 +442,7 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
       return finish(RunStatus::done, *reason);
     const double best_before = gain_measure();
     // Tune the best first, so the round's rewrites start from its best configuration.
-    tune_best(on_progress, cancelled);
+    tune_best(on_progress, cancelled, [&] { return (cancelled && cancelled()) || out_of_time(); });
     if (cancelled && cancelled() && unfinished()) return finish(RunStatus::cancelled, "cancelled");
     nodes = store_.nodes(run_.id);
     const std::vector<int64_t> parents = select_parents(nodes, params_, exhausted_);

@@ -50,7 +50,9 @@ class GraphSearch {
   void finish_node(NodeRecord& node, const Evaluation& evaluation);
   // The round's autotune phase (params_.autotune_configs): the best kernel not tuned yet, then
   // the child its best configuration makes. Runs once per round, a resumed round included.
-  void tune_best(const ProgressSink& on_progress, const std::function<bool()>& cancelled);
+  // `llm_cancelled` also bounds the Autotuner's LLM call by the wall-time budget.
+  void tune_best(const ProgressSink& on_progress, const std::function<bool()>& cancelled,
+                 const std::function<bool()>& llm_cancelled);
   std::optional<std::string> stop_reason(const std::vector<NodeRecord>& nodes, int round,
                                          int rounds_without_gain) const;
   SearchProgress progress(const std::string& message) const;

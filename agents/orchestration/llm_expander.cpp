@@ -106,6 +106,17 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
   return out;
 }
 
+std::optional<TuningSpace> LlmExpander::tuning_space(const std::string& code,
+                                                     const std::string& kernel_name,
+                                                     const std::string& metrics, size_t max_configs,
+                                                     const std::function<bool()>& cancelled) {
+  ExpansionRequest request;
+  request.parent_code = code;
+  request.kernel_name = kernel_name;
+  return agents::tuning_space(&client_, context_for(request, ""), metrics, max_configs,
+                              [&] { return cancelled && cancelled(); });
+}
+
 AgentContext LlmExpander::context_for(const ExpansionRequest& request,
                                       const std::string& history_label) const {
   AgentContext context;

@@ -47,6 +47,10 @@ class LlmExpander : public Expander {
   // request.parent_is_reference: write_from_reference(request, {}).
   std::vector<Proposal> expand(const ExpansionRequest& request) override;
   std::string name() const override { return "llm"; }
+  // The Autotuner over the derived space of `code`, which may add values to its parameters.
+  std::optional<TuningSpace> tuning_space(const std::string& code, const std::string& kernel_name,
+                                          const std::string& metrics, size_t max_configs,
+                                          const std::function<bool()>& cancelled) override;
 
   // Kernels written from the task's reference (request.parent_code, the task's file), with
   // `start_kernels` (what the templates wrote from it; may be empty) shown as a starting point.

@@ -77,7 +77,8 @@ std::string traffic_text(const json& traffic) {
   if (!traffic.is_object() || !traffic.value("available", false))
     return "\n  HBM traffic: not known";
   std::string out = "\n  HBM traffic: " + byte_count_text(traffic.value("hbm_bytes_read", 0.0)) +
-                    " read, " + byte_count_text(traffic.value("hbm_bytes_written", 0.0)) + " written";
+                    " read, " + byte_count_text(traffic.value("hbm_bytes_written", 0.0)) +
+                    " written";
   if (const auto steps = number_at(traffic, "grid_steps"))
     out += " over " + number_text(*steps) + " grid steps";
   for (const json& op : traffic.value("operands", json::array())) {
@@ -179,7 +180,8 @@ std::string measurements_text(const json& metrics) {
     if (const auto flops = number_at(work, "flops")) out += " " + number_text(*flops) + " FLOPs";
     if (const auto mxu = number_at(work, "matmul_flops"))
       out += " (" + number_text(*mxu) + " of them matmul)";
-    if (const auto bytes = number_at(work, "min_bytes")) out += ", " + byte_count_text(*bytes) + " HBM";
+    if (const auto bytes = number_at(work, "min_bytes"))
+      out += ", " + byte_count_text(*bytes) + " HBM";
   }
   const json outside = metrics.value("outside_kernels", json::object());
   if (const auto s = number_at(outside, "predicted_s"))

@@ -210,7 +210,20 @@ class ScriptedExpander final : public Expander {
     return out;
   }
   std::string name() const override { return "scripted"; }
+  std::optional<TuningSpace> tuning_space(const std::string& code, const std::string& kernel_name,
+                                          const std::string& metrics, size_t max_configs,
+                                          const std::function<bool()>& cancelled) override {
+    (void)code;
+    (void)kernel_name;
+    (void)metrics;
+    (void)max_configs;
+    (void)cancelled;
+    ++tuning_asked;
+    return widened;
+  }
 
+  std::optional<TuningSpace> widened;  // what the Autotuner answers (nullopt: no LLM)
+  int tuning_asked = 0;
   std::vector<GsSeenRequest> requests;
   std::vector<std::string> dropped;  // proposals withheld because their hash was known
   std::function<void(const ExpansionRequest&)> on_expand;
@@ -1021,6 +1034,29 @@ TEST_F(GraphSearchTest, AKillWhileTheTunedKernelIsEvaluatedResumesIntoTheSameRou
   EXPECT_EQ(resumed.stop_reason, whole.stop_reason);
   EXPECT_EQ(state(resumed).round, 1);
   EXPECT_EQ(gs_view(store().nodes(id)), gs_view(store().nodes(whole_id)));
+}
+
+TEST_F(GraphSearchTest, TheAutotunersWiderSpaceIsTheOneTunedAndItsUsageIsPaidFor) {
+  ScriptedEvaluator evaluator;
+  ScriptedExpander expander;
+  const std::string root = kGsTunable;
+  evaluator.correct(root, 1e-3);
+  evaluator.script_tuning(gs_tuned({{"BLOCK_ROWS", 8}}));
+  TuningSpace widened;
+  widened.params = derive_search_space(root);
+  widened.params[0].values.insert(widened.params[0].values.begin() + 1, json(64));
+  widened.llm_values_added = 1;
+  widened.usage.input_tokens = 120;
+  widened.usage.output_tokens = 30;
+  expander.widened = widened;
+  const std::string id = create_run(
+      {{"strategy", "greedy"}, {"branches", 1}, {"autotune_configs", 8}}, {{"iterations", 1}});
+  const RunRecord run = GraphSearch(store(), evaluator, expander, id).run(root);
+  EXPECT_EQ(expander.tuning_asked, 1);
+  EXPECT_EQ(evaluator.last_space(), json({{"BLOCK_ROWS", {8, 64, 16, 32}}}));
+  EXPECT_EQ(store().nodes(id)[0].metrics.facts["tuning"].value("llm_values_added", 0), 1);
+  EXPECT_EQ(run.cost.tokens_in, 120);
+  EXPECT_EQ(run.cost.tokens_out, 30);
 }
 
 }  // namespace

@@ -118,6 +118,24 @@ std::vector<std::string> le_purposes(const std::vector<llm::ChatRequest>& reques
   return out;
 }
 
+TEST(LlmExpanderAutotuner, WidensTheDerivedSpaceForTheAutotunePhaseAndIsPaidFor) {
+  // 2048 rows divide 4096 and are a multiple of 8; 100 is neither.
+  ScriptedClient client({"```json\n{\"extra_values\": {\"BLOCK\": [2048, 100]}}\n```"});
+  LlmExpander expander(client, le_options());
+  const auto space =
+      expander.tuning_space(le_kernel(256), "", "grid overhead-bound (12% of the roofline)", 8, {});
+  ASSERT_TRUE(space && space->ok()) << (space ? space->error : "none");
+  EXPECT_EQ(space->llm_values_added, 1);
+  EXPECT_EQ(space->llm_values_rejected, 1);
+  const json values = space->worker_space["BLOCK"];
+  EXPECT_EQ(values[0], 256);
+  EXPECT_NE(std::find(values.begin(), values.end(), 2048), values.end());
+  EXPECT_GT(space->usage.input_tokens, 0);
+  ASSERT_EQ(le_purposes(client.requests), std::vector<std::string>{"autotuner"});
+  EXPECT_NE(client.requests[0].messages[1].text.find("grid overhead-bound (12% of the roofline)"),
+            std::string::npos);
+}
+
 TEST(LlmExpanderAnalyst, ReadsTheParentsNumbersAndItsAnswerGoesIntoThePlannersPrompt) {
   ScriptedClient client({kAnalystAnswer, le_plan("row_block_64"), le_python(le_kernel(64))});
   LlmExpander expander(client, le_options());
