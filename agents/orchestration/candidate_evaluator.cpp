@@ -66,6 +66,22 @@ double outside_work_seconds(const json& lowered_body, const knowledge::TpuGenera
   return seconds;
 }
 
+// The model's per-call predictions of a lowering reply (its facts, XLA cost and work counts).
+json predictions_of(const json& lowered_body, const knowledge::TpuGeneration& target) {
+  return tpu::predict_pallas_calls(lowered_body.value("pallas_calls", json::array()), target,
+                                   lowered_body.value("cost", json()),
+                                   lowered_body.value("work", json()));
+}
+
+// The score a kernel is ranked by on a host without a device: its calls' predictions and the XLA
+// work outside them (recorded in `metrics`); nullopt when a call lacks the facts.
+std::optional<double> model_score(const json& predictions, const json& lowered_body,
+                                  const knowledge::TpuGeneration& target, json& metrics) {
+  const auto predicted = predicted_total(predictions);
+  if (!predicted) return std::nullopt;
+  return *predicted + outside_work_seconds(lowered_body, target, metrics);
+}
+
 Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
   Evaluation e;
   e.status = NodeStatus::failed;
@@ -171,9 +187,7 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   e.host = tested.host;
   const json& body = tested.reply.body;
   e.cache_hit = tested.from_cache;
-  const json predictions =
-      tpu::predict_pallas_calls(facts, target_, lowered.reply.body.value("cost", json()),
-                                lowered.reply.body.value("work", json()));
+  const json predictions = predictions_of(lowered.reply.body, target_);
   e.metrics = {{"correct", body.value("correct", false)},
                {"time_kind", body.value("time_kind", "")},
                {"timing", body.value("timing", json::object())},
@@ -214,8 +228,8 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
       // a TPU prediction compares with the kernels measured on the GPU. Correct, not scored.
       e.metrics["unscored"] = run_mode.value(
           "note", std::string("interpreted on a GPU host: not comparable with measured kernels"));
-    } else if (auto predicted = predicted_total(predictions)) {
-      e.score_s = *predicted + outside_work_seconds(lowered.reply.body, target_, e.metrics);
+    } else if (auto predicted = model_score(predictions, lowered.reply.body, target_, e.metrics)) {
+      e.score_s = predicted;
       e.time_kind = "predicted";
     }
   }
@@ -281,14 +295,10 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
       }
       const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, configured), cancelled);
       if (!lowered.reply.ok()) continue;
-      const json predictions = tpu::predict_pallas_calls(
-          lowered.reply.body.value("pallas_calls", json::array()), target_,
-          lowered.reply.body.value("cost", json()), lowered.reply.body.value("work", json()));
-      if (auto predicted = predicted_total(predictions)) {
-        json unused = json::object();
-        score = *predicted + outside_work_seconds(lowered.reply.body, target_, unused);
-        kind = "predicted";
-      }
+      json unused = json::object();
+      score = model_score(predictions_of(lowered.reply.body, target_), lowered.reply.body, target_,
+                          unused);
+      if (score) kind = "predicted";
     }
     if (score && (!out.best_s || *score < *out.best_s)) {
       out.best_s = score;

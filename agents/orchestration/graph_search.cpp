@@ -223,12 +223,13 @@ void GraphSearch::tune_best(const ProgressSink& on_progress, const std::function
   tuned.metrics.facts["tuning"] = phase.record;
   store_.update_node(tuned);
   state_.tuned_round = state_.round;
-  std::string message = "autotune: node " + std::to_string(tuned.id) + ", " +
-                        std::to_string(phase.outcome.configs) + " configurations (" +
-                        std::to_string(phase.outcome.cache_hits) + " from the tuning cache)";
-  message += phase.child ? ": a better configuration" : ": its own configuration is the best";
+  std::string message = "autotune: node " + std::to_string(tuned.id) + ": ";
   if (!phase.outcome.error.empty())
-    message = "autotune: node " + std::to_string(tuned.id) + ": " + phase.outcome.error;
+    message += phase.outcome.error;
+  else
+    message += std::to_string(phase.outcome.configs) + " configurations (" +
+               std::to_string(phase.outcome.cache_hits) + " from the tuning cache), " +
+               (phase.child ? "a better one found" : "its own is the best");
   {
     std::lock_guard lock(mutex_);
     run_.cost.tuning_evaluations += phase.outcome.evaluated;
