@@ -987,7 +987,10 @@ TEST_F(GraphSearchTest, AnAutotunePhaseThatKeepsTheKernelsOwnConfigurationAddsNo
     const std::string root = kGsTunable;
     evaluator.correct(root, 1e-3);
     TuningOutcome t = gs_tuned({{"BLOCK_ROWS", 8}});
-    if (fails) t = TuningOutcome{.error = "autotune: the host dropped out"};
+    if (fails) {
+      t = TuningOutcome();
+      t.error = "autotune: the host dropped out";
+    }
     evaluator.script_tuning(t);
     const std::string id = create_run(
         {{"strategy", "greedy"}, {"branches", 1}, {"autotune_configs", 4}}, {{"iterations", 2}});
