@@ -313,6 +313,9 @@ bool WorkerProcess::send_line(const std::string& line) {
   pipes_->in << line << '\n';
   pipes_->in.flush();
   const bool written = static_cast<bool>(pipes_->in);
+  // The worker's stdin is gone for good: close our end, or the stream would write the line it
+  // still buffers again when it is destroyed, on a thread where SIGPIPE is not blocked.
+  if (!written) pipes_->in.pipe().close();
   if (!written && !sigismember(&previous, SIGPIPE)) {
     const timespec no_wait{0, 0};
     while (sigtimedwait(&sigpipe, nullptr, &no_wait) == SIGPIPE) {
