@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agents/tuning/search_space.h"
+#include "tpu/jobs/kernel_jobs.h"  // space_configs
 
 namespace mk::agents {
 
@@ -34,10 +35,10 @@ AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int 
   const bool llm = widened && !widened->params.empty();
   const std::vector<TunableParam> params =
       llm ? widened->params : derive_search_space(code, options);
+  if (params.empty()) return phase;
   const json space = to_worker_space(params, options.max_configs);
-  size_t configs = params.empty() ? 0 : 1;
-  for (const auto& [name, values] : space.items()) configs *= values.size();
-  if (configs < 2) return phase;  // only the kernel's own configuration: nothing to choose
+  // Only the kernel's own configuration: nothing to choose.
+  if (tpu::space_configs(space).size() < 2) return phase;
   json current = json::object();
   for (const TunableParam& p : params) current[p.name] = p.current;
 

@@ -97,6 +97,12 @@ json KernelJobs::base_request(const std::string& op, const KernelRequest& reques
   return r;
 }
 
+std::string KernelJobs::cache_key(const KernelRequest& request, std::string& fingerprint) {
+  if (!store_) return "";
+  fingerprint = host_.fingerprint();
+  return fingerprint == "unreachable" ? "" : evaluation_cache_key(request, fingerprint);
+}
+
 JobResult KernelJobs::lower(const KernelRequest& request, const std::function<bool()>& cancelled) {
   JobResult result;
   result.reply =
@@ -130,10 +136,8 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
                            const std::function<bool()>& cancelled,
                            const KernelJobs::Progress& on_progress) {
   JobResult result;
-  if (store_) {
-    const std::string fingerprint = host_.fingerprint();
-    if (fingerprint != "unreachable") result.cache_key = evaluation_cache_key(request, fingerprint);
-  }
+  std::string fingerprint;
+  result.cache_key = cache_key(request, fingerprint);
   if (use_cache && store_ && !result.cache_key.empty()) {
     if (auto hit = store_->cached_evaluation(result.cache_key)) {
       result.reply.status = WorkerReply::Status::Ok;
@@ -147,7 +151,7 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
   check_model(result);
   // Only verdicts are cached (correct or not); infrastructure failures are not.
   if (store_ && !result.cache_key.empty() && result.reply.ok()) {
-    store_->store_evaluation(result.cache_key, host_.fingerprint(), result.reply.body.dump());
+    store_->store_evaluation(result.cache_key, fingerprint, result.reply.body.dump());
   }
   return result;
 }

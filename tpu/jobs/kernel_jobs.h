@@ -87,6 +87,9 @@ class KernelJobs {
 
  private:
   nlohmann::json base_request(const std::string& op, const KernelRequest& request) const;
+  // The evaluation cache key of `request` on this host ("" without a store or a reachable host);
+  // `fingerprint` gets the host's fingerprint it was made with.
+  std::string cache_key(const KernelRequest& request, std::string& fingerprint);
   // Compares the time model with a device measurement and records both in the store.
   void check_model(JobResult& result);
 

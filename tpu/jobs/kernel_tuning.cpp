@@ -48,12 +48,8 @@ TuningResult KernelJobs::autotune(const KernelRequest& request, const json& spac
                                   const KernelJobs::Progress& on_progress) {
   TuningResult out;
   const std::vector<json> configs = space_configs(space);
-  std::string evaluation_key;
   std::string fingerprint;
-  if (store_) {
-    fingerprint = host_.fingerprint();
-    if (fingerprint != "unreachable") evaluation_key = evaluation_cache_key(request, fingerprint);
-  }
+  const std::string evaluation_key = cache_key(request, fingerprint);
   std::vector<json> results(configs.size());
   json missing = json::array();
   std::vector<size_t> missing_at;
