@@ -3,7 +3,7 @@
 #   apt:  compilers, CMake, the C++ libraries, clang (sanitizers, libFuzzer), sshd for host tests
 #   npm:  tree-sitter-python (grammar compiled into the binary), pinned
 #   PyPI: the tree-sitter C runtime (sdist of py-tree-sitter, patched, compiled in), pinned
-#   pip:  a venv at .venv with JAX (CPU), pytest and ruff, pinned
+#   pip:  a venv at .venv with JAX (CPU), pytest and ruff, pinned; Ray (tests only), pinned
 # Usage: scripts/setup.sh [--no-apt] [--main]
 #   --main: only what the main job (scripts/demo.sh) needs: the compiler, the libraries, the grammar
 #           and the runtime, and the venv with JAX. No sanitizer toolchain, sshd, editors or GoogleTest.
@@ -92,6 +92,16 @@ fi
 if ((main_only)); then
   echo "setup: done (main job only)"
   exit 0
+fi
+# Ray, pinned, for the ray host kind's tests (a real cluster on loopback: tests/ray). A user
+# needs it only in the python that runs the driver, and only when they pick --host ray:ADDRESS.
+ray_requirements="$root/scripts/requirements-ray.txt"
+ray_stamp="$root/.venv/.requirements-ray.sha"
+ray_want="$(sha256sum "$ray_requirements" | cut -d' ' -f1)"
+if [[ "$(cat "$ray_stamp" 2>/dev/null)" != "$ray_want" ]]; then
+  echo "setup: pip installing $(tr '\n' ' ' < "$ray_requirements")"
+  "$root/.venv/bin/python" -m pip install -q -r "$ray_requirements"
+  echo "$ray_want" > "$ray_stamp"
 fi
 # The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
 "$root/scripts/setup_vscode.sh" ${apt_flag:+"$apt_flag"}

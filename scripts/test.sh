@@ -73,6 +73,7 @@ suite "faults: LLM, worker, server, store faults during runs" "$py" -m pytest -q
 if compgen -G "tests/hosts/test_*.py" >/dev/null; then
   suite "hosts: ssh on loopback, faults, cache (CLI)" "$py" -m pytest -q "${par[@]}" tests/hosts
 fi
+suite "ray: a real two-node cluster on loopback, in a network namespace of its own" tests/ray/run.sh
 
 suite "vscode extension in a real VS Code (code-server + Chromium)" tests/editors/vscode/run.sh
 suite "neovim plugin, headless in Neovim 0.7.2 and 0.10.4" tests/editors/neovim/run.sh

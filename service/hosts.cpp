@@ -60,10 +60,17 @@ std::optional<tpu::HostConfig> host_config(const HostChoice& choice, const std::
     const nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
     if (!h.is_object() || h.value("name", std::string()) != name) continue;
     auto config = tpu::parse_host_config(text, error);
-    if (config && config->kind == tpu::HostKind::Local && !h.contains("python"))
+    // A ray host's python is the driver's, on this machine, like the local host's.
+    if (config && (config->kind == tpu::HostKind::Local || config->kind == tpu::HostKind::Ray) &&
+        !h.contains("python"))
       config->python = python;
     if (config && choice.request_timeout) config->request_timeout = *choice.request_timeout;
     return config;
+  }
+  if (auto ray = tpu::ray_host_from_name(name)) {
+    ray->python = python;
+    if (choice.request_timeout) ray->request_timeout = *choice.request_timeout;
+    return ray;
   }
   if (name == "local") {
     tpu::HostConfig local;

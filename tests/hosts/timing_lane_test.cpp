@@ -87,6 +87,9 @@ TEST(AutomaticTimingSlots, OnePerDeviceOnTpuAndGpuCompileSlotsCappedByCoresOnCpu
   EXPECT_EQ(automatic_timing_slots({{"platform", "cpu"}, {"cpu_count", 1}}, 4), 1);
   EXPECT_EQ(automatic_timing_slots({{"platform", "cpu"}}, 3), 3);  // no core count: compile slots
   EXPECT_EQ(automatic_timing_slots(json(), 3), 1);                 // no hello: as a device
+  // A Ray driver's hello: one slot per device resource of the cluster, whatever the platform.
+  EXPECT_EQ(automatic_timing_slots({{"platform", "tpu"}, {"ray", {{"devices", 8}}}}, 2), 8);
+  EXPECT_EQ(automatic_timing_slots({{"platform", "cpu"}, {"ray", {{"devices", 2}}}}, 4), 2);
 }
 
 TEST(AutomaticTimingSlots, TimingSlotsAreAutomaticUnlessTheHostDefinitionSetsThem) {

@@ -6,6 +6,7 @@
 
 #include "tpu/host/content_hash.h"
 #include "tpu/host/host_config.h"
+#include "tpu/host/ray_driver.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::tpu {
@@ -98,6 +99,56 @@ TEST(HostConfig, WorkersOnTheLocalHostRunNicedByDefault) {
   EXPECT_FALSE(parse_host_config(R"({"workerNice": 20})", error));
   EXPECT_NE(error.find("workerNice"), std::string::npos);
   EXPECT_FALSE(parse_host_config(R"({"workerNice": -1})", error));
+}
+
+TEST(HostConfig, RayHostsFromADefinitionOrFromTheirName) {
+  std::string error;
+  auto defined = parse_host_config(
+      R"({"name": "pod", "kind": "ray", "address": "10.0.0.2:6379", "deviceResource": "GPU"})",
+      error);
+  ASSERT_TRUE(defined) << error;
+  EXPECT_EQ(defined->kind, HostKind::Ray);
+  EXPECT_EQ(defined->address, "10.0.0.2:6379");
+  EXPECT_EQ(defined->device_resource, "GPU");
+  EXPECT_EQ(defined->effective_worker_nice(), 0);  // nothing of the editor's runs there
+  EXPECT_FALSE(parse_host_config(R"({"name": "pod", "kind": "ray"})", error));
+  EXPECT_NE(error.find("address"), std::string::npos) << error;
+  EXPECT_FALSE(
+      parse_host_config(R"({"kind": "ray", "address": "auto", "deviceResource": ""})", error));
+
+  auto named = ray_host_from_name("ray:127.0.0.1:6379");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->name, "ray:127.0.0.1:6379");
+  EXPECT_EQ(named->address, "127.0.0.1:6379");
+  EXPECT_EQ(named->device_resource, "TPU");
+  EXPECT_FALSE(ray_host_from_name("ray:"));
+  EXPECT_FALSE(ray_host_from_name("tpu-a"));
+}
+
+TEST(HostConfig, ARaySlotIsTheLocalDriverForItsLane) {
+  auto host = ray_host_from_name("ray:auto");
+  ASSERT_TRUE(host);
+  host->python = "/venv/bin/python";
+  host->start_timeout = std::chrono::seconds(40);
+  WorkerBundle bundle;
+  bundle.directory = "/src/tpu/worker";
+  const std::vector<std::string> argv = ray_driver_argv(*host, bundle, "timing");
+  const std::vector<std::string> want = {"/venv/bin/python",
+                                         "-u",
+                                         "/src/tpu/ray/maxkernel_ray_driver.py",
+                                         "--address",
+                                         "auto",
+                                         "--lane",
+                                         "timing",
+                                         "--nice",
+                                         "0",
+                                         "--device-resource",
+                                         "TPU",
+                                         "--bundle",
+                                         "/src/tpu/worker",
+                                         "--placement-timeout",
+                                         "30"};
+  EXPECT_EQ(argv, want);
 }
 
 class TaskLocation : public ::testing::Test {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "tpu/host/content_hash.h"
 
@@ -20,6 +21,17 @@ std::string default_local_python() {
     }
   }
   return "python3";
+}
+
+std::optional<HostConfig> ray_host_from_name(const std::string& name) {
+  constexpr std::string_view prefix = "ray:";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  HostConfig h;
+  h.name = name;
+  h.kind = HostKind::Ray;
+  h.address = name.substr(prefix.size());
+  return h;
 }
 
 std::string shell_quote(const std::string& arg) {
@@ -112,8 +124,10 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
       h.kind = HostKind::Ssh;
     } else if (kind == "command") {
       h.kind = HostKind::Command;
+    } else if (kind == "ray") {
+      h.kind = HostKind::Ray;
     } else {
-      error = "host '" + h.name + "': kind must be local, ssh or command, not '" + kind + "'";
+      error = "host '" + h.name + "': kind must be local, ssh, command or ray, not '" + kind + "'";
       return std::nullopt;
     }
     h.python = j.value("python", h.python);
@@ -124,6 +138,8 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
     h.connect_timeout_s = j.value("connectTimeoutSeconds", h.connect_timeout_s);
     h.command_template = j.value("command", std::vector<std::string>{});
     h.remote_dir = j.value("remoteDir", h.remote_dir);
+    h.address = j.value("address", std::string());
+    h.device_resource = j.value("deviceResource", h.device_resource);
     h.compile_slots = j.value("compileSlots", h.compile_slots);
     h.timing_slots = j.value("timingSlots", h.timing_slots);
     if (j.contains("workerNice")) h.worker_nice = j.at("workerNice").get<int>();
@@ -135,6 +151,11 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
   }
   if (h.kind == HostKind::Ssh && h.destination.empty()) {
     error = "host '" + h.name + "': ssh needs a destination (user@host)";
+    return std::nullopt;
+  }
+  if (h.kind == HostKind::Ray && (h.address.empty() || h.device_resource.empty())) {
+    error = "host '" + h.name + "': ray needs an address (what ray.init accepts: HOST:PORT, " +
+            "ray://HOST:PORT or auto) and a non-empty deviceResource";
     return std::nullopt;
   }
   if (h.kind == HostKind::Command) {

@@ -1,4 +1,5 @@
-// How to reach a kernel host: the local python, ssh, or a command template (e.g. gcloud ssh).
+// How to reach a kernel host: the local python, ssh, a command template (e.g. gcloud ssh), or a
+// Ray cluster (one local driver per slot, each serving the worker protocol from an actor).
 #pragma once
 
 #include <chrono>
@@ -8,7 +9,7 @@
 
 namespace mk::tpu {
 
-enum class HostKind { Local, Ssh, Command };
+enum class HostKind { Local, Ssh, Command, Ray };
 
 struct HostConfig {
   std::string name = "local";
@@ -22,6 +23,10 @@ struct HostConfig {
   int connect_timeout_s = 10;
   // command: argv with one element containing "{command}", replaced by the quoted remote command
   std::vector<std::string> command_template;
+  // ray: what ray.init(address=...) accepts (HOST:PORT, ray://HOST:PORT, auto), and the
+  // resource a timing actor holds one of (TPU on a TPU cluster, GPU on a GPU one).
+  std::string address;
+  std::string device_resource = "TPU";
   // where the worker is installed on a remote host, relative to the login directory
   std::string remote_dir = ".cache/maxkernel";
   // pool
@@ -41,9 +46,13 @@ struct HostConfig {
   std::chrono::milliseconds start_timeout{60000};
 };
 
-// Parses a host from settings JSON text: {"name", "kind": "local"|"ssh"|"command", ...}.
+// Parses a host from settings JSON text: {"name", "kind": "local"|"ssh"|"command"|"ray", ...}.
 // Returns nullopt and fills `error` for invalid input.
 std::optional<HostConfig> parse_host_config(const std::string& json_text, std::string& error);
+
+// The host `ray:ADDRESS` names without a definition (the CLI's --host, the editor's
+// maxkernel.host); nullopt for any other name.
+std::optional<HostConfig> ray_host_from_name(const std::string& name);
 
 // The python with JAX for the local host: $MAXKERNEL_PYTHON, else the repository's .venv next to
 // the running binary (build/bin/../../.venv), else python3.

@@ -6,6 +6,8 @@
 #include <boost/process.hpp>
 #include <chrono>
 
+#include "tpu/host/ray_driver.h"
+
 namespace mk::tpu {
 
 namespace bp = boost::process;
@@ -40,6 +42,12 @@ std::string explain_start_failure(const WorkerReply& hello) {
 }  // namespace
 
 int automatic_timing_slots(const nlohmann::json& hello, int compile_slots) {
+  if (const auto ray = hello.is_object() ? hello.find("ray") : hello.end();
+      ray != hello.end() && ray->is_object()) {
+    const auto devices = ray->find("devices");
+    if (devices != ray->end() && devices->is_number_integer())
+      return std::max(1, devices->get<int>());
+  }
   if (!hello.is_object() || hello.value("platform", std::string()) != "cpu") return 1;
   int cores = compile_slots;
   if (const auto it = hello.find("cpu_count"); it != hello.end() && it->is_number_integer())
@@ -63,6 +71,7 @@ void KernelHost::size_timing_lane_locked() {
   int have = 0;
   for (const Slot& s : slots_) have += s.lane == Lane::Timing ? 1 : 0;
   for (; have < wanted; ++have) slots_.push_back({Lane::Timing, false, nullptr});
+  sized_timing_slots_ = have;
   spdlog::info("{}: platform {}, {} timing worker(s)", config_.name,
                hello_->body.value("platform", std::string("?")), have);
   slot_free_.notify_all();
@@ -71,13 +80,17 @@ void KernelHost::size_timing_lane_locked() {
 int KernelHost::slots(Lane lane) {
   std::lock_guard<std::mutex> lock(mutex_);
   int n = 0;
-  for (const Slot& s : slots_) n += s.lane == lane ? 1 : 0;
+  for (const Slot& s : slots_) n += s.lane == lane && !s.retired ? 1 : 0;
   return n;
 }
 
 int KernelHost::max_slots(Lane lane) const {
   if (lane == Lane::Compile) return config_.compile_slots;
-  return config_.timing_slots > 0 ? config_.timing_slots : std::max(1, config_.compile_slots);
+  if (config_.timing_slots > 0) return config_.timing_slots;
+  // A Ray cluster's timing lane is as wide as its device count, known from the first hello.
+  if (const int sized = sized_timing_slots_; sized > 0 && config_.kind == HostKind::Ray)
+    return sized;
+  return std::max(1, config_.compile_slots);
 }
 
 KernelHost::~KernelHost() {
@@ -100,6 +113,8 @@ std::string KernelHost::remote_bundle_dir() const {
 }
 
 std::vector<std::string> KernelHost::worker_argv(Lane lane) const {
+  if (config_.kind == HostKind::Ray)
+    return ray_driver_argv(config_, bundle_, lane == Lane::Compile ? "compile" : "timing");
   const bool local = config_.kind == HostKind::Local;
   const std::string script = local ? (bundle_.directory / bundle_.entry).string()
                                    : remote_bundle_dir() + "/" + bundle_.entry;
@@ -115,7 +130,8 @@ std::vector<std::string> KernelHost::worker_argv(Lane lane) const {
 }
 
 bool KernelHost::ensure_installed(std::string& error) {
-  if (config_.kind == HostKind::Local) return true;
+  // A ray slot's driver ships the bundle to the cluster itself (the job's working_dir).
+  if (config_.kind == HostKind::Local || config_.kind == HostKind::Ray) return true;
   std::lock_guard<std::mutex> lock(install_mutex_);
   if (installed_) return true;
   const std::string dir = remote_bundle_dir();
@@ -206,6 +222,19 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Every timing actor of a Ray cluster may sit on another node: each must have the device
+    // the first one had, or timings from different chips would mix in one search.
+    if (hello_ && lane == Lane::Timing && config_.kind == HostKind::Ray &&
+        fingerprint_of(hello.body) != fingerprint_of(hello_->body)) {
+      const nlohmann::json ray = hello.body.value("ray", nlohmann::json::object());
+      failure.message = "the Ray node " + ray.value("node_ip", std::string("?")) + " of " +
+                        config_.name + " has " + fingerprint_of(hello.body) +
+                        ", the cluster's first timing worker " + fingerprint_of(hello_->body) +
+                        ": timings from different chips or JAX versions must not be mixed in "
+                        "one search (docs/hosts.md)";
+      worker->kill();
+      return nullptr;
+    }
     // Only a timing worker sees the device; a compile worker's hello says "cpu" on any host.
     if (!hello_ && lane == Lane::Timing) hello_ = hello;
     size_timing_lane_locked();
@@ -218,6 +247,32 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
                             std::optional<std::chrono::milliseconds> timeout,
                             const ProgressFn& on_progress, std::string* ran_on) {
   if (ran_on) *ran_on = config_.name;
+  if (config_.kind != HostKind::Ray)
+    return run_once(lane, std::move(request), cancelled, timeout, on_progress);
+  // A copy: a job whose node left the cluster is sent once more, to another slot.
+  WorkerReply reply = run_once(lane, request, cancelled, timeout, on_progress);
+  if (!reply.host_lost()) return reply;
+  spdlog::warn("{}: {}; retrying the {} once on another slot", config_.name, reply.message,
+               request.value("op", std::string("job")));
+  reply = run_once(lane, std::move(request), cancelled, timeout, on_progress);
+  if (reply.host_lost()) reply.message += " (lost again on the retry)";
+  return reply;
+}
+
+void KernelHost::retire_locked(size_t index) {
+  int others = 0;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    others += i != index && slots_[i].lane == slots_[index].lane && !slots_[i].retired ? 1 : 0;
+  if (others == 0) return;
+  slots_[index].retired = true;
+  spdlog::warn("{}: a {} slot retired with its lost node; {} left", config_.name,
+               slots_[index].lane == Lane::Compile ? "compile" : "timing", others);
+}
+
+WorkerReply KernelHost::run_once(Lane lane, nlohmann::json request,
+                                 const std::function<bool()>& cancelled,
+                                 std::optional<std::chrono::milliseconds> timeout,
+                                 const ProgressFn& on_progress) {
   size_t index = 0;
   std::unique_ptr<WorkerProcess> worker;
   {
@@ -226,7 +281,7 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
       size_timing_lane_locked();
       bool found = false;
       for (size_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i].lane == lane && !slots_[i].busy) {
+        if (slots_[i].lane == lane && !slots_[i].busy && !slots_[i].retired) {
           index = i;
           found = true;
           break;
@@ -254,6 +309,7 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
     std::lock_guard<std::mutex> lock(mutex_);
     slots_[index].busy = false;
     slots_[index].worker = std::move(worker);
+    if (reply.host_lost()) retire_locked(index);
   }
   slot_free_.notify_all();
   return reply;
@@ -273,7 +329,11 @@ WorkerReply KernelHost::hello() {
 std::string KernelHost::fingerprint() {
   WorkerReply h = hello();
   if (!h.ok()) return "unreachable";
-  const auto& b = h.body;
+  return fingerprint_of(h.body);
+}
+
+std::string fingerprint_of(const nlohmann::json& b) {
+  if (!b.is_object()) return "?";
   return b.value("platform", std::string("?")) + "/" + b.value("device_kind", std::string("?")) +
          "/jax-" + b.value("jax", b.value("jax_version", std::string("?")));  // hello says "jax"
 }

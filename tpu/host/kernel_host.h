@@ -3,9 +3,13 @@
 // evaluate / profile / autotune. On a device (tpu/gpu) the timing lane has one worker so timings
 // do not disturb each other; on a cpu host (interpret mode) it is sized like the compile lane
 // unless the host definition says otherwise (docs/hosts.md). A worker that crashed, hung or
-// garbled its output is dropped; the next job starts a fresh one.
+// garbled its output is dropped; the next job starts a fresh one. On a ray host each slot is a
+// local driver whose actor Ray places on the cluster: the timing lane has one slot per device
+// resource, a job whose node was lost is retried once on another slot, and the lost slot is
+// retired (the lanes shrink with the cluster).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -30,7 +34,8 @@ class KernelHost : public JobRunner {
   KernelHost& operator=(const KernelHost&) = delete;
 
   const HostConfig& config() const { return config_; }
-  // Blocks the calling thread until a worker of the lane is free and has answered.
+  // Blocks the calling thread until a worker of the lane is free and has answered. A reply
+  // saying the worker's Ray node was lost (WorkerReply::host_lost) is retried once.
   WorkerReply run(Lane lane, nlohmann::json request, const std::function<bool()>& cancelled = {},
                   std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                   const ProgressFn& on_progress = {}, std::string* ran_on = nullptr) override;
@@ -56,7 +61,14 @@ class KernelHost : public JobRunner {
     Lane lane;
     bool busy = false;
     std::unique_ptr<WorkerProcess> worker;
+    bool retired = false;  // its Ray node was lost: no more jobs here
   };
+  WorkerReply run_once(Lane lane, nlohmann::json request, const std::function<bool()>& cancelled,
+                       std::optional<std::chrono::milliseconds> timeout,
+                       const ProgressFn& on_progress);
+  // With mutex_ held: a Ray slot whose node was lost takes no more jobs, unless it is the
+  // lane's last (a replacement actor then goes wherever Ray finds room).
+  void retire_locked(size_t index);
   std::unique_ptr<WorkerProcess> launch(Lane lane, WorkerReply& failure);
   bool ensure_installed(std::string& error);
   std::vector<std::string> worker_argv(Lane lane) const;
@@ -74,10 +86,15 @@ class KernelHost : public JobRunner {
   std::optional<WorkerReply> hello_;
   std::mutex hello_mutex_;          // one hello fetch at a time (no duplicate worker starts)
   bool timing_lane_sized_ = false;  // explicit timing_slots, or sized from a hello
+  std::atomic<int> sized_timing_slots_{0};  // the automatic timing lane's size once known
 };
 
+// "platform/device_kind/jax-VERSION" of a worker's hello.
+std::string fingerprint_of(const nlohmann::json& hello);
+
 // Timing workers for an automatic timing lane, from a worker's hello: 1 on tpu/gpu (one per
-// device, so timings do not disturb each other); on cpu, compile_slots capped at its cores.
+// device, so timings do not disturb each other); on cpu, compile_slots capped at its cores. A
+// Ray driver's hello counts the cluster's device resources: one slot (one actor) per device.
 int automatic_timing_slots(const nlohmann::json& hello, int compile_slots);
 
 // Turns ssh's stderr into a clear reason ("authentication failed", "connection refused", ...).

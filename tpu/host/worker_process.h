@@ -28,7 +28,12 @@ struct WorkerReply {
   // The worker itself is suspect after these: the pool replaces it.
   bool worker_lost() const {
     return status == Status::Crashed || status == Status::TimedOut || status == Status::Malformed ||
-           status == Status::Unreachable;
+           status == Status::Unreachable || host_lost();
+  }
+  // A Ray slot's answer for a request whose node left the cluster (tpu/ray): the request never
+  // finished, and is worth one more try on another slot.
+  bool host_lost() const {
+    return status == Status::Failed && body.is_object() && body.value("host_lost", false) == true;
   }
 };
 const char* to_string(WorkerReply::Status status);
