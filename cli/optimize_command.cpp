@@ -59,7 +59,8 @@ constexpr const char* kOptimizeUsage =
     "  --tester-shapes N        with --llm: add up to N shapes the Tester proposes (default 0)\n"
     "  --autotune-configs N     each round, tune the best kernel over up to N configurations\n"
     "                           of its block sizes in one worker call, cached per kernel,\n"
-    "                           shapes and device (default 0: no autotune phase)\n"
+    "                           shapes and device (0: no phase; default: 8 on a TPU or GPU\n"
+    "                           host, none on a CPU host)\n"
     "  --out PATH               where the best kernel of a TASK run is written (default beside\n"
     "                           the task, never over an existing file)\n"
     "  --no-report --no-cache --format text|json\n";
@@ -94,7 +95,11 @@ struct OptimizeOptions {
   agents::ExtraShapesChoice extra_shapes;  // --extra-shapes, --tester-shapes
   std::string extra_shapes_mode = "rules";
   HostOptions host;
-  agents::SearchParams params;
+  agents::SearchParams params = [] {
+    agents::SearchParams p;
+    p.autotune_configs = agents::SearchParams::kAutotuneAutomatic;  // --autotune-configs
+    return p;
+  }();
 };
 
 // Prints one progress line per event: a bar on a terminal, plain lines in a log.

@@ -26,9 +26,10 @@ APT_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcurl4-openssl-dev libboost-dev libboost-filesystem-dev
   libtree-sitter-dev libsqlite3-dev
 )
-# The tests also need GoogleTest, clang (sanitizers, libFuzzer, clang-format) and sshd (ssh hosts).
+# The tests also need GoogleTest, clang (sanitizers, libFuzzer, clang-format), sshd (ssh hosts)
+# and ip (tests/ray brings up loopback in a network namespace of its own).
 ((main_only)) || APT_PACKAGES+=(libgtest-dev clang clang-format libclang-rt-14-dev
-  openssh-server openssh-client)
+  openssh-server openssh-client iproute2)
 TREE_SITTER_PYTHON_VERSION=0.23.6
 TREE_SITTER_RUNTIME_VERSION=0.20.4  # PyPI tree-sitter sdist: its bundled C runtime (tree_sitter/core/lib)
 PY_REQUIREMENTS="$root/scripts/requirements.txt"

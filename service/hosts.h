@@ -30,8 +30,9 @@ bool add_host_names(const std::string& value, std::vector<std::string>& names, s
 // Reads a hosts file (a JSON list of host objects, or {"hosts": [...]}) into `choice`.
 bool read_hosts_file(const std::string& path, HostChoice& choice, std::string& error);
 
-// The config of one named host: its definition, else the built-in "local". A local host without
-// its own "python" runs the choice's interpreter.
+// The config of one named host: its definition, else a `ray:ADDRESS` name's ray host, else the
+// built-in "local". A local or ray host without its own "python" runs the choice's interpreter
+// (a ray host's python is the driver's, on this machine).
 std::optional<tpu::HostConfig> host_config(const HostChoice& choice, const std::string& name,
                                            std::string& error);
 

@@ -60,6 +60,19 @@ json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& 
   return options;
 }
 
+int resolve_autotune_phase(agents::RunStore& runs, const std::string& run_id,
+                           tpu::JobRunner& hosts) {
+  auto run = runs.run(run_id);
+  if (!run) return 0;
+  int& configs = run->params.search.autotune_configs;
+  if (configs != agents::SearchParams::kAutotuneAutomatic) return configs;
+  const tpu::WorkerReply hello = hosts.hello();
+  const std::string platform = hello.ok() ? hello.body.value("platform", std::string()) : "";
+  configs = platform == "tpu" || platform == "gpu" ? agents::SearchParams::kAutotuneOnDevices : 0;
+  runs.update_run(*run);  // a resume tunes as the first session did
+  return configs;
+}
+
 void record_xla_baseline(agents::RunStore& runs, const std::string& run_id,
                          agents::CandidateEvaluator& evaluator,
                          const std::function<bool()>& cancelled) {
@@ -94,6 +107,7 @@ SearchOutcome drive_search(agents::RunStore& runs, tpu::HostPool& hosts, knowled
   if (!run->kernel.empty()) evaluation.kernel = run->kernel;
   evaluation.use_cache = setup.use_cache;
   evaluation.options.update(evaluate_options_for(hosts, *generation));
+  run->params.search.autotune_configs = resolve_autotune_phase(runs, run_id, hosts);
   if (run->params.evaluate.is_object()) evaluation.options.update(run->params.evaluate);
 
   agents::ExpanderSetup& llm = setup.llm;

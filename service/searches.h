@@ -86,6 +86,11 @@ void record_xla_baseline(agents::RunStore& runs, const std::string& run_id,
                          agents::CandidateEvaluator& evaluator,
                          const std::function<bool()>& cancelled);
 
+// An automatic autotune phase (SearchParams::kAutotuneAutomatic) becomes a number once, from
+// the hosts' platform, and is written back to the run; returns the run's count.
+int resolve_autotune_phase(agents::RunStore& runs, const std::string& run_id,
+                           tpu::JobRunner& hosts);
+
 // The extra fields of every evaluate request on these hosts: on a CPU host the score is the
 // model's prediction and interpret time ranks nothing, so one timed run keeps the record honest
 // without minutes in the interpreter; on a TPU host the chip's roofline ("hardware"), below

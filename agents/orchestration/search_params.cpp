@@ -13,8 +13,9 @@ json SearchParams::to_json() const {
             {"keep_factor", keep_factor}, {"ucb_exploration", ucb_exploration},
             {"concurrency", concurrency}, {"roofline_stop", roofline_stop},
             {"diagnosis", diagnosis}};
-  // Only when asked for, so a run stored before the phase existed keeps its text.
-  if (autotune_configs > 0) j["autotune_configs"] = autotune_configs;
+  // Only when asked for (or still automatic), so a run stored before the phase existed keeps
+  // its text.
+  if (autotune_configs != 0) j["autotune_configs"] = autotune_configs;
   return j;
 }
 

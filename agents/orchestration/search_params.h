@@ -22,6 +22,11 @@ struct SearchParams {
   bool diagnosis = true;  // order each expansion by the parent's diagnosis (off: plain order)
   // The autotune phase: each round the best kernel not yet tuned has up to this many
   // configurations of its derived space tried by the worker's autotune op (0 = no phase).
+  // kAutotuneAutomatic is resolved once, when the run is first driven (service/searches):
+  // kAutotuneOnDevices on a TPU or GPU host, where each configuration's time is measured; none
+  // on a CPU host, where only the model ranks them and the phase costs more than it finds.
+  static constexpr int kAutotuneAutomatic = -1;
+  static constexpr int kAutotuneOnDevices = 8;
   int autotune_configs = 0;
 
   nlohmann::json to_json() const;

@@ -52,7 +52,7 @@ struct OptimizationSettings {
   std::string target = "v5e";
   std::string llm_spec = "none";       // from maxkernel.llm (settings.h llm_spec_of)
   std::optional<std::string> api_key;  // from the editor's secret store; memory only
-  int autotune_configs = 0;            // maxkernel.autotuneConfigs
+  int autotune_configs = -1;           // maxkernel.autotuneConfigs (-1: automatic)
 };
 
 class OptimizationRuns {

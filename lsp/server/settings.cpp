@@ -89,11 +89,14 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
   }
   if (section.contains("autotuneConfigs")) {
     const auto& n = section["autotuneConfigs"];
-    if (n.is_number_integer() && n.get<int64_t>() >= 0 && n.get<int64_t>() <= 4096) {
+    if (n.is_null()) {
+      settings.autotune_configs = -1;  // automatic: from the host's platform
+    } else if (n.is_number_integer() && n.get<int64_t>() >= 0 && n.get<int64_t>() <= 4096) {
       settings.autotune_configs = n.get<int>();
     } else {
       problems.push_back(
-          "maxkernel.autotuneConfigs must be a whole number from 0 (no autotune phase) to 4096");
+          "maxkernel.autotuneConfigs must be a whole number from 0 (no autotune phase) to 4096, "
+          "or null (automatic)");
     }
   }
   if (section.contains("llm")) {

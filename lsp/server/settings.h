@@ -16,7 +16,9 @@ struct Settings {
   nlohmann::json hosts = nlohmann::json::array();  // host definitions (docs/hosts.md)
   bool lower_on_save = true;
   nlohmann::json budget = nlohmann::json::object();  // Auto / graph limits (docs/lsp.md)
-  int autotune_configs = 0;  // a search's autotune phase: configurations per phase (0 = none)
+  // A search's autotune phase: configurations per phase (0 = none; unset: automatic, 8 on a
+  // TPU or GPU host and none on a CPU host, agents::SearchParams::kAutotuneAutomatic).
+  int autotune_configs = -1;
   // {provider: none|openai|gemini|anthropic|replay, model, baseUrl, fixture}; the key is never a
   // setting: it comes from the editor's secret store (initializationOptions.secrets.llm or the
   // maxkernel/setApiKey notification) or the provider's environment variable.
