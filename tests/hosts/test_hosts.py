@@ -130,7 +130,7 @@ def test_ssh_replaces_an_incomplete_install(sshd, run_cli, write_hosts, worker_c
 
 @pytest.mark.parametrize("host, expect", [
     ({"name": "elsewhere", "kind": "local"}, "unknown host 'h'"),
-    ({"name": "h", "kind": "telnet"}, "kind must be local, ssh or command"),
+    ({"name": "h", "kind": "telnet"}, "kind must be local, ssh, command or ray"),
     ({"name": "h", "kind": "ssh"}, "ssh needs a destination"),
     ({"name": "h", "kind": "command", "command": ["sh", "-c", "true"]}, "{command}"),
 ], ids=["unknown-name", "bad-kind", "ssh-no-destination", "command-no-placeholder"])
