@@ -1,5 +1,9 @@
 """What /proc says about the server under load: its memory and threads, and its workers'."""
-import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+import process_tree  # noqa: E402
 
 
 def status(pid):
@@ -23,22 +27,7 @@ def status(pid):
 
 def descendants(pid):
     """Processes below pid (the server's workers) with their VmRSS in KiB."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo += children.get(p, [])
+    found = process_tree.descendants(pid)
     rss = 0
     for p in found:
         try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from process_tree import descendants  # noqa: F401 (the tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_SRC = ROOT / "tpu" / "worker"
@@ -65,25 +66,6 @@ def pids_with_cmdline(fragment):
             continue
         if fragment in cmdline and state != "Z":
             out.add(int(entry))
-    return out
-
-
-def descendants(root):
-    """PIDs of every live descendant of `root`."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
     return out
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from process_tree import descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -58,26 +59,6 @@ def loopback_only_namespace():
     if shutil.which("ray", path=str(VENV_BIN)) is None:
         pytest.fail("Ray is not in .venv (scripts/setup.sh installs scripts/requirements-ray.txt)",
                     pytrace=False)
-
-
-def descendants(pid):
-    """Every process below `pid`, Ray's actor workers too (they start sessions of their own)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 class RayNode:
