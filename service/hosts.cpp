@@ -67,16 +67,13 @@ std::optional<tpu::HostConfig> host_config(const HostChoice& choice, const std::
     if (config && choice.request_timeout) config->request_timeout = *choice.request_timeout;
     return config;
   }
-  if (auto ray = tpu::ray_host_from_name(name)) {
-    ray->python = python;
-    if (choice.request_timeout) ray->request_timeout = *choice.request_timeout;
-    return ray;
-  }
-  if (name == "local") {
-    tpu::HostConfig local;
-    local.python = python;
-    if (choice.request_timeout) local.request_timeout = *choice.request_timeout;
-    return local;
+  // Hosts without a definition: a `ray:ADDRESS` name, or "local"; both run the choice's python.
+  std::optional<tpu::HostConfig> builtin = tpu::ray_host_from_name(name);
+  if (!builtin && name == "local") builtin = tpu::HostConfig{};
+  if (builtin) {
+    builtin->python = python;
+    if (choice.request_timeout) builtin->request_timeout = *choice.request_timeout;
+    return builtin;
   }
   error =
       "unknown host '" + name + "'" +

@@ -41,9 +41,17 @@ bool starts_from_reference(const agents::RunRecord& run) {
   return run.params.from_reference;
 }
 
-json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& target) {
+namespace {
+// "tpu", "gpu" or "cpu" from the hosts' hello ("" when none answers): what the evaluate options
+// and the automatic autotune phase are chosen from.
+std::string platform_of(tpu::JobRunner& hosts) {
   const tpu::WorkerReply hello = hosts.hello();
-  const std::string platform = hello.ok() ? hello.body.value("platform", std::string()) : "";
+  return hello.ok() ? hello.body.value("platform", std::string()) : "";
+}
+}  // namespace
+
+json evaluate_options_for(tpu::HostPool& hosts, const knowledge::TpuGeneration& target) {
+  const std::string platform = platform_of(hosts);
   json options = json::object();
   if (platform == "cpu")
     options["timing"] = {
@@ -66,8 +74,7 @@ int resolve_autotune_phase(agents::RunStore& runs, const std::string& run_id,
   if (!run) return 0;
   int& configs = run->params.search.autotune_configs;
   if (configs != agents::SearchParams::kAutotuneAutomatic) return configs;
-  const tpu::WorkerReply hello = hosts.hello();
-  const std::string platform = hello.ok() ? hello.body.value("platform", std::string()) : "";
+  const std::string platform = platform_of(hosts);
   configs = platform == "tpu" || platform == "gpu" ? agents::SearchParams::kAutotuneOnDevices : 0;
   runs.update_run(*run);  // a resume tunes as the first session did
   return configs;
