@@ -4,24 +4,51 @@
 
 #include "lsp/server/kernel_runs.h"
 #include "source/pallas/kernel_extractor.h"
+#include "source/pallas/kernel_regions.h"
 
 namespace mk::server {
 
-OpenDocument::OpenDocument(std::string uri, int64_t version, std::string content, bool is_python)
-    : text(std::move(uri), version, std::move(content)), python(is_python) {
-  if (python) tree.parse(text.text());
+OpenDocument::OpenDocument(std::string uri, int64_t version, std::string content, bool is_python,
+                           service::WrapperModules* wrapper_modules)
+    : text(std::move(uri), version, std::move(content)),
+      python(is_python),
+      wrappers(wrapper_modules) {
+  if (python) first_parse();
+}
+
+void OpenDocument::first_parse() {
+  const std::string& t = text.text();
+  if (t.size() < kPartialParseBytes) return tree.parse(t);
+  const pallas::KernelRegionFinder finder(t);
+  // Sites of another file's wrapper mention its name: find those names from the imports alone.
+  std::vector<std::string> callees;
+  if (const std::vector<syntax::ByteSpan> imports = finder.imports();
+      wrappers && !imports.empty()) {
+    syntax::PythonTree import_tree;
+    import_tree.parse_partial(t, imports);
+    for (const auto& [qualified, f] : imported_forwarders(import_tree.root(), nullptr))
+      callees.push_back(qualified.substr(qualified.rfind('.') + 1));
+  }
+  const pallas::KernelRegions regions = finder.regions(callees);
+  if (regions.bytes > t.size() / 2) return tree.parse(t);
+  tree.parse_partial(t, regions.spans);
+  // A syntax error, real or from a misread boundary: the first diagnostics must still be right.
+  if (tree.has_error()) tree.parse(t);
+}
+
+pallas::ForwarderSet OpenDocument::imported_forwarders(TSNode root,
+                                                       std::vector<std::filesystem::path>* used) {
+  // A few stat calls per import, and one read per module file until it changes.
+  const auto path = path_of_uri(text.uri());
+  if (!wrappers || !path) return {};
+  return wrappers->forwarders_for(pallas::imported_names(root, text.text()), path->parent_path(),
+                                  used);
 }
 
 const analysis::DocumentAnalysis& OpenDocument::analyse(const knowledge::TpuGeneration& target) {
   if (!analysis || analysed_target != target.name) {
     wrapper_files.clear();
-    if (wrappers) {
-      // A few stat calls per import, and one read per module file until it changes.
-      const auto path = path_of_uri(text.uri());
-      forwarders = path ? wrappers->forwarders_for(pallas::imported_names(tree.root(), text.text()),
-                                                   path->parent_path(), &wrapper_files)
-                        : pallas::ForwarderSet{};
-    }
+    forwarders = imported_forwarders(tree.root(), &wrapper_files);
     analysis =
         analysis::analyze_document(tree.root(), text.text(), target, &model_cache, &forwarders);
     analysed_target = target.name;
@@ -61,8 +88,7 @@ void DocumentStore::close(const std::string& uri) {
 
 OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::string text,
                                   bool python) {
-  auto doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python);
-  doc->wrappers = &wrappers_;
+  auto doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);
   return ref;

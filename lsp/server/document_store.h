@@ -18,7 +18,12 @@
 namespace mk::server {
 
 struct OpenDocument {
-  OpenDocument(std::string uri, int64_t version, std::string text, bool python);
+  // A Python document of this size or more is first parsed only where its kernels are (see
+  // pallas::KernelRegionFinder); the full parse is made off the main loop and adopted.
+  static constexpr size_t kPartialParseBytes = 32 * 1024;
+
+  OpenDocument(std::string uri, int64_t version, std::string text, bool python,
+               service::WrapperModules* wrappers);
 
   text::TextDocument text;
   syntax::PythonTree tree;
@@ -33,9 +38,17 @@ struct OpenDocument {
   service::WrapperModules* wrappers = nullptr;
   pallas::ForwarderSet forwarders;
   std::vector<std::filesystem::path> wrapper_files;
+  std::string published_diagnostics;  // the last publishDiagnostics array sent, serialised
+  bool full_parse_started = false;    // for a tree first parsed in part
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);
+
+ private:
+  // The whole text, or only its kernels' statements when that is much less of a large file.
+  void first_parse();
+  // The wrappers of other files this document's imports name (`root` holds its imports).
+  pallas::ForwarderSet imported_forwarders(TSNode root, std::vector<std::filesystem::path>* used);
 };
 
 class DocumentStore {

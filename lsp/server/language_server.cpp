@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "lsp/server/commands.h"
@@ -58,6 +59,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       writer_(std::move(sink)),
       dispatcher_([this](const json& m) { send(m); }),
       outgoing_([this](const json& m) { send(m); }),
+      full_parses_([this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); }),
       progress_(
           [this](const std::string& method, json params) { notify(method, std::move(params)); },
           outgoing_),
@@ -101,6 +103,12 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
 }
 
 LanguageServer::~LanguageServer() = default;
+
+size_t LanguageServer::partly_parsed() {
+  size_t n = 0;
+  for (auto& [uri, doc] : documents_.all()) n += doc->tree.partial() ? 1 : 0;
+  return n;
+}
 
 void LanguageServer::send(const json& message) {
   // Invalid UTF-8 from a document must not make serialisation throw: replace it.
@@ -252,7 +260,7 @@ void LanguageServer::flush_dirty_documents() {
   }
 }
 
-void LanguageServer::publish_diagnostics(OpenDocument& doc) {
+json LanguageServer::diagnostics_of(OpenDocument& doc) {
   json diagnostics = json::array();
   if (doc.python) {
     const auto& a = doc.analyse(target());
@@ -261,8 +269,35 @@ void LanguageServer::publish_diagnostics(OpenDocument& doc) {
     for (json& d : optimizations_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
     for (json& d : hitl_.diagnostics(doc)) diagnostics.push_back(std::move(d));
   }
-  notify("textDocument/publishDiagnostics",
-         {{"uri", doc.text.uri()}, {"version", doc.text.version()}, {"diagnostics", diagnostics}});
+  return diagnostics;
+}
+
+void LanguageServer::publish_diagnostics(OpenDocument& doc) {
+  json diagnostics = diagnostics_of(doc);
+  doc.published_diagnostics = diagnostics.dump();
+  notify("textDocument/publishDiagnostics", {{"uri", doc.text.uri()},
+                                             {"version", doc.text.version()},
+                                             {"diagnostics", std::move(diagnostics)}});
+  // Only now: on two cores the first diagnostics must not share theirs with the full parse.
+  if (doc.tree.partial() && !doc.full_parse_started) start_full_parse(doc);
+}
+
+void LanguageServer::start_full_parse(OpenDocument& doc) {
+  doc.full_parse_started = true;
+  const std::string uri = doc.text.uri();
+  const uint64_t generation = doc.tree.generation();
+  full_parses_.start(doc.text.text(), doc.tree.copy(),
+                     [this, uri, generation](syntax::TreePtr full) {
+                       OpenDocument* d = documents_.find(uri);
+                       if (!d || !d->tree.partial() || d->tree.generation() != generation) return;
+                       d->tree.adopt_full(std::move(full), d->text.text());
+                       d->analysis.reset();
+                       // Equal unless an edit made meanwhile reached beyond the kernels'
+                       // statements.
+                       if (diagnostics_of(*d).dump() != d->published_diagnostics &&
+                           std::find(dirty_.begin(), dirty_.end(), uri) == dirty_.end())
+                         dirty_.push_back(uri);
+                     });
 }
 
 OpenDocument& LanguageServer::document_for(const ParamReader& params) {
@@ -428,6 +463,7 @@ void LanguageServer::register_handlers() {
                 {"sqlitePeakBytes", m.sqlite_peak_bytes}}},
               {"threads", m.threads},
               {"openDocuments", documents_.all().size()},
+              {"partlyParsedDocuments", partly_parsed()},
               {"runningJobs",
                {{"kernel", runs_.running()},
                 {"optimization", optimizations_.running()},
@@ -597,6 +633,13 @@ void LanguageServer::register_test_methods() {
         std::chrono::milliseconds(p.optional_integer("timeoutMs").value_or(30000)));
   });
   dispatcher_.on_request("maxkernel/test/forgetToReply", [](const ParamReader&, Reply) {});
+  // Holds the full parses of large documents (their first parse stays partial) until released.
+  dispatcher_.on_request("maxkernel/test/holdFullParses", [this](const ParamReader& p, Reply r) {
+    const json* hold = p.optional_raw("hold");
+    if (!hold || !hold->is_boolean()) p.fail("hold", "expected a boolean");
+    full_parses_.hold(hold->get<bool>());
+    r.result({{"held", *hold}});
+  });
 }
 
 }  // namespace mk::server

@@ -16,6 +16,7 @@
 #include "lsp/protocol/outgoing_requests.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/full_parses.h"
 #include "lsp/server/hitl_runs.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/kernel_writing.h"
@@ -48,6 +49,11 @@ class LanguageServer {
   void notify(const std::string& method, nlohmann::json params);
   void flush_dirty_documents();
   void publish_diagnostics(OpenDocument& doc);
+  nlohmann::json diagnostics_of(OpenDocument& doc);
+  // The full parse of a document first parsed in part; adopted when the document has not been
+  // reopened or replaced meanwhile, and its diagnostics published again if they changed.
+  void start_full_parse(OpenDocument& doc);
+  size_t partly_parsed();  // open documents whose tree does not cover all of their text yet
   const knowledge::TpuGeneration& target() const;
   // True when an edit to `uri` is already queued, so a result computed now would be stale.
   bool edit_pending(const std::string& uri) const;
@@ -74,6 +80,7 @@ class LanguageServer {
   rpc::Dispatcher dispatcher_;
   rpc::OutgoingRequests outgoing_;
   DocumentStore documents_;
+  FullParses full_parses_;  // after the queue and the documents, which its results reach
   ClientCapabilities client_;
   Settings settings_;
   std::optional<std::string> llm_api_key_;  // from the editor's secret store; never logged

@@ -1017,16 +1017,8 @@ class Extractor {
 
   TaskConventions task_conventions() {
     TaskConventions t;
-    auto has = [&](std::string_view name) { return eval_.module_binding(name) != nullptr; };
-    t.config = has("CONFIG");
-    t.create_inputs = has("create_inputs");
-    t.workload = has("workload");
-    t.get_flops = has("get_flops");
-    t.tuned_params = has("TUNED_PARAMS");
-    t.get_inputs = has("get_inputs");
-    t.computation = has("computation");
-    t.reference = has("reference");
-    t.make_inputs = has("make_inputs");
+    for (const auto& [name, flag] : TaskConventions::bindings())
+      t.*flag = eval_.module_binding(name) != nullptr;
     return t;
   }
 

@@ -73,6 +73,19 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+const std::vector<TaskConventions::Binding>& TaskConventions::bindings() {
+  static const std::vector<Binding> all = {{"CONFIG", &TaskConventions::config},
+                                           {"create_inputs", &TaskConventions::create_inputs},
+                                           {"workload", &TaskConventions::workload},
+                                           {"get_flops", &TaskConventions::get_flops},
+                                           {"TUNED_PARAMS", &TaskConventions::tuned_params},
+                                           {"get_inputs", &TaskConventions::get_inputs},
+                                           {"computation", &TaskConventions::computation},
+                                           {"reference", &TaskConventions::reference},
+                                           {"make_inputs", &TaskConventions::make_inputs}};
+  return all;
+}
+
 std::string TaskConventions::form() const {
   if (config && create_inputs && workload) return "jaxbench";
   if (get_inputs && computation) return "maxkernel";

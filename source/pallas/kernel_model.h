@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mk::pallas {
@@ -116,6 +117,13 @@ struct TaskConventions {
        make_inputs = false;
   std::string form() const;  // "jaxbench", "maxkernel", "infile", "" when none
   friend bool operator==(const TaskConventions&, const TaskConventions&) = default;
+
+  // Each convention's module-level name and the flag its binding sets.
+  struct Binding {
+    std::string_view name;
+    bool TaskConventions::*flag;
+  };
+  static const std::vector<Binding>& bindings();
 };
 
 struct PallasModel {

@@ -9,14 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "source/syntax/byte_span.h"
 #include "source/syntax/python_tree.h"
 
 namespace mk::syntax {
-
-struct ByteSpan {
-  uint32_t start = 0;
-  uint32_t end = 0;
-};
 
 // The top-level `def name` (with its decorators), or nullopt.
 std::optional<ByteSpan> top_level_function(const PythonTree& tree, std::string_view source,

@@ -3,6 +3,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -10,7 +11,9 @@
 namespace mk::syntax {
 
 inline bool is(TSNode node, const char* type) {
-  return !ts_node_is_null(node) && std::strcmp(ts_node_type(node), type) == 0;
+  if (ts_node_is_null(node)) return false;
+  const char* actual = ts_node_type(node);
+  return actual[0] == type[0] && std::strcmp(actual, type) == 0;  // most calls differ at once
 }
 
 inline std::string_view text_of(TSNode node, std::string_view source) {
@@ -21,8 +24,24 @@ inline std::string_view text_of(TSNode node, std::string_view source) {
   return source.substr(start, end - start);
 }
 
+// By field id, remembered per name: tree-sitter finds an id by comparing the name with each of
+// the grammar's field names in turn, which cost more than the child lookup itself.
 inline TSNode field(TSNode node, const char* name) {
-  return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::strlen(name)));
+  struct Remembered {
+    const char* name = nullptr;
+    const TSLanguage* language = nullptr;
+    TSFieldId id = 0;
+  };
+  thread_local Remembered remembered[64];
+  const TSLanguage* language = ts_node_language(node);
+  Remembered& r = remembered[(reinterpret_cast<uintptr_t>(name) >> 3) & 63];
+  // The pointer picks the slot; the id's own name confirms it (a name need not be a literal).
+  if (r.name != name || r.language != language || r.id == 0 ||
+      std::strcmp(ts_language_field_name_for_id(language, r.id), name) != 0) {
+    r = {name, language,
+         ts_language_field_id_for_name(language, name, static_cast<uint32_t>(std::strlen(name)))};
+  }
+  return r.id == 0 ? TSNode{} : ts_node_child_by_field_id(node, r.id);
 }
 
 inline std::vector<TSNode> named_children(TSNode node) {

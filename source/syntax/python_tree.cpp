@@ -1,8 +1,43 @@
 #include "source/syntax/python_tree.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace mk::syntax {
+
+namespace {
+
+std::unique_ptr<TSParser, ParserDeleter> python_parser() {
+  std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
+  if (!ts_parser_set_language(parser.get(), python_language())) {
+    throw std::runtime_error("tree-sitter rejected the Python grammar (ABI " +
+                             std::to_string(python_language_abi()) + ")");
+  }
+  return parser;
+}
+
+TSInputEdit input_edit(const text::ByteEdit& edit) {
+  return {edit.start_byte,
+          edit.old_end_byte,
+          edit.new_end_byte,
+          {edit.start_point.row, edit.start_point.column},
+          {edit.old_end_point.row, edit.old_end_point.column},
+          {edit.new_end_point.row, edit.new_end_point.column}};
+}
+
+// Unique across documents: a parse made for a closed document never matches a reopened one.
+uint64_t next_generation() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+
+TreePtr parse_with(TSParser* parser, const TSTree* old, const std::string& text) {
+  return TreePtr(
+      ts_parser_parse_string(parser, old, text.data(), static_cast<uint32_t>(text.size())));
+}
+
+}  // namespace
 
 const TSLanguage* python_language() {
   return tree_sitter_python();
@@ -12,16 +47,43 @@ uint32_t python_language_abi() {
   return ts_language_version(python_language());
 }
 
-PythonTree::PythonTree() : parser_(ts_parser_new()) {
-  if (!ts_parser_set_language(parser_.get(), python_language())) {
-    throw std::runtime_error("tree-sitter rejected the Python grammar (ABI " +
-                             std::to_string(python_language_abi()) + ")");
-  }
-}
+PythonTree::PythonTree() : parser_(python_parser()) {}
 
 void PythonTree::parse(const std::string& text) {
-  tree_.reset(ts_parser_parse_string(parser_.get(), nullptr, text.data(),
-                                     static_cast<uint32_t>(text.size())));
+  ts_parser_set_included_ranges(parser_.get(), nullptr, 0);
+  tree_ = parse_with(parser_.get(), nullptr, text);
+  partial_ = false;
+  edits_since_partial_.clear();
+  generation_ = next_generation();
+}
+
+void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSpan>& spans) {
+  std::vector<TSRange> ranges;
+  ranges.reserve(spans.size());
+  // Points are (row, byte column): count the newlines up to each span's ends in one pass.
+  TSPoint point{0, 0};
+  uint32_t at = 0, line_start = 0;
+  auto advance_to = [&](uint32_t byte) {
+    for (; at < byte; ++at) {
+      if (text[at] == '\n') {
+        ++point.row;
+        line_start = at + 1;
+      }
+    }
+    point.column = byte - line_start;
+    return point;
+  };
+  for (const ByteSpan& span : spans) {
+    const TSPoint start = advance_to(span.start);
+    ranges.push_back({start, advance_to(span.end), span.start, span.end});
+  }
+  if (!ts_parser_set_included_ranges(parser_.get(), ranges.data(),
+                                     static_cast<uint32_t>(ranges.size())))
+    throw std::logic_error("included ranges out of order");
+  tree_ = parse_with(parser_.get(), nullptr, text);
+  partial_ = true;
+  edits_since_partial_.clear();
+  generation_ = next_generation();
 }
 
 void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string& text) {
@@ -29,15 +91,34 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
     parse(text);
     return;
   }
-  TSInputEdit input_edit{edit.start_byte,
-                         edit.old_end_byte,
-                         edit.new_end_byte,
-                         {edit.start_point.row, edit.start_point.column},
-                         {edit.old_end_point.row, edit.old_end_point.column},
-                         {edit.new_end_point.row, edit.new_end_point.column}};
-  ts_tree_edit(tree_.get(), &input_edit);
-  tree_.reset(ts_parser_parse_string(parser_.get(), tree_.get(), text.data(),
-                                     static_cast<uint32_t>(text.size())));
+  const TSInputEdit e = input_edit(edit);
+  ts_tree_edit(tree_.get(), &e);
+  if (partial_) {
+    // The tree moved its ranges with the edit; an edit inside a range widens it.
+    uint32_t count = 0;
+    TSRange* ranges = ts_tree_included_ranges(tree_.get(), &count);
+    ts_parser_set_included_ranges(parser_.get(), ranges, count);
+    std::free(ranges);  // tree-sitter allocates with malloc unless told otherwise
+    edits_since_partial_.push_back(edit);
+  }
+  tree_ = parse_with(parser_.get(), tree_.get(), text);
+}
+
+void PythonTree::adopt_full(TreePtr full, const std::string& text) {
+  ts_parser_set_included_ranges(parser_.get(), nullptr, 0);
+  for (const text::ByteEdit& edit : edits_since_partial_) {
+    const TSInputEdit e = input_edit(edit);
+    ts_tree_edit(full.get(), &e);
+  }
+  tree_ =
+      edits_since_partial_.empty() ? std::move(full) : parse_with(parser_.get(), full.get(), text);
+  partial_ = false;
+  edits_since_partial_.clear();
+}
+
+TreePtr parse_python(const std::string& text, TreePtr old) {
+  auto parser = python_parser();
+  return parse_with(parser.get(), old.get(), text);
 }
 
 }  // namespace mk::syntax

@@ -1,11 +1,16 @@
-// A tree-sitter parse of one Python document, reparsed incrementally on every edit.
+// A tree-sitter parse of one Python document, reparsed incrementally on every edit. A large
+// document's first parse may cover only part of it (included ranges); the full parse, made on
+// another thread, is adopted later and brought up to date with the edits made meanwhile.
 #pragma once
 
 #include <tree_sitter/api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "source/syntax/byte_span.h"
 #include "source/text/text_document.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
@@ -18,6 +23,7 @@ struct TreeDeleter {
 struct ParserDeleter {
   void operator()(TSParser* parser) const { ts_parser_delete(parser); }
 };
+using TreePtr = std::unique_ptr<TSTree, TreeDeleter>;
 
 // The grammar compiled into the binary; ABI 13-14 loads in the system libtree-sitter.
 const TSLanguage* python_language();
@@ -31,8 +37,20 @@ class PythonTree {
 
   // Parses from scratch.
   void parse(const std::string& text);
+  // Parses only `spans` of `text` (sorted, disjoint). Node positions are still those of the whole
+  // text. The tree stays partial, through edits, until adopt_full().
+  void parse_partial(const std::string& text, const std::vector<ByteSpan>& spans);
   // Tells tree-sitter about an edit already applied to `text`, then reparses reusing the old tree.
   void edit_and_reparse(const text::ByteEdit& edit, const std::string& text);
+
+  bool partial() const { return partial_; }
+  // New with every parse from scratch, unique across trees: a full parse made for another is stale.
+  uint64_t generation() const { return generation_; }
+  // A copy of the tree for another thread (trees are immutable; copies are cheap).
+  TreePtr copy() const { return TreePtr(ts_tree_copy(tree_.get())); }
+  // Takes `full`, a full parse of the text the partial parse was made from, applies the edits made
+  // since and reparses `text` (now current) from it.
+  void adopt_full(TreePtr full, const std::string& text);
 
   TSNode root() const { return ts_tree_root_node(tree_.get()); }
   bool has_error() const { return ts_node_has_error(root()); }
@@ -40,7 +58,14 @@ class PythonTree {
 
  private:
   std::unique_ptr<TSParser, ParserDeleter> parser_;
-  std::unique_ptr<TSTree, TreeDeleter> tree_;
+  TreePtr tree_;
+  bool partial_ = false;
+  uint64_t generation_ = 0;
+  std::vector<text::ByteEdit> edits_since_partial_;
 };
+
+// A full parse of `text` with a parser of its own, safe on any thread. `old` (a copy of the
+// partial tree of the same text, or null) lets it reuse what was parsed already.
+TreePtr parse_python(const std::string& text, TreePtr old = nullptr);
 
 }  // namespace mk::syntax

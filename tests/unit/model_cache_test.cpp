@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis_test_util.h"
 #include "knowledge/tpu_generations.h"
 #include "pallas_test_util.h"
 #include "source/analysis/document_analysis.h"
@@ -22,12 +23,11 @@
 namespace mk {
 namespace {
 
+using test_util::corpus_files;
+using test_util::expect_same;
+using test_util::read_file;
+using test_util::v5e;
 namespace fs = std::filesystem;
-
-const knowledge::TpuGeneration& v5e() {
-  const auto* gen = knowledge::find_tpu_generation("v5e");
-  return gen ? *gen : knowledge::tpu_generations().front();
-}
 
 // A document edited the way the server edits it: UTF-16 ranges, incremental reparse, and one
 // ModelCache carried from each analysis to the next.
@@ -57,55 +57,6 @@ class EditedDocument {
   syntax::PythonTree tree_;
   pallas::ModelCache cache_;
 };
-
-std::string describe(const pallas::Kernel& k, const std::string& source) {
-  auto at = [&](pallas::Span s) {
-    return std::to_string(s.start) + ".." + std::to_string(s.end) + " '" +
-           source.substr(s.start, std::min<size_t>(s.end - s.start, 40)) + "'";
-  };
-  std::ostringstream out;
-  out << k.name << " site " << at(k.site_span) << " grid " << at(k.grid.span) << " inputs "
-      << k.inputs.size() << " outputs " << k.outputs.size() << " unknowns " << k.unknowns.size();
-  return out.str();
-}
-
-// Compares everything the server publishes or answers from: the model and the findings.
-void expect_same(const analysis::DocumentAnalysis& cached, const analysis::DocumentAnalysis& fresh,
-                 const std::string& source, const std::string& context) {
-  ASSERT_EQ(cached.model.kernels.size(), fresh.model.kernels.size()) << context;
-  for (size_t i = 0; i < fresh.model.kernels.size(); ++i) {
-    EXPECT_TRUE(cached.model.kernels[i] == fresh.model.kernels[i])
-        << context << "\nkernel " << i << "\n cached: " << describe(cached.model.kernels[i], source)
-        << "\n fresh:  " << describe(fresh.model.kernels[i], source);
-  }
-  EXPECT_TRUE(cached.model == fresh.model) << context;
-  ASSERT_EQ(cached.findings.size(), fresh.findings.size()) << context;
-  for (size_t i = 0; i < fresh.findings.size(); ++i) {
-    EXPECT_TRUE(cached.findings[i] == fresh.findings[i])
-        << context << "\nfinding " << i << ": cached " << cached.findings[i].code << " "
-        << cached.findings[i].message << " / fresh " << fresh.findings[i].code << " "
-        << fresh.findings[i].message;
-  }
-}
-
-std::vector<fs::path> corpus_files() {
-  const fs::path root = MK_SOURCE_DIR;
-  std::vector<fs::path> files;
-  for (const char* dir : {"tests/corpus/good", "tests/corpus/bad", "examples"}) {
-    for (const auto& entry : fs::directory_iterator(root / dir)) {
-      if (entry.path().extension() == ".py") files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One random edit of the kinds that change what the cache depends on: typing, deleting, module
 // constants changing value, lines duplicated (names bound twice) or removed, identifiers renamed,

@@ -1,0 +1,48 @@
+// The parts of a module its kernels' analysis reads, chosen before any parse: the top-level
+// statements a pallas_call site reaches, leaving out the helpers between kernels. A large file's
+// first parse covers only these (tree-sitter's included ranges) so its first diagnostics come
+// sooner; the full parse follows off the editor's main loop.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "source/syntax/byte_span.h"
+#include "source/syntax/top_level_units.h"
+
+namespace mk::pallas {
+
+struct KernelRegions {
+  std::vector<syntax::ByteSpan> spans;  // in order, disjoint, neighbouring statements merged
+  size_t bytes = 0;                     // how much of the text they cover
+};
+
+// Kept: every import and compound statement; every statement that mentions pallas_call, one of
+// `callee_names` (wrappers imported from other files) or a module-level alias of them; every
+// definition that calls a kept one of those (a wrapper's callers); whatever binds a name the task
+// conventions read (reference, make_inputs, CONFIG, ...); and, transitively, every definition or
+// assignment that may bind a name a kept statement mentions. Analysing only these gives the model
+// a full parse gives (tests/unit/kernel_regions_test.cpp).
+class KernelRegionFinder {
+ public:
+  // One lexical pass over `text`, which must outlive the finder.
+  explicit KernelRegionFinder(std::string_view text);
+
+  // The import statements: enough to find the wrappers other files define.
+  std::vector<syntax::ByteSpan> imports() const;
+  KernelRegions regions(const std::vector<std::string>& callee_names) const;
+
+ private:
+  std::string_view text_of(size_t unit) const;
+
+  std::string_view text_;
+  std::vector<syntax::TopLevelUnit> units_;
+  // The units that may bind a name: a definition its own, a simple statement those before its
+  // `=`. Words are read from a unit only when it matters (most of a large file does not).
+  std::unordered_map<std::string_view, std::vector<size_t>> binders_;
+};
+
+}  // namespace mk::pallas

@@ -1,0 +1,138 @@
+#include "source/syntax/top_level_units.h"
+
+#include <optional>
+
+namespace mk::syntax {
+
+namespace {
+
+bool word_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u == '_' || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+         u >= 0x80;
+}
+
+// The identifier at `i` (empty when none), and where it ends.
+std::string_view word_at(std::string_view text, size_t i) {
+  size_t end = i;
+  while (end < text.size() && word_char(text[end])) ++end;
+  return text.substr(i, end - i);
+}
+
+// The word after `i` and the blanks that follow it.
+std::string_view next_word(std::string_view text, size_t i) {
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  return word_at(text, i);
+}
+
+// Past the string literal whose opening quote is at `i`. An unterminated one-line string ends at
+// its line's newline, as Python's tokenizer gives up there too.
+size_t skip_string(std::string_view text, size_t i) {
+  const char quote = text[i];
+  const bool triple = i + 2 < text.size() && text[i + 1] == quote && text[i + 2] == quote;
+  i += triple ? 3 : 1;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '\\') {
+      i += 2;  // an escaped quote or newline never ends the string (raw strings included)
+      continue;
+    }
+    if (c == quote) {
+      if (!triple) return i + 1;
+      if (i + 2 < text.size() && text[i + 1] == quote && text[i + 2] == quote) return i + 3;
+    } else if (c == '\n' && !triple) {
+      return i;
+    }
+    ++i;
+  }
+  return text.size();
+}
+
+// What a line starting with `word` at `i` defines: the name after def/class/async def, or
+// nullopt when it is no definition.
+std::optional<std::string_view> definition_name(std::string_view text, size_t i,
+                                                std::string_view word) {
+  if (word == "async") {
+    const std::string_view def = next_word(text, i + word.size());
+    if (def != "def") return std::nullopt;
+    return next_word(text, static_cast<size_t>(def.data() - text.data()) + def.size());
+  }
+  if (word == "def" || word == "class") return next_word(text, i + word.size());
+  return std::nullopt;
+}
+
+TopLevelUnit::Kind statement_kind(std::string_view first_word) {
+  if (first_word == "import" || first_word == "from") return TopLevelUnit::Kind::Import;
+  if (first_word == "if" || first_word == "for" || first_word == "while" || first_word == "try" ||
+      first_word == "with" || first_word == "match" || first_word == "async")
+    return TopLevelUnit::Kind::Compound;
+  return TopLevelUnit::Kind::Simple;
+}
+
+bool continues_previous(std::string_view first_word) {
+  return first_word == "else" || first_word == "elif" || first_word == "except" ||
+         first_word == "finally";
+}
+
+}  // namespace
+
+std::vector<TopLevelUnit> top_level_units(std::string_view text) {
+  std::vector<TopLevelUnit> units;
+  bool awaiting_definition = false;  // decorators seen, their def/class not yet
+  int depth = 0;                     // open brackets
+  bool continued = false;            // the last line ended with a backslash
+  size_t i = 0;
+  while (i < text.size()) {
+    // `i` is at the start of a physical line.
+    const char first = text[i];
+    const bool blank = first == ' ' || first == '\t' || first == '\r' || first == '\n' ||
+                       first == '\f' || first == '#';
+    if (depth == 0 && !continued && !blank) {
+      const std::string_view word = word_at(text, i);
+      if (!units.empty() && (awaiting_definition || continues_previous(word))) {
+        if (awaiting_definition && first != '@') {
+          awaiting_definition = false;
+          units.back().name = definition_name(text, i, word).value_or(std::string_view());
+        }
+      } else {
+        if (!units.empty()) units.back().span.end = static_cast<uint32_t>(i);
+        TopLevelUnit unit;
+        unit.span.start = static_cast<uint32_t>(i);
+        if (first == '@') {
+          unit.kind = TopLevelUnit::Kind::Definition;
+          awaiting_definition = true;
+        } else if (auto name = definition_name(text, i, word)) {
+          unit.kind = TopLevelUnit::Kind::Definition;
+          unit.name = *name;
+        } else {
+          unit.kind = statement_kind(word);
+        }
+        units.push_back(unit);
+      }
+    }
+    continued = false;
+    // The rest of the line, and of any string or bracket that runs past it.
+    while (i < text.size() && text[i] != '\n') {
+      const char c = text[i];
+      if (c == '#') {
+        while (i < text.size() && text[i] != '\n') ++i;
+      } else if (c == '"' || c == '\'') {
+        i = skip_string(text, i);
+      } else if (c == '\\' && i + 1 < text.size() &&
+                 (text[i + 1] == '\n' ||
+                  (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n'))) {
+        continued = true;
+        i += text[i + 1] == '\n' ? 1 : 2;
+      } else {
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+        ++i;
+      }
+    }
+    if (i < text.size()) ++i;  // the newline
+  }
+  if (!units.empty()) units.back().span.end = static_cast<uint32_t>(text.size());
+  return units;
+}
+
+}  // namespace mk::syntax

@@ -1,0 +1,52 @@
+// A module's top-level statements found by a lexical pass, without a parse: where each begins and
+// ends and what a def or class binds. One pass over the bytes, so a large file's first parse can
+// leave out the definitions it does not need (tree-sitter's included ranges).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "source/syntax/byte_span.h"
+
+namespace mk::syntax {
+
+struct TopLevelUnit {
+  enum class Kind {
+    Definition,  // def, async def or class, with its decorators
+    Import,      // import, from ... import
+    Compound,    // if, for, while, try, with, match and their async forms: may bind anything
+    Simple,      // any other statement: an assignment, an expression, ...
+  };
+  ByteSpan span;  // from the first line's column 0 to the start of the next unit (or the end)
+  Kind kind = Kind::Simple;
+  std::string_view name;  // the name a definition binds; empty for the other kinds
+};
+
+// The units in order; together they cover the text from the first statement to the end (text
+// before it, blank lines and comments only, belongs to no unit). A line that continues the
+// statement before it (else/elif/except/finally, a decorator's def) stays in that unit. Strings,
+// brackets and backslash continuations are followed; a file that defeats this (say, an unclosed
+// bracket) yields fewer, longer units, never a cut inside a statement that parses.
+std::vector<TopLevelUnit> top_level_units(std::string_view text);
+
+// Calls `f` with every identifier-like word of `text` (code, strings and comments alike).
+template <class F>
+void for_each_word(std::string_view text, F&& f) {
+  auto word_char = [](unsigned char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c >= 0x80;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (!word_char(c)) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < text.size() && word_char(static_cast<unsigned char>(text[i]))) ++i;
+    if (!(c >= '0' && c <= '9')) f(text.substr(start, i - start));
+  }
+}
+
+}  // namespace mk::syntax

@@ -1,0 +1,236 @@
+// The first parse of a large file covers only its kernels' statements: the lexical split into
+// top-level statements, the choice of what the kernels reach, the analysis of that partial tree
+// (equal to a full one over the corpus, with unrelated helpers interleaved), and the partial tree
+// kept through edits and brought up to the full one.
+#include "source/pallas/kernel_regions.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis_test_util.h"
+#include "source/syntax/python_tree.h"
+#include "source/syntax/top_level_units.h"
+#include "source/text/text_document.h"
+
+namespace mk {
+namespace {
+
+using syntax::TopLevelUnit;
+using Kind = TopLevelUnit::Kind;
+
+std::string sexp(TSNode node) {
+  char* s = ts_node_string(node);
+  std::string out(s);
+  std::free(s);
+  return out;
+}
+
+// The text of each unit, for readable expectations.
+std::vector<std::string> unit_texts(const std::string& text) {
+  std::vector<std::string> out;
+  for (const TopLevelUnit& u : syntax::top_level_units(text))
+    out.push_back(text.substr(u.span.start, u.span.end - u.span.start));
+  return out;
+}
+
+// The parts of `text` the regions cover, concatenated.
+std::string covered(const std::string& text, const pallas::KernelRegions& regions) {
+  std::string out;
+  for (const syntax::ByteSpan& s : regions.spans) out += text.substr(s.start, s.end - s.start);
+  return out;
+}
+
+TEST(TopLevelUnits, FollowsStringsBracketsContinuationsAndCompoundStatements) {
+  const std::string text =
+      "\"\"\"Docs.\n"
+      "def not_a_def():\n"
+      "\"\"\"\n"
+      "X = (1,\n"
+      "2)\n"
+      "Y = 1 + \\\n"
+      "2\n"
+      "# a comment at column 0\n"
+      "@decorator\n"
+      "@other(\n"
+      ")\n"
+      "def f(a=')', b=\"#\"):\n"
+      "    return a\n"
+      "if X:\n"
+      "    pass\n"
+      "else:\n"
+      "    pass\n"
+      "async def g():\n"
+      "    pass\n"
+      "class C:\n"
+      "    s = '''\n"
+      "def inside(): pass\n"
+      "'''\n"
+      "from m import (a,\n"
+      "b)\n";
+  const auto units = syntax::top_level_units(text);
+  ASSERT_EQ(units.size(), 8u) << ::testing::PrintToString(unit_texts(text));
+  const std::vector<std::string> texts = unit_texts(text);
+  EXPECT_EQ(units[0].kind, Kind::Simple);  // the docstring, with its col-0 `def` inside
+  EXPECT_EQ(texts[1], "X = (1,\n2)\n");
+  EXPECT_EQ(texts[2], "Y = 1 + \\\n2\n# a comment at column 0\n");
+  EXPECT_EQ(units[3].kind, Kind::Definition);
+  EXPECT_EQ(units[3].name, "f");
+  EXPECT_TRUE(texts[3].starts_with("@decorator\n@other(\n)\ndef f("));
+  EXPECT_EQ(units[4].kind, Kind::Compound);
+  EXPECT_EQ(texts[4], "if X:\n    pass\nelse:\n    pass\n");
+  EXPECT_EQ(units[5].name, "g");
+  EXPECT_EQ(units[6].name, "C");
+  EXPECT_EQ(units[7].kind, Kind::Import);
+  EXPECT_EQ(units.back().span.end, text.size());
+}
+
+TEST(KernelRegions, KeepsWhatTheSitesReachAndLeavesOutTheRest) {
+  const std::string text =
+      "import jax\n"
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "def unrelated(x):\n"
+      "    return x + 1\n"
+      "\n"
+      "def tile_rows():\n"
+      "    return 8\n"
+      "\n"
+      "ROWS = tile_rows()\n"
+      "UNUSED = unrelated(3)\n"
+      "\n"
+      "def body(x_ref, o_ref):\n"
+      "    o_ref[...] = x_ref[...]\n"
+      "\n"
+      "def call(x):\n"
+      "    return pl.pallas_call(body, out_shape=x, grid=(ROWS,))(x)\n"
+      "\n"
+      "def my_call(kernel, **kw):\n"
+      "    return pl.pallas_call(kernel, **kw)\n"
+      "\n"
+      "def user(x):\n"
+      "    return my_call(body, out_shape=x)(x)\n"
+      "\n"
+      "def reference(x):\n"
+      "    return x\n";
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+  const std::string kept = covered(text, regions);
+  for (const char* wanted : {"import jax\n", "def tile_rows", "ROWS = ", "def body", "def call",
+                             "def my_call", "def user", "def reference"})
+    EXPECT_NE(kept.find(wanted), std::string::npos) << wanted << " left out:\n" << kept;
+  for (const char* unwanted : {"def unrelated", "UNUSED = "})
+    EXPECT_EQ(kept.find(unwanted), std::string::npos) << unwanted << " kept:\n" << kept;
+  EXPECT_EQ(regions.bytes, kept.size());
+
+  // A wrapper imported from another file is named by the caller's own regions request.
+  const std::string imported = "from pkg import launch\n\ndef site(x):\n    return launch(x)\n";
+  EXPECT_EQ(covered(imported, pallas::KernelRegionFinder(imported).regions({})),
+            "from pkg import launch\n\n");
+  EXPECT_EQ(covered(imported, pallas::KernelRegionFinder(imported).regions({"launch"})), imported);
+}
+
+// The corpus file with a helper that nothing reaches after every top-level statement.
+std::string with_helpers(const std::string& text) {
+  std::string out;
+  int n = 0;
+  for (const TopLevelUnit& u : syntax::top_level_units(text)) {
+    out += text.substr(u.span.start, u.span.end - u.span.start);
+    if (!out.ends_with("\n")) out += "\n";
+    out += "\n\ndef _helper_" + std::to_string(n) + "(shape, start=" + std::to_string(n) +
+           "):\n    total = start\n    for d in shape:\n        total *= d\n    return total\n\n\n";
+    ++n;
+  }
+  return out;
+}
+
+TEST(KernelRegions, APartialParseAnalysesLikeAFullOneOverTheCorpus) {
+  size_t files = 0, left_out = 0;
+  for (const auto& path : test_util::corpus_files()) {
+    for (const std::string& text :
+         {test_util::read_file(path), with_helpers(test_util::read_file(path))}) {
+      syntax::PythonTree full;
+      full.parse(text);
+      const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+      syntax::PythonTree partial;
+      partial.parse_partial(text, regions.spans);
+      if (!full.has_error()) {
+        EXPECT_FALSE(partial.has_error()) << path;
+      }
+      test_util::expect_same(analysis::analyze_document(partial.root(), text, test_util::v5e()),
+                             analysis::analyze_document(full.root(), text, test_util::v5e()), text,
+                             path.string());
+      left_out += text.size() - regions.bytes;
+      ++files;
+    }
+  }
+  EXPECT_GT(files, 40u);
+  EXPECT_GT(left_out, 0u);  // the helpers were left out, so the comparison meant something
+}
+
+TEST(PartialTree, EditsKeepItPartialAndTheAdoptedFullParseMatchesAFreshOne) {
+  const std::string original =
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "def helper(x):\n"
+      "    return x\n"
+      "\n"
+      "def body(x_ref, o_ref):\n"
+      "    o_ref[...] = x_ref[...]\n"
+      "\n"
+      "def call(x):\n"
+      "    return pl.pallas_call(body, out_shape=x)(x)\n";
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(original).regions({});
+  ASSERT_EQ(covered(original, regions).find("def helper"), std::string::npos);
+
+  text::TextDocument doc("file:///t.py", 1, original);
+  syntax::PythonTree tree;
+  tree.parse_partial(doc.text(), regions.spans);
+  ASSERT_TRUE(tree.partial());
+  syntax::TreePtr full = syntax::parse_python(doc.text(), tree.copy());
+  const uint64_t generation = tree.generation();
+
+  std::mt19937 rng(7);
+  const char* typed[] = {"y", "\n    ", "1", "(", ")", "# c\n"};
+  auto edit_at = [&](size_t at, const std::string& with) {
+    const text::Utf16Range range{doc.position_of(at), doc.position_of(at)};
+    tree.edit_and_reparse(doc.apply_change(range, with), doc.text());
+  };
+  // Typing inside the helper (left out) and inside the kernel's body (parsed).
+  edit_at(doc.text().find("return x") + 8, " + 2");
+  for (int i = 0; i < 20; ++i) {
+    const size_t body = doc.text().find("o_ref[...] =");
+    edit_at(body + rng() % 12, typed[rng() % std::size(typed)]);
+  }
+  EXPECT_TRUE(tree.partial());
+  EXPECT_EQ(tree.generation(), generation);
+
+  tree.adopt_full(std::move(full), doc.text());
+  EXPECT_FALSE(tree.partial());
+  syntax::PythonTree fresh;
+  fresh.parse(doc.text());
+  EXPECT_EQ(sexp(tree.root()), sexp(fresh.root()));
+  EXPECT_NE(sexp(tree.root()).find("function_definition name: (identifier)"), std::string::npos);
+
+  // Later edits are ordinary incremental reparses of the full tree.
+  edit_at(0, "import jax\n");
+  fresh.parse(doc.text());
+  EXPECT_EQ(sexp(tree.root()), sexp(fresh.root()));
+}
+
+TEST(PartialTree, AFullParseMadeFromThePartialOneEqualsAFreshParse) {
+  for (const auto& path : test_util::corpus_files()) {
+    const std::string text = with_helpers(test_util::read_file(path));
+    syntax::PythonTree partial;
+    partial.parse_partial(text, pallas::KernelRegionFinder(text).regions({}).spans);
+    syntax::PythonTree fresh;
+    fresh.parse(text);
+    const syntax::TreePtr reused = syntax::parse_python(text, partial.copy());
+    EXPECT_EQ(sexp(ts_tree_root_node(reused.get())), sexp(fresh.root())) << path;
+  }
+}
+
+}  // namespace
+}  // namespace mk
