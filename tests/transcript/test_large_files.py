@@ -1,0 +1,137 @@
+"""A large file is first parsed only where its kernels are, and the full parse follows off the main
+loop. With the full parse held (a test method), the transcript shows: the first diagnostics,
+lenses and hovers come from the partial tree; an edit inside a kernel is seen at once; an edit in
+a helper the first parse left out is seen when the full parse is adopted, which publishes again;
+the result equals a full parse of the same text."""
+KERNEL = '''CONFIG_{i} = {{"rows": 1024, "block": {block}}}
+
+
+def copy_kernel_{i}(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def copy_{i}(x):
+    return pl.pallas_call(
+        copy_kernel_{i},
+        out_shape=jax.ShapeDtypeStruct((1024, 1024), jnp.float32),
+        grid=(CONFIG_{i}["rows"] // CONFIG_{i}["block"],),
+        in_specs=[pl.BlockSpec((CONFIG_{i}["block"], 1024), lambda r: (r, 0))],
+        out_specs=pl.BlockSpec((CONFIG_{i}["block"], 1024), lambda r: (r, 0)),
+    )(x)
+
+
+'''
+
+HELPER = '''def helper_{j}(shape, start={j}):
+    """The product of `shape`'s dims times `start`."""
+    total = start
+    for dim in shape:
+        total *= int(dim)
+    return total
+
+
+'''
+
+# A site typed into a helper: its block of 100 rows is illegal (MK001).
+TYPED_SITE = '''    bad = pl.pallas_call(
+        copy_kernel_0,
+        out_shape=jax.ShapeDtypeStruct((1024, 1024), jnp.float32),
+        grid=(8,),
+        in_specs=[pl.BlockSpec((128, 1024), lambda r: (r, 0))],
+        out_specs=pl.BlockSpec((100, 1024), lambda r: (r, 0)),
+    )
+'''
+
+KERNELS = 8
+
+
+def large_module():
+    """About 55 KB: eight kernels, one with an illegal block, between many helpers."""
+    parts = ["import jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n\n\n"]
+    j = 0
+    for i in range(KERNELS):
+        for _ in range(40):
+            parts.append(HELPER.format(j=j))
+            j += 1
+        parts.append(KERNEL.format(i=i, block=100 if i == 3 else 128))
+    text = "".join(parts)
+    assert len(text) > 48 * 1024, len(text)
+    return text
+
+
+def line_of(text, needle, start=0):
+    return next(n for n, line in enumerate(text.splitlines()) if n >= start and needle in line)
+
+
+def codes_and_lines(diags):
+    return sorted((d["code"], d["range"]["start"]["line"]) for d in diags)
+
+
+def partly_parsed(client):
+    return client.request("maxkernel/status")["result"]["partlyParsedDocuments"]
+
+
+def position(text, offset):
+    return {"line": text.count("\n", 0, offset), "character": offset - (text.rfind("\n", 0, offset) + 1)}
+
+
+def replace(client, uri, version, text, start, end, new):
+    """Sends one incremental change of text[start:end]; returns the new text."""
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"range": {"start": position(text, start), "end": position(text, end)},
+                            "text": new}]})
+    return text[:start] + new + text[end:]
+
+
+def test_a_large_file_is_analysed_from_its_kernels_first_then_from_the_full_parse(ready, tmp_path):
+    client = ready
+    text = large_module()
+    uri = (tmp_path / "library.py").as_uri()
+    assert client.request("maxkernel/test/holdFullParses", {"hold": True})["result"] == {"held": True}
+    client.open(uri, text)
+    bad_block = line_of(text, "out_specs=pl.BlockSpec((CONFIG_3", line_of(text, "def copy_3("))
+    first = client.diagnostics(uri, version=1)
+    assert codes_and_lines(first) == [("MK001", bad_block)], first
+    assert partly_parsed(client) == 1
+
+    # Lenses and hovers answer from the partial tree.
+    lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})["result"]
+    test_lines = sorted(lens["range"]["start"]["line"] for lens in lenses if lens["command"]["title"] == "Test")
+    assert test_lines == [line_of(text, "pl.pallas_call(", line_of(text, f"def copy_{i}(")) for i in range(KERNELS)]
+    call = line_of(text, "pl.pallas_call(", line_of(text, "def copy_5("))
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": call, "character": 16}})
+    assert "copy_kernel_5" in hover["result"]["contents"]["value"]
+
+    # An edit in a kernel's statement is analysed at once: kernel 3's block becomes legal.
+    offset = text.index('CONFIG_3 = {"rows": 1024, "block": 100}') + len('CONFIG_3 = {"rows": 1024, "block": 1')
+    text = replace(client, uri, 2, text, offset, offset + 2, "28")  # 100 -> 128
+    assert client.diagnostics(uri, version=2) == []
+
+    # A site typed into a helper the first parse left out waits for the full parse.
+    helper = text.index("    return total\n", text.index("def helper_60("))
+    text = replace(client, uri, 3, text, helper, helper, TYPED_SITE)
+    assert client.diagnostics(uri, version=3) == []
+    assert partly_parsed(client) == 1
+
+    client.request("maxkernel/test/holdFullParses", {"hold": False})
+    adopted = client.diagnostics(uri, version=3)
+    typed_block = line_of(text, "out_specs=pl.BlockSpec((100, 1024)", line_of(text, "def helper_60("))
+    assert codes_and_lines(adopted) == [("MK001", typed_block)], adopted
+    assert partly_parsed(client) == 0
+
+    # The same text parsed in full from scratch gives the same diagnostics.
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 4},
+                                             "contentChanges": [{"text": text}]})
+    assert client.diagnostics(uri, version=4) == adopted
+
+
+def test_a_small_file_is_parsed_in_full_at_once(ready, tmp_path):
+    client = ready
+    client.request("maxkernel/test/holdFullParses", {"hold": True})
+    uri = (tmp_path / "small.py").as_uri()
+    text = "from jax.experimental import pallas as pl\n\n\n" + "".join(HELPER.format(j=j) for j in range(20))
+    client.open(uri, text)
+    assert client.diagnostics(uri, version=1) == []
+    assert partly_parsed(client) == 0
