@@ -59,7 +59,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       writer_(std::move(sink)),
       dispatcher_([this](const json& m) { send(m); }),
       outgoing_([this](const json& m) { send(m); }),
-      full_parses_([this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); }),
+      trees_([this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); }),
       progress_(
           [this](const std::string& method, json params) { notify(method, std::move(params)); },
           outgoing_),
@@ -286,18 +286,23 @@ void LanguageServer::start_full_parse(OpenDocument& doc) {
   doc.full_parse_started = true;
   const std::string uri = doc.text.uri();
   const uint64_t generation = doc.tree.generation();
-  full_parses_.start(doc.text.text(), doc.tree.copy(),
-                     [this, uri, generation](syntax::TreePtr full) {
-                       OpenDocument* d = documents_.find(uri);
-                       if (!d || !d->tree.partial() || d->tree.generation() != generation) return;
-                       d->tree.adopt_full(std::move(full), d->text.text());
-                       d->analysis.reset();
-                       // Equal unless an edit made meanwhile reached beyond the kernels'
-                       // statements.
-                       if (diagnostics_of(*d).dump() != d->published_diagnostics &&
-                           std::find(dirty_.begin(), dirty_.end(), uri) == dirty_.end())
-                         dirty_.push_back(uri);
-                     });
+  trees_.parse_in_full(doc.text.text(), doc.tree.copy(),
+                       [this, uri, generation](syntax::TreePtr full) {
+                         adopt_full_tree(uri, generation, std::move(full));
+                       });
+}
+
+void LanguageServer::adopt_full_tree(const std::string& uri, uint64_t generation,
+                                     syntax::TreePtr full) {
+  OpenDocument* doc = documents_.find(uri);
+  if (!doc || !doc->tree.partial() || doc->tree.generation() != generation)
+    return trees_.release(std::move(full));  // closed, reopened or replaced meanwhile
+  trees_.release(doc->tree.adopt_full(std::move(full), doc->text.text()));
+  doc->analysis.reset();
+  // Equal unless an edit made meanwhile reached beyond the kernels' statements.
+  if (diagnostics_of(*doc).dump() != doc->published_diagnostics &&
+      std::find(dirty_.begin(), dirty_.end(), uri) == dirty_.end())
+    dirty_.push_back(uri);
 }
 
 OpenDocument& LanguageServer::document_for(const ParamReader& params) {
@@ -392,6 +397,7 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
+    if (OpenDocument* doc = documents_.find(uri)) trees_.release(doc->tree.take());
     documents_.close(uri);
     notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
     wrapper_file_changed(uri);  // the disk's text is the module's again
@@ -637,7 +643,7 @@ void LanguageServer::register_test_methods() {
   dispatcher_.on_request("maxkernel/test/holdFullParses", [this](const ParamReader& p, Reply r) {
     const json* hold = p.optional_raw("hold");
     if (!hold || !hold->is_boolean()) p.fail("hold", "expected a boolean");
-    full_parses_.hold(hold->get<bool>());
+    trees_.hold(hold->get<bool>());
     r.result({{"held", *hold}});
   });
 }

@@ -16,13 +16,13 @@
 #include "lsp/protocol/outgoing_requests.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
-#include "lsp/server/full_parses.h"
 #include "lsp/server/hitl_runs.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/kernel_writing.h"
 #include "lsp/server/optimization_runs.h"
 #include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
+#include "lsp/server/tree_worker.h"
 
 namespace mk::server {
 
@@ -53,6 +53,7 @@ class LanguageServer {
   // The full parse of a document first parsed in part; adopted when the document has not been
   // reopened or replaced meanwhile, and its diagnostics published again if they changed.
   void start_full_parse(OpenDocument& doc);
+  void adopt_full_tree(const std::string& uri, uint64_t generation, syntax::TreePtr full);
   size_t partly_parsed();  // open documents whose tree does not cover all of their text yet
   const knowledge::TpuGeneration& target() const;
   // True when an edit to `uri` is already queued, so a result computed now would be stale.
@@ -80,7 +81,7 @@ class LanguageServer {
   rpc::Dispatcher dispatcher_;
   rpc::OutgoingRequests outgoing_;
   DocumentStore documents_;
-  FullParses full_parses_;  // after the queue and the documents, which its results reach
+  TreeWorker trees_;  // after the queue and the documents, which its results reach
   ClientCapabilities client_;
   Settings settings_;
   std::optional<std::string> llm_api_key_;  // from the editor's secret store; never logged

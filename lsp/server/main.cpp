@@ -11,8 +11,10 @@
 #include <string>
 
 #include "lsp/server/language_server.h"
+#include "lsp/server/process_memory.h"
 
 int main(int argc, char** argv) {
+  mk::server::keep_document_memory_in_the_heap();
   mk::server::ServerOptions options;
   std::string log_file;
   std::string log_level = "info";

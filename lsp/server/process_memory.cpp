@@ -25,6 +25,18 @@ extern "C" size_t __sanitizer_get_heap_size();
 
 namespace mk::server {
 
+void keep_document_memory_in_the_heap() {
+#if defined(__GLIBC__) && !defined(MK_SANITIZER_HEAP)
+  // glibc maps each block over 128 KiB (a large document's text, its JSON) afresh and gives the
+  // heap's free top back at once, so every open of a large file faults its memory in again (a
+  // cold open of 300 KB took 26-40 ms here, 24-25 ms with these). Blocks up to 4 MiB now come
+  // from the heap, which grows in 16 MiB steps and keeps up to 64 MiB free for the next one.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TOP_PAD, 16 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
+
 ProcessMemory read_process_memory() {
   ProcessMemory m;
   std::ifstream status("/proc/self/status");

@@ -20,4 +20,8 @@ struct ProcessMemory {
 
 ProcessMemory read_process_memory();
 
+// Called once at start: the allocator settings for a server that opens and closes large
+// documents (glibc only; a no-op under a sanitizer's allocator).
+void keep_document_memory_in_the_heap();
+
 }  // namespace mk::server

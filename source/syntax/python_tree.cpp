@@ -104,16 +104,18 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
   tree_ = parse_with(parser_.get(), tree_.get(), text);
 }
 
-void PythonTree::adopt_full(TreePtr full, const std::string& text) {
+TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {
   ts_parser_set_included_ranges(parser_.get(), nullptr, 0);
   for (const text::ByteEdit& edit : edits_since_partial_) {
     const TSInputEdit e = input_edit(edit);
     ts_tree_edit(full.get(), &e);
   }
+  TreePtr partial = std::move(tree_);
   tree_ =
       edits_since_partial_.empty() ? std::move(full) : parse_with(parser_.get(), full.get(), text);
   partial_ = false;
   edits_since_partial_.clear();
+  return partial;
 }
 
 TreePtr parse_python(const std::string& text, TreePtr old) {

@@ -49,8 +49,11 @@ class PythonTree {
   // A copy of the tree for another thread (trees are immutable; copies are cheap).
   TreePtr copy() const { return TreePtr(ts_tree_copy(tree_.get())); }
   // Takes `full`, a full parse of the text the partial parse was made from, applies the edits made
-  // since and reparses `text` (now current) from it.
-  void adopt_full(TreePtr full, const std::string& text);
+  // since and reparses `text` (now current) from it. Returns the partial tree, for the caller to
+  // free where it costs nothing.
+  [[nodiscard]] TreePtr adopt_full(TreePtr full, const std::string& text);
+  // Hands the tree over (to be freed elsewhere); the PythonTree is empty until parsed again.
+  [[nodiscard]] TreePtr take() { return std::move(tree_); }
 
   TSNode root() const { return ts_tree_root_node(tree_.get()); }
   bool has_error() const { return ts_node_has_error(root()); }

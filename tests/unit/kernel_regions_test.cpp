@@ -207,7 +207,8 @@ TEST(PartialTree, EditsKeepItPartialAndTheAdoptedFullParseMatchesAFreshOne) {
   EXPECT_TRUE(tree.partial());
   EXPECT_EQ(tree.generation(), generation);
 
-  tree.adopt_full(std::move(full), doc.text());
+  const syntax::TreePtr was_partial = tree.adopt_full(std::move(full), doc.text());
+  EXPECT_NE(was_partial, nullptr);
   EXPECT_FALSE(tree.partial());
   syntax::PythonTree fresh;
   fresh.parse(doc.text());

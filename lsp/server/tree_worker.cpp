@@ -1,10 +1,10 @@
-#include "lsp/server/full_parses.h"
+#include "lsp/server/tree_worker.h"
 
 #include <memory>
 
 namespace mk::server {
 
-void FullParses::start(const std::string& text, syntax::TreePtr partial, Done done) {
+void TreeWorker::parse_in_full(const std::string& text, syntax::TreePtr partial, Done done) {
   // std::function needs copyable captures: the text and trees travel in shared holders.
   auto job_text = std::make_shared<const std::string>(text);
   auto old = std::make_shared<syntax::TreePtr>(std::move(partial));
@@ -19,7 +19,13 @@ void FullParses::start(const std::string& text, syntax::TreePtr partial, Done do
   }
 }
 
-void FullParses::hold(bool held) {
+void TreeWorker::release(syntax::TreePtr tree) {
+  if (!tree) return;
+  auto held = std::make_shared<syntax::TreePtr>(std::move(tree));
+  pool_.submit([held] { held->reset(); });
+}
+
+void TreeWorker::hold(bool held) {
   held_ = held;
   if (held_) return;
   for (auto& job : waiting_) pool_.submit(std::move(job));
