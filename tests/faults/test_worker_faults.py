@@ -19,10 +19,11 @@ EXIT = "    import os\n    os._exit(7)\n"
 # spins when it runs, so only the evaluation meets the host's --timeout.
 SPIN = ("    spin = jax.lax.while_loop(lambda c: c >= 0, lambda c: c * 0 + 1, 0)\n"
         "    o_ref[...] = jnp.zeros_like(o_ref) + spin.astype(o_ref.dtype)\n")
-# Maps 1 GiB at a time without touching it: only the address-space limit can stop it.
-# Address space taken 1 GiB at a time (bytearrays: the source gate refuses mmap) until the
-# worker's RLIMIT_AS stops it.
-BLOW_UP = "    hoard = []\n    while True:\n        hoard.append(bytearray(1 << 30))\n"
+# Address space taken 1 GiB at a time until the worker's RLIMIT_AS stops it. bytes(n) is calloc'd
+# (fresh zero pages, never touched), so the hoard costs no physical memory and no time; a
+# bytearray would memset each GiB and, on a loaded 24 GiB machine, meet the timeout or the OOM
+# killer before the limit. The source gate refuses mmap.
+BLOW_UP = "    hoard = []\n    while True:\n        hoard.append(bytes(1 << 30))\n"
 
 
 def run_with(tmp, kernel, strategies, *extra, env_extra=None):

@@ -263,7 +263,8 @@ class Connection:
                     return t, m
             checked = len(self.inbox)
             if self.out_closed:
-                raise ServerClosed(f"{self.name}: server closed its output while waiting for {what}")
+                raise ServerClosed(f"{self.name}: server closed its output while waiting for {what}; "
+                                   "stderr tail:\n" + "".join(self.stderr_lines[-40:]))
             return None
 
         return self._wait_until(match, timeout, lambda s: ServerTimeout(
