@@ -3,7 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "agents/orchestration/rule_expander.h"
+#include "agents/orchestration/autotune_phase.h"
+#include "agents/orchestration/rule_expander.h"  // candidate_hash
 #include "service/kernel_checks.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -12,8 +13,6 @@ namespace mk::service {
 using nlohmann::json;
 
 namespace {
-
-constexpr size_t kAutotuneMoves = 4;  // one-parameter moves evaluated by the autotune phase
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -68,16 +67,19 @@ std::string failure_text(const std::string& what, const std::exception& e) {
 }
 
 // Test and autotune compare timings, so several hosts must first agree on one device; then
-// `body` scores candidates with one evaluator over the pool. `phase` names the step if refused.
+// `body` scores candidates with one evaluator over the pool, cached in `cache` when it is set
+// (autotune; the test phase runs the candidate the user asked for). `phase` names the step if
+// refused.
 template <typename Body>
-HitlPhaseOutcome with_evaluator(const HitlHostJob& job, agents::HitlPhase phase, Body&& body) {
+HitlPhaseOutcome with_evaluator(const HitlHostJob& job, agents::HitlPhase phase, Body&& body,
+                                knowledge::Store* cache = nullptr) {
   std::string error;
   if (job.host->size() > 1 && !job.host->verify(error)) {
     HitlPhaseOutcome refused;
     refused.summary = to_string(phase) + " cannot run: " + error;
     return refused;
   }
-  tpu::KernelJobs jobs(*job.host, nullptr);
+  tpu::KernelJobs jobs(*job.host, cache);
   agents::CandidateEvaluator evaluator(jobs, {job.request.file, job.request.task, std::nullopt},
                                        *job.target);
   return body(evaluator);
@@ -193,48 +195,46 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
 
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job) {
   return with_evaluator(
-      job, agents::HitlPhase::autotune, [&](agents::CandidateEvaluator& evaluator) {
+      job, agents::HitlPhase::autotune,
+      [&](agents::CandidateEvaluator& evaluator) {
         const knowledge::TpuGeneration& target = *job.target;
-        agents::RuleExpander expander;
-        agents::ExpansionRequest er;
-        er.parent_code = job.code;
-        er.kernel_name = job.kernel;
-        er.max_children = 1000;
-        er.diagnosis = job.diagnosis;
-        std::vector<agents::Proposal> moves;
-        for (agents::Proposal& p : expander.expand(er))
-          if (p.strategy == "autotune" && moves.size() < kAutotuneMoves)
-            moves.push_back(std::move(p));
+        const int direction = job.diagnosis ? agents::preferred_block_direction(*job.diagnosis) : 0;
+        const agents::AutotunePhase phase = agents::autotune_phase(
+            evaluator, job.code, kHitlAutotuneConfigs, job.cancelled, std::nullopt, direction);
+        const agents::TuningOutcome& t = phase.outcome;
+        auto score_text = [&](const agents::ConfigScore& s) {
+          return seconds_text(s.score_s) + " " + agents::score_label(s.time_kind, target);
+        };
         HitlPhaseOutcome out;
-        const agents::Evaluation current = evaluator.evaluate(job.code, job.cancelled);
-        const bool current_scored =
-            current.status == agents::NodeStatus::correct && current.score_s.has_value();
-        double best = current_scored ? *current.score_s : 0.0;
-        bool have_best = current_scored;
-        std::string best_move, best_kind;
-        for (const agents::Proposal& move : moves) {
-          if (job.cancelled()) break;
-          const agents::Evaluation e = evaluator.evaluate(move.code, job.cancelled);
-          if (e.status != agents::NodeStatus::correct || !e.score_s) continue;
-          if (!have_best || *e.score_s < best) {
-            have_best = true;
-            best = *e.score_s;
-            best_move = move.description;
-            best_kind = e.time_kind;
-            out.proposed = move.code;
-          }
+        if (!phase.ran) {
+          out.summary = "nothing to tune: the kernel has no block size or stage count to vary";
+          return out;
         }
-        const std::string was = current_scored ? " vs " + seconds_text(*current.score_s) : "";
-        if (out.proposed.empty()) {
-          out.summary = "no move of " + std::to_string(moves.size()) +
-                        " beats the current configuration" +
-                        (current_scored ? " (" + seconds_text(*current.score_s) + ")" : "");
+        const std::string error = phase.record.value("error", std::string());
+        if (!error.empty()) {
+          out.summary = "autotune failed: " + error;
+          return out;
+        }
+        const std::string own = agents::config_text(phase.own_config);
+        const std::string own_text =
+            phase.own ? own + " at " + score_text(*phase.own) : own + " (not correct or unscored)";
+        const std::string tried =
+            std::to_string(t.configs) + " configurations tried, " +
+            (job.uncached_reason.empty() ? std::to_string(t.cache_hits) + " from the tuning cache"
+                                         : "uncached (" + job.uncached_reason + ")");
+        if (phase.child) {
+          out.proposed = phase.child->code;
+          const agents::ConfigScore best{t.best_config, *t.best_s, t.time_kind};
+          out.summary = "autotune: " + agents::config_text(t.best_config) + " at " +
+                        score_text(best) + " beats the kernel's own " + own_text + "; " + tried;
+        } else if (t.best_s) {
+          out.summary = "no configuration beats the current one (" + own_text + "); " + tried;
         } else {
-          out.summary = "autotune: " + best_move + ": " + seconds_text(best) + " " +
-                        agents::score_label(best_kind, target) + was;
+          out.summary = "no configuration is correct and scored; " + tried;
         }
         return out;
-      });
+      },
+      job.tuning_cache);
 }
 
 HitlPhaseOutcome hitl_profile(const HitlHostJob& job) {

@@ -12,6 +12,8 @@
 #include "agents/orchestration/hitl_session.h"
 #include "agents/orchestration/hitl_suggestion.h"
 #include "agents/orchestration/run_store.h"
+#include "agents/orchestration/search_params.h"
+#include "knowledge/store.h"
 #include "knowledge/tpu_generations.h"
 #include "service/finding.h"
 #include "service/kernel_diagnosis.h"
@@ -19,6 +21,10 @@
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::service {
+
+// As many configurations as a search's autotune phase tries on a TPU or GPU host; the user asked
+// for this phase, so it runs on a CPU host too (scored by the model's predictions).
+inline constexpr int kHitlAutotuneConfigs = agents::SearchParams::kAutotuneOnDevices;
 
 struct HitlPhaseOutcome {
   std::string summary;
@@ -43,9 +49,13 @@ struct HitlHostJob {
   std::string run_id;
   const knowledge::TpuGeneration* target = nullptr;
   std::function<bool()> cancelled;
-  // The last profile's diagnosis of this code, if any: autotune tries the block moves it asks
-  // for (larger or smaller) first.
+  // The last profile's diagnosis of this code, if any: autotune keeps the block sizes on the
+  // side it asks for (larger or smaller) when the space is trimmed.
   std::optional<agents::Diagnosis> diagnosis;
+  // Autotune's per-configuration cache (the store file's tuning cache); null: uncached, and
+  // `uncached_reason` (when set) says why in the summary.
+  knowledge::Store* tuning_cache = nullptr;
+  std::string uncached_reason;
 };
 
 HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request);
@@ -55,7 +65,9 @@ HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job);
 // Lower + evaluate + score; an MK311 verdict and a run node.
 HitlPhaseOutcome hitl_test(const HitlHostJob& job);
-// The current code and a few one-parameter moves; the best correct move when it beats it.
+// The autotune phase over the code's derived space (at most kHitlAutotuneConfigs
+// configurations, one worker call, cached per configuration); the best configuration written in
+// when it beats the kernel's own.
 HitlPhaseOutcome hitl_autotune(const HitlHostJob& job);
 // Profiles the code and diagnoses it (service kernel_checks); the report (for plan.md) has the
 // profile, the diagnosis's full summary and the suggested next step with its reason.

@@ -9,9 +9,6 @@ namespace mk::agents {
 
 using nlohmann::json;
 
-namespace {
-
-// "BLOCK_ROWS=16, BLOCK_COLS=256"
 std::string config_text(const json& config) {
   std::string out;
   for (const auto& [name, value] : config.items())
@@ -19,19 +16,18 @@ std::string config_text(const json& config) {
   return out;
 }
 
-}  // namespace
-
 bool was_tuned(const json& facts) {
   return facts.is_object() && facts.contains("tuning");
 }
 
 AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int max_configs,
                              const std::function<bool()>& cancelled,
-                             const std::optional<TuningSpace>& widened) {
+                             const std::optional<TuningSpace>& widened, int block_direction) {
   AutotunePhase phase;
   if (max_configs < 2) return phase;
   SearchSpaceOptions options;
   options.max_configs = static_cast<size_t>(max_configs);
+  options.block_direction = block_direction;
   const bool llm = widened && !widened->params.empty();
   const std::vector<TunableParam> params =
       llm ? widened->params : derive_search_space(code, options);
@@ -39,12 +35,15 @@ AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int 
   const json space = to_worker_space(params, options.max_configs);
   // Only the kernel's own configuration: nothing to choose.
   if (tpu::space_configs(space).size() < 2) return phase;
-  json current = json::object();
-  for (const TunableParam& p : params) current[p.name] = p.current;
+  phase.own_config = json::object();
+  for (const TunableParam& p : params) phase.own_config[p.name] = p.current;
+  const json& current = phase.own_config;
 
   phase.ran = true;
   phase.outcome = evaluator.autotune(code, space, cancelled);
   const TuningOutcome& t = phase.outcome;
+  for (const ConfigScore& s : t.scores)
+    if (s.config == current) phase.own = s;
   phase.record = {{"configs", t.configs},     {"correct", t.correct},
                   {"evaluated", t.evaluated}, {"cache_hits", t.cache_hits},
                   {"space", space},           {"best_config", t.best_config}};

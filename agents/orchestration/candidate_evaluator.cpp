@@ -300,9 +300,11 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
                           unused);
       if (score) kind = "predicted";
     }
-    if (score && (!out.best_s || *score < *out.best_s)) {
+    if (!score) continue;
+    out.scores.push_back({r.value("config", json::object()), *score, kind});
+    if (!out.best_s || *score < *out.best_s) {
       out.best_s = score;
-      out.best_config = r.value("config", json::object());
+      out.best_config = out.scores.back().config;
       out.time_kind = kind;
     }
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agents/orchestration/record_status.h"
 #include "knowledge/tpu_generations.h"
@@ -27,17 +28,25 @@ struct Evaluation {
   std::string host;  // the host that ran the evaluation ("" for a cache hit or no host)
 };
 
+// One configuration's score in an autotune phase.
+struct ConfigScore {
+  nlohmann::json config;
+  double score_s = 0;
+  std::string time_kind;  // "device" | "predicted"
+};
+
 // One autotune phase over a kernel's space: which configuration scores best, on the search's own
 // score (device time, else the model's prediction from that configuration's lowering).
 struct TuningOutcome {
-  std::string error;             // "" when the configurations were tried
-  nlohmann::json best_config;    // null when none was correct
-  std::optional<double> best_s;  // its score, lower is better
-  std::string time_kind;         // of best_s: "device" | "predicted"
-  int configs = 0;               // configurations in the space
-  int correct = 0;               // of those, correct at the task's shapes
-  int evaluated = 0;             // run by the worker this time
-  int cache_hits = 0;            // answered from the tuning cache
+  std::string error;                // "" when the configurations were tried
+  nlohmann::json best_config;       // null when none was correct
+  std::optional<double> best_s;     // its score, lower is better
+  std::string time_kind;            // of best_s: "device" | "predicted"
+  int configs = 0;                  // configurations in the space
+  int correct = 0;                  // of those, correct at the task's shapes
+  int evaluated = 0;                // run by the worker this time
+  int cache_hits = 0;               // answered from the tuning cache
+  std::vector<ConfigScore> scores;  // every correct, scored configuration
 };
 
 class Evaluator {

@@ -23,8 +23,7 @@ struct HitlSuggestion {
 // - unknown bound: no suggestion (the diagnosis never guesses, neither does this);
 // - near the roofline (not over VMEM): accept;
 // - the answering families start with block moves in a known direction (re-fetched operands and
-//   grid overhead: larger; autotune first): autotune, whose one-parameter moves then go that way
-//   first;
+//   grid overhead: larger; autotune first): autotune, whose trimmed space then keeps that side;
 // - otherwise (VMEM over: f32 accumulator, buffering, smaller blocks; compute: dimension
 //   semantics; HBM without a re-fetch): plan, a new checklist of those rewrites ticked first,
 //   which implement then applies.

@@ -196,6 +196,15 @@ std::vector<int64_t> power_of_two_neighbours(int64_t current, int doublings) {
   return out;
 }
 
+// Current first, then the values on the preferred side of it (nearest first), then the others.
+void prefer_direction(TunableParam& param, int direction) {
+  if (direction == 0) return;
+  const int64_t current = param.current.get<int64_t>();
+  std::stable_partition(param.values.begin() + 1, param.values.end(), [&](const nlohmann::json& v) {
+    return (v.get<int64_t>() - current) * direction > 0;
+  });
+}
+
 void cap_product(std::vector<TunableParam>& params, size_t max_configs) {
   auto product = [&] {
     size_t p = 1;
@@ -248,6 +257,7 @@ std::vector<TunableParam> derive_search_space(const std::string& source,
           param.values.push_back(value);
         }
       }
+      prefer_direction(param, options.block_direction);
     } else if (names_a_stage_count(c.name)) {
       for (int64_t value : {c.current + 1, c.current - 1}) {
         if (value >= 1 && value <= 4) param.values.push_back(value);
@@ -258,6 +268,7 @@ std::vector<TunableParam> derive_search_space(const std::string& source,
       for (int64_t value : power_of_two_neighbours(c.current, options.doublings)) {
         if (value % align == 0) param.values.push_back(value);
       }
+      prefer_direction(param, options.block_direction);
     } else {
       continue;
     }

@@ -20,6 +20,10 @@ struct TunableParam {
 struct SearchSpaceOptions {
   size_t max_configs = 64;  // the Cartesian product of all values is trimmed to this
   int doublings = 2;        // powers of two tried on each side of the current value
+  // +1 / -1: a block size's larger / smaller values come right after the current one, so the
+  // trimming (which drops values from the end) keeps that side; 0: both sides, nearest first.
+  // Stage counts keep their order.
+  int block_direction = 0;
 };
 
 // Block sizes, tile sizes, stage counts: powers of two around the current value. A parameter is

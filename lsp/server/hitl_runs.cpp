@@ -91,6 +91,19 @@ agents::RunStore* HitlRuns::run_store() {
   return run_store_.get();
 }
 
+knowledge::Store* HitlRuns::tuning_cache(std::string& why) {
+  if (!tuning_cache_ && tuning_cache_error_.empty()) {
+    try {
+      tuning_cache_ = std::make_unique<knowledge::Store>(store().path());
+    } catch (const std::exception& e) {
+      tuning_cache_error_ = e.what();
+      spdlog::warn("step by step: autotune runs uncached: {}", e.what());
+    }
+  }
+  why = tuning_cache_error_;
+  return tuning_cache_.get();
+}
+
 std::optional<SessionRecord> HitlRuns::load(const std::string& id) {
   try {
     return store().get(id);
@@ -370,8 +383,16 @@ void HitlRuns::run_phase(SessionRecord s) {
   auto is_cancelled = [cancelled, mine = work.cancelled] {
     return cancelled->load() || mine->load();
   };
-  const HitlHostJob job{h.get(),  request, code,         kernel,
-                        s.run_id, target,  is_cancelled, agents::hitl_current_diagnosis(s)};
+  HitlHostJob job;
+  job.host = h.get();
+  job.request = request;
+  job.code = code;
+  job.kernel = kernel;
+  job.run_id = s.run_id;
+  job.target = target;
+  job.cancelled = is_cancelled;
+  job.diagnosis = agents::hitl_current_diagnosis(s);
+  if (phase == agents::HitlPhase::autotune) job.tuning_cache = tuning_cache(job.uncached_reason);
   // Cancelled work reports only that it was cancelled (a partial result would mislead).
   auto finish = [done, is_cancelled, phase_name](HitlPhaseOutcome out) {
     if (is_cancelled()) {

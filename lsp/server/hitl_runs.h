@@ -72,6 +72,8 @@ class HitlRuns {
  private:
   agents::SessionStore& store();
   agents::RunStore* run_store();
+  // Autotune's tuning cache, in the sessions' store file; null (with why) when it cannot open.
+  knowledge::Store* tuning_cache(std::string& why);
   std::optional<agents::SessionRecord> load(const std::string& id);
   void save(const agents::SessionRecord& session);
   std::filesystem::path plan_path(const std::string& id);
@@ -98,6 +100,8 @@ class HitlRuns {
   std::unique_ptr<agents::SessionStore> store_;
   std::unique_ptr<agents::RunStore> run_store_;
   bool run_store_failed_ = false;
+  std::unique_ptr<knowledge::Store> tuning_cache_;  // used by the pool's phase work only
+  std::string tuning_cache_error_;                  // why it did not open ("" untried or open)
   struct HostWork {
     std::string progress;  // the $/progress token
     std::shared_ptr<std::atomic<bool>> cancelled;

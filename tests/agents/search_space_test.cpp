@@ -124,6 +124,12 @@ def f(x):
   ASSERT_EQ(params.size(), 2u);
   EXPECT_EQ(find(params, "BLOCK_COLS")->values, ints({256, 512, 128, 1024}));  // not 64
   EXPECT_EQ(find(params, "NUM_STAGES")->values, ints({2, 3, 1}));
+  // A block direction reorders block sizes only, never stage counts.
+  SearchSpaceOptions smaller;
+  smaller.block_direction = -1;
+  const auto ordered = derive_search_space(source, smaller);
+  EXPECT_EQ(find(ordered, "BLOCK_COLS")->values, ints({256, 128, 512, 1024}));
+  EXPECT_EQ(find(ordered, "NUM_STAGES")->values, ints({2, 3, 1}));
 }
 
 TEST(SearchSpace, CappedToMaxConfigs) {
@@ -137,6 +143,28 @@ TEST(SearchSpace, CappedToMaxConfigs) {
   }
   EXPECT_LE(product, 8u);
   EXPECT_EQ(product, 8u);
+}
+
+TEST(SearchSpace, ABlockDirectionPutsThatSideFirstSoTrimmingKeepsIt) {
+  const std::string softmax = read_repo_file("examples/softmax_rows.py");
+  SearchSpaceOptions larger, smaller;
+  larger.block_direction = 1;
+  smaller.block_direction = -1;
+  EXPECT_EQ(derive_search_space(softmax, larger)[0].values, ints({256, 512, 1024, 128, 64}));
+  EXPECT_EQ(derive_search_space(softmax, smaller)[0].values, ints({256, 128, 64, 512, 1024}));
+
+  // block_m/n/k of 512 (64 configurations), trimmed: the nearest values of the wanted side stay
+  // (untrimmed order 512, 1024, 256, 2048 would keep 256 at 27 and 1024 at 8).
+  const std::string matmul = read_repo_file("examples/matmul_tiled.py");
+  larger.max_configs = 27;
+  smaller.max_configs = 8;
+  const auto wide = derive_search_space(matmul, larger);
+  const auto narrow = derive_search_space(matmul, smaller);
+  ASSERT_EQ(wide.size(), 3u);
+  ASSERT_EQ(narrow.size(), 3u);
+  for (const auto& p : wide) EXPECT_EQ(p.values, ints({512, 1024, 2048})) << p.name;
+  for (const auto& p : narrow) EXPECT_EQ(p.values, ints({512, 256})) << p.name;
+  EXPECT_EQ(to_worker_space(narrow, 8)["block_k"], json({512, 256}));
 }
 
 TEST(SearchSpace, WorkerSpaceShapeAndCap) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/orchestration/autotune_phase.h"
 #include "agents/orchestration/evaluator.h"
 #include "agents/orchestration/selection.h"
 #include "agents/tuning/search_space.h"
@@ -1060,6 +1061,28 @@ TEST_F(GraphSearchTest, TheAutotunersWiderSpaceIsTheOneTunedAndItsUsageIsPaidFor
   EXPECT_EQ(store().nodes(id)[0].metrics.facts["tuning"].value("llm_values_added", 0), 1);
   EXPECT_EQ(run.cost.tokens_in, 120);
   EXPECT_EQ(run.cost.tokens_out, 30);
+}
+
+// HITL's autotune phase: a diagnosis's block direction decides which side of the current block
+// size survives the trimming, and the kernel's own configuration's score is reported with it.
+TEST(AutotunePhase, TrimsTheSpaceTowardsThePreferredBlocksAndScoresTheKernelsOwn) {
+  const std::string code = apply_config(kGsTunable, {{"BLOCK_ROWS", 64}});  // 16 .. 256 legal
+  for (const auto& [direction, values] : std::vector<std::pair<int, json>>{
+           {0, {64, 128, 32}}, {1, {64, 128, 256}}, {-1, {64, 32, 16}}}) {
+    ScriptedEvaluator evaluator;
+    TuningOutcome t = gs_tuned({{"BLOCK_ROWS", 128}});
+    t.scores = {{{{"BLOCK_ROWS", 128}}, 0.5e-3, "predicted"},
+                {{{"BLOCK_ROWS", 64}}, 1e-3, "predicted"}};
+    evaluator.script_tuning(t);
+    const AutotunePhase phase = autotune_phase(
+        evaluator, code, 3, [] { return false; }, std::nullopt, direction);
+    EXPECT_EQ(evaluator.last_space(), json({{"BLOCK_ROWS", values}})) << direction;
+    EXPECT_EQ(phase.own_config, json({{"BLOCK_ROWS", 64}}));
+    ASSERT_TRUE(phase.own.has_value());
+    EXPECT_DOUBLE_EQ(phase.own->score_s, 1e-3);
+    ASSERT_TRUE(phase.child.has_value());
+    EXPECT_EQ(phase.child->code, apply_config(code, {{"BLOCK_ROWS", 128}}));
+  }
 }
 
 }  // namespace

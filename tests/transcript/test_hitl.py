@@ -97,6 +97,13 @@ def workspace(tmp_path, monkeypatch):
     return tmp_path, store
 
 
+# The autotune phase's summary when a configuration beats the kernel's own (scale_rows.py's
+# BLOCK_ROWS = 8 on a CPU host: scored by the TPU model's prediction).
+AUTOTUNED = (r"MaxKernel: Step 5/6 autotune: autotune: (?P<best>BLOCK_ROWS=\d+) at [\d.]+ .s predicted "
+             r"\(model, v5e\) beats the kernel's own BLOCK_ROWS=8 at [\d.]+ .s predicted \(model, v5e\); "
+             r"(?P<configs>\d+) configurations tried, (?P<cached>\d+) from the tuning cache; ")
+
+
 def start_server(path):
     c = LspClient()
     c.initialize(options={"python": PYTHON})
@@ -405,12 +412,13 @@ def test_all_six_phases_with_real_jax_end_in_done(workspace):
         editor.answers.put(pick("Approve"))
         message, _ = editor.next_question(timeout=300)
         assert message.startswith("MaxKernel: Step 4/6 test: test on local: correct"), message
-        # Autotune: fewer, larger row blocks are predicted faster; the best move comes as an edit.
+        # Autotune: fewer, larger row blocks are predicted faster; the best configuration of the
+        # derived space comes as an edit.
         editor.edit_answers.put(True)
         editor.answers.put(pick("Approve"))
         message, _ = editor.next_question(timeout=600)
-        assert message.startswith("MaxKernel: Step 5/6 autotune: autotune: BLOCK_ROWS 8 -> "), message
-        assert "edit applied" in message and "predicted" in message
+        assert re.match(AUTOTUNED, message), message
+        assert "edit applied" in message
         (edit,) = editor.edits
         assert edit["edit"]["documentChanges"][0]["textDocument"]["version"] == 1
         assert "BLOCK_ROWS = 8\n" not in editor.text and editor.version == 2
@@ -428,6 +436,71 @@ def test_all_six_phases_with_real_jax_end_in_done(workspace):
         assert saved["code"] == editor.text
         approved = [h["phase"] for h in saved["history"] if h["event"] == "approved"]
         assert approved == ["validate", "test", "autotune", "profile"]
+    finally:
+        c.close()
+
+
+def tuning_rows(store):
+    db = sqlite3.connect(store)
+    try:
+        return db.execute("SELECT COUNT(*) FROM tuning_cache").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_second_autotune_of_the_same_code_is_answered_by_the_tuning_cache(workspace):
+    tmp, store = workspace
+    path = tmp / "scale_rows.py"
+    c, editor = start_server(path)
+    try:
+        c.request("workspace/executeCommand", {
+            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+        editor.next_question()
+        editor.edit_answers.put(False)  # the code stays as it is for the second run
+        editor.answers.put(pick("Next phase: autotune"))
+        message, _ = editor.next_question(timeout=600)
+        first = re.match(AUTOTUNED, message)
+        assert first and "edit rejected" in message, message
+        configs = int(first["configs"])
+        assert configs >= 2 and first["cached"] == "0", message
+        assert tuning_rows(store) == configs
+        editor.edit_answers.put(False)
+        editor.answers.put(pick("Retry"))
+        message, _ = editor.next_question(timeout=600)
+        second = re.match(AUTOTUNED, message)
+        assert second, message
+        # Every configuration from the cache: the worker tuned none of them again.
+        assert second["configs"] == second["cached"] == str(configs), message
+        assert second["best"] == first["best"], message
+        assert tuning_rows(store) == configs
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
+    finally:
+        c.close()
+
+
+def test_autotune_runs_uncached_when_the_tuning_cache_cannot_open(workspace):
+    tmp, store = workspace
+    store.parent.mkdir()
+    db = sqlite3.connect(store)  # knowledge tables from a newer build: that store refuses to open
+    db.execute("CREATE TABLE component_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    db.execute("INSERT INTO component_schema VALUES ('knowledge', 999)")
+    db.commit()
+    db.close()
+    path = tmp / "scale_rows.py"
+    c, editor = start_server(path)
+    try:
+        c.request("workspace/executeCommand", {
+            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+        editor.next_question()
+        editor.edit_answers.put(True)
+        editor.answers.put(pick("Next phase: autotune"))
+        message, _ = editor.next_question(timeout=600)
+        assert message.startswith("MaxKernel: Step 5/6 autotune: autotune: BLOCK_ROWS="), message
+        assert re.search(r"configurations tried, uncached \(.*newer than this build", message), message
+        assert "edit applied" in message
+        editor.answers.put(pick("Stop"))
+        c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"])
     finally:
         c.close()
 
