@@ -16,6 +16,13 @@ OpenDocument::OpenDocument(std::string uri, int64_t version, std::string content
   if (python) first_parse();
 }
 
+OpenDocument::OpenDocument(int64_t version, ClosedDocument closed,
+                           service::WrapperModules* wrapper_modules)
+    : text(std::move(closed.uri), version, std::move(closed.text)),
+      tree(std::move(closed.tree)),
+      model_cache(std::move(closed.model_cache)),
+      wrappers(wrapper_modules) {}
+
 void OpenDocument::first_parse() {
   const std::string& t = text.text();
   if (t.size() < kPartialParseBytes) return tree.parse(t);
@@ -82,13 +89,36 @@ std::vector<std::string> DocumentStore::file_changed(const std::string& uri) {
   return affected;
 }
 
+void DocumentStore::forget_last_closed() {
+  if (last_closed_) release_(last_closed_->tree.take());
+  last_closed_.reset();
+}
+
 void DocumentStore::close(const std::string& uri) {
-  documents_.erase(uri);
+  auto it = documents_.find(uri);
+  if (it == documents_.end()) return;
+  std::unique_ptr<OpenDocument> doc = std::move(it->second);
+  documents_.erase(it);
+  forget_last_closed();
+  if (!doc->python || doc->text.text().size() > kKeptOnCloseBytes)
+    return release_(doc->tree.take());
+  // A partial tree is kept too: reopened, its full parse starts again after the first
+  // diagnostics (one still running for it is adopted if it comes first: the text is the same).
+  last_closed_ = ClosedDocument{uri, std::string(doc->text.text()), std::move(doc->tree),
+                                std::move(doc->model_cache)};
 }
 
 OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::string text,
                                   bool python) {
-  auto doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
+  std::unique_ptr<OpenDocument> doc;
+  if (last_closed_ && python && last_closed_->uri == uri && last_closed_->text == text) {
+    doc = std::make_unique<OpenDocument>(version, std::move(*last_closed_), &wrappers_);
+    last_closed_.reset();
+    ++reopened_unparsed_;
+  } else {
+    forget_last_closed();  // another document, or another text: the user has moved on
+    doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
+  }
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);
   return ref;

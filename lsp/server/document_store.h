@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,15 @@
 
 namespace mk::server {
 
+// A Python document as it was closed, with its tree and extraction results: opened again
+// unchanged (a definition peeked at, a tab closed and reopened), it is not parsed again.
+struct ClosedDocument {
+  std::string uri;
+  std::string text;
+  syntax::PythonTree tree;
+  pallas::ModelCache model_cache;
+};
+
 struct OpenDocument {
   // A Python document of this size or more is first parsed only where its kernels are (see
   // pallas::KernelRegionFinder); the full parse is made off the main loop and adopted.
@@ -24,6 +34,8 @@ struct OpenDocument {
 
   OpenDocument(std::string uri, int64_t version, std::string text, bool python,
                service::WrapperModules* wrappers);
+  // The document closed last, opened again with the same text: its tree and cache are kept.
+  OpenDocument(int64_t version, ClosedDocument closed, service::WrapperModules* wrappers);
 
   text::TextDocument text;
   syntax::PythonTree tree;
@@ -57,8 +69,17 @@ class DocumentStore {
 
   OpenDocument& open(const std::string& uri, int64_t version, std::string text, bool python);
   OpenDocument* find(const std::string& uri);
+  // Keeps a Python document of up to kKeptOnCloseBytes, tree and all, for an unchanged reopen:
+  // only the last one closed, and only until another document opens.
   void close(const std::string& uri);
+  static constexpr size_t kKeptOnCloseBytes = 1 << 20;
+  // Where the trees this lets go of are freed (a large one takes milliseconds): by default here.
+  void set_tree_release(std::function<void(syntax::TreePtr)> release) {
+    release_ = std::move(release);
+  }
   std::map<std::string, std::unique_ptr<OpenDocument>>& all() { return documents_; }
+  // Opens that took the last closed document's tree instead of parsing.
+  size_t reopened_unparsed() const { return reopened_unparsed_; }
 
   // Workspace folders, for the imports of wrapper modules.
   void set_workspace_roots(std::vector<std::filesystem::path> roots);
@@ -68,6 +89,10 @@ class DocumentStore {
 
  private:
   std::map<std::string, std::unique_ptr<OpenDocument>> documents_;
+  std::optional<ClosedDocument> last_closed_;
+  void forget_last_closed();
+  std::function<void(syntax::TreePtr)> release_ = [](syntax::TreePtr) {};
+  size_t reopened_unparsed_ = 0;
   // Open documents' texts win over the disk's.
   service::WrapperModules wrappers_;
 };

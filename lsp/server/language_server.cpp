@@ -98,6 +98,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
              [this](const std::string& uri) { refresh_after_run(uri); },
              [this](const std::string& uri) { return documents_.find(uri); }},
             progress_) {
+  documents_.set_tree_release([this](syntax::TreePtr tree) { trees_.release(std::move(tree)); });
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
 }
@@ -397,7 +398,6 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
-    if (OpenDocument* doc = documents_.find(uri)) trees_.release(doc->tree.take());
     documents_.close(uri);
     notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
     wrapper_file_changed(uri);  // the disk's text is the module's again
@@ -470,6 +470,7 @@ void LanguageServer::register_handlers() {
               {"threads", m.threads},
               {"openDocuments", documents_.all().size()},
               {"partlyParsedDocuments", partly_parsed()},
+              {"reopenedUnparsed", documents_.reopened_unparsed()},
               {"runningJobs",
                {{"kernel", runs_.running()},
                 {"optimization", optimizations_.running()},

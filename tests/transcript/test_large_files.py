@@ -3,6 +3,8 @@ loop. With the full parse held (a test method), the transcript shows: the first 
 lenses and hovers come from the partial tree; an edit inside a kernel is seen at once; an edit in
 a helper the first parse left out is seen when the full parse is adopted, which publishes again;
 the result equals a full parse of the same text."""
+import time
+
 KERNEL = '''CONFIG_{i} = {{"rows": 1024, "block": {block}}}
 
 
@@ -71,6 +73,10 @@ def partly_parsed(client):
     return client.request("maxkernel/status")["result"]["partlyParsedDocuments"]
 
 
+def reopened_unparsed(client):
+    return client.request("maxkernel/status")["result"]["reopenedUnparsed"]
+
+
 def position(text, offset):
     return {"line": text.count("\n", 0, offset), "character": offset - (text.rfind("\n", 0, offset) + 1)}
 
@@ -134,4 +140,67 @@ def test_a_small_file_is_parsed_in_full_at_once(ready, tmp_path):
     text = "from jax.experimental import pallas as pl\n\n\n" + "".join(HELPER.format(j=j) for j in range(20))
     client.open(uri, text)
     assert client.diagnostics(uri, version=1) == []
+    assert partly_parsed(client) == 0
+
+
+def full_parse_adopted(client, timeout=10):
+    """Asks the server until no document is partly parsed (each answer is a turn of its loop)."""
+    deadline = time.monotonic() + timeout
+    while partly_parsed(client) != 0:
+        assert time.monotonic() < deadline, "the full parse was never adopted"
+
+
+def close(client, uri):
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []  # a closed document's diagnostics are cleared
+
+
+def test_a_large_file_reopened_unchanged_keeps_its_full_tree(ready, tmp_path):
+    client = ready
+    text = large_module()
+    uri = (tmp_path / "library.py").as_uri()
+    client.open(uri, text)
+    first = client.diagnostics(uri, version=1)
+    full_parse_adopted(client)
+
+    # From here on no full parse finishes: a reopen that parsed again would stay partly parsed.
+    client.request("maxkernel/test/holdFullParses", {"hold": True})
+    close(client, uri)
+    client.open(uri, text, version=2)
+    assert client.diagnostics(uri, version=2) == first
+    assert partly_parsed(client) == 0 and reopened_unparsed(client) == 1
+
+    # The kept tree takes edits: a site typed into a helper is seen at once.
+    helper = text.index("    return total\n", text.index("def helper_60("))
+    edited = replace(client, uri, 3, text, helper, helper, TYPED_SITE)
+    typed_block = line_of(edited, "out_specs=pl.BlockSpec((100, 1024)", line_of(edited, "def helper_60("))
+    bad_block = line_of(edited, "out_specs=pl.BlockSpec((CONFIG_3", line_of(edited, "def copy_3("))
+    assert codes_and_lines(client.diagnostics(uri, version=3)) == sorted([("MK001", typed_block),
+                                                                          ("MK001", bad_block)])
+
+    # Reopened with another text than it was closed with: parsed afresh, its kernels first.
+    close(client, uri)
+    client.open(uri, text, version=4)
+    assert client.diagnostics(uri, version=4) == first
+    assert partly_parsed(client) == 1 and reopened_unparsed(client) == 1
+
+
+def test_a_large_file_reopened_before_its_full_parse_keeps_its_partial_tree(ready, tmp_path):
+    client = ready
+    text = large_module()
+    uri = (tmp_path / "library.py").as_uri()
+    client.request("maxkernel/test/holdFullParses", {"hold": True})
+    client.open(uri, text)
+    first = client.diagnostics(uri, version=1)
+    close(client, uri)
+    client.open(uri, text, version=2)
+    assert client.diagnostics(uri, version=2) == first
+    assert partly_parsed(client) == 1 and reopened_unparsed(client) == 1
+    # Two full parses wait now (the closed document's and the reopened one's): the first adopted,
+    # the other let go; the diagnostics stay those of the text.
+    client.request("maxkernel/test/holdFullParses", {"hold": False})
+    full_parse_adopted(client)
+    edited = replace(client, uri, 3, text, 0, 0, "# edited after the adoption\n")
+    bad_block = line_of(edited, "out_specs=pl.BlockSpec((CONFIG_3", line_of(edited, "def copy_3("))
+    assert codes_and_lines(client.diagnostics(uri, version=3)) == [("MK001", bad_block)]
     assert partly_parsed(client) == 0
