@@ -72,12 +72,14 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" > "$stamp"
 fi
 # tree-sitter runtime (the C library) from the PyPI sdist of py-tree-sitter, pinned, with
-# third_party/patches/tree-sitter-reuse-descend.patch applied: Debian's libtree-sitter 0.20.7 re-lexes
-# up to 43 % of a large Python file for some one-character edits (docs/incremental-analysis.md).
-# Without this directory the build falls back to the system library.
+# third_party/patches/ applied: tree-sitter-reuse-descend.patch (Debian's libtree-sitter 0.20.7
+# re-lexes up to 43 % of a large Python file for some one-character edits;
+# docs/incremental-analysis.md) and tree-sitter-atomic-ref-counts.patch (trees freed on another
+# thread). Without this directory the build falls back to the system library.
 runtime_dir="$root/third_party/tree-sitter-runtime"
-runtime_patch="$root/third_party/patches/tree-sitter-reuse-descend.patch"
-runtime_stamp="$TREE_SITTER_RUNTIME_VERSION $(sha256sum "$runtime_patch" | cut -d' ' -f1)"
+runtime_patches=("$root/third_party/patches/tree-sitter-reuse-descend.patch"
+                 "$root/third_party/patches/tree-sitter-atomic-ref-counts.patch")
+runtime_stamp="$TREE_SITTER_RUNTIME_VERSION $(cat "${runtime_patches[@]}" | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$runtime_dir/.stamp" 2>/dev/null)" != "$runtime_stamp" ]]; then
   echo "setup: fetching the tree-sitter runtime (py-tree-sitter $TREE_SITTER_RUNTIME_VERSION sdist) from PyPI"
   tmp="$(mktemp -d)"
@@ -86,7 +88,9 @@ if [[ "$(cat "$runtime_dir/.stamp" 2>/dev/null)" != "$runtime_stamp" ]]; then
   tar -xzf "$tmp"/tree_sitter-*.tar.gz -C "$tmp"
   rm -rf "$runtime_dir" && mkdir -p "$runtime_dir"
   cp -r "$tmp"/tree_sitter-*/tree_sitter/core/lib/. "$runtime_dir"/
-  (cd "$runtime_dir" && patch -s -p1 --forward < "$runtime_patch")
+  for runtime_patch in "${runtime_patches[@]}"; do
+    (cd "$runtime_dir" && patch -s -p1 --forward < "$runtime_patch")
+  done
   echo "$runtime_stamp" > "$runtime_dir/.stamp"
   rm -rf "$tmp"
 fi
