@@ -113,6 +113,15 @@ def start_server(path):
     return c, Editor(c, path.as_uri(), text)
 
 
+def begin_step_by_step(c, editor, path):
+    """Starts a session on the open `path` and waits for the plan's question; returns the
+    command's result."""
+    resp = c.request("workspace/executeCommand", {
+        "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
+    editor.next_question()
+    return resp["result"]
+
+
 def saved_session(store, session_id):
     db = sqlite3.connect(store)
     try:
@@ -250,10 +259,7 @@ def test_the_implement_edit_carries_only_the_changed_lines(workspace):
     original = path.read_text()
     c, editor = start_server(path)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
         editor.edit_answers.put(False)  # look at the preview, then decline it
         editor.answers.put(pick("Approve"))
         message, _ = editor.next_question()
@@ -281,10 +287,7 @@ def test_an_edit_is_not_sent_when_the_document_moved(workspace):
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
 
         def type_something(message, actions):
             editor.version += 1
@@ -324,10 +327,7 @@ def test_an_applied_answer_that_overtakes_its_did_change_keeps_the_proposal(work
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
         editor.answer_before_change = True
         editor.edit_answers.put(True)
         editor.answers.put(pick("Approve"))
@@ -372,10 +372,7 @@ def test_the_test_phase_runs_the_candidate_and_reports_mk311(workspace):
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
         editor.answers.put(pick("Next phase: test"))
         message, _ = editor.next_question(timeout=300)
         assert message.startswith("MaxKernel: Step 4/6 test: test on local: correct"), message
@@ -402,10 +399,7 @@ def test_all_six_phases_with_real_jax_end_in_done(workspace):
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
         editor.answers.put(pick("Next phase: validate"))
         message, _ = editor.next_question(timeout=300)
         assert message.startswith("MaxKernel: Step 3/6 validate: lowered for TPU on local: 1 pallas_call"), message
@@ -453,9 +447,7 @@ def test_a_second_autotune_of_the_same_code_is_answered_by_the_tuning_cache(work
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        editor.next_question()
+        begin_step_by_step(c, editor, path)
         editor.edit_answers.put(False)  # the code stays as it is for the second run
         editor.answers.put(pick("Next phase: autotune"))
         message, _ = editor.next_question(timeout=600)
@@ -490,9 +482,7 @@ def test_autotune_runs_uncached_when_the_tuning_cache_cannot_open(workspace):
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        editor.next_question()
+        begin_step_by_step(c, editor, path)
         editor.edit_answers.put(True)
         editor.answers.put(pick("Next phase: autotune"))
         message, _ = editor.next_question(timeout=600)
@@ -512,9 +502,7 @@ def test_validate_maps_a_lowering_error_to_its_line_as_mk310(workspace):
     shutil.copy(src, path)
     c, editor = start_server(path)
     try:
-        c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        editor.next_question()
+        begin_step_by_step(c, editor, path)
         editor.answers.put(pick("Next phase: validate"))
         message, _ = editor.next_question(timeout=300)
         assert message.startswith("MaxKernel: Step 3/6 validate: lowering failed"), message
@@ -536,9 +524,7 @@ def test_cancelling_the_phase_progress_stops_its_host_work_and_asks(workspace):
     path = tmp / "scale_rows.py"
     c, editor = start_server(path)
     try:
-        c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        editor.next_question()
+        begin_step_by_step(c, editor, path)
         editor.answers.put(pick("Next phase: autotune"))
         begin = c.wait_notification(
             "$/progress", lambda p: p["value"]["kind"] == "begin" and "autotune" in p["value"]["title"], timeout=30)
@@ -564,10 +550,7 @@ def test_an_editor_without_versioned_edits_gets_the_candidate_as_a_file(workspac
     c.open(path.as_uri(), text)
     editor = Editor(c, path.as_uri(), text)
     try:
-        resp = c.request("workspace/executeCommand", {
-            "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-        session = resp["result"]["session"]
-        editor.next_question()
+        session = begin_step_by_step(c, editor, path)["session"]
         assert editor.shown == []  # no showDocument support announced
         editor.answers.put(pick("Approve"))
         message, _ = editor.next_question()
@@ -585,12 +568,10 @@ def profile_first(path):
     """Starts a session on `path`, jumps from the plan to the profile and returns what the
     profile phase asked: (client, editor, session, message, action titles)."""
     c, editor = start_server(path)
-    resp = c.request("workspace/executeCommand", {
-        "command": "maxkernel.optimizeStepByStep", "arguments": [{"uri": path.as_uri()}]})
-    editor.next_question()
+    session = begin_step_by_step(c, editor, path)["session"]
     editor.answers.put(pick("Next phase: profile"))
     message, actions = editor.next_question(timeout=300)
-    return c, editor, resp["result"]["session"], message, [a["title"] for a in actions]
+    return c, editor, session, message, [a["title"] for a in actions]
 
 
 def test_the_profile_phase_shows_the_diagnosis_and_suggests_autotune_for_a_re_fetch(workspace):
