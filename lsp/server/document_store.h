@@ -70,7 +70,7 @@ class DocumentStore {
   OpenDocument& open(const std::string& uri, int64_t version, std::string text, bool python);
   OpenDocument* find(const std::string& uri);
   // Keeps a Python document of up to kKeptOnCloseBytes, tree and all, for an unchanged reopen:
-  // only the last one closed, and only until another document opens.
+  // only the last one closed, and only until another document (or text) opens or closes.
   void close(const std::string& uri);
   static constexpr size_t kKeptOnCloseBytes = 1 << 20;
   // Where the trees this lets go of are freed (a large one takes milliseconds): by default here.
@@ -88,9 +88,10 @@ class DocumentStore {
   std::vector<std::string> file_changed(const std::string& uri);
 
  private:
+  void forget_last_closed();  // its tree goes to release_
+
   std::map<std::string, std::unique_ptr<OpenDocument>> documents_;
   std::optional<ClosedDocument> last_closed_;
-  void forget_last_closed();
   std::function<void(syntax::TreePtr)> release_ = [](syntax::TreePtr) {};
   size_t reopened_unparsed_ = 0;
   // Open documents' texts win over the disk's.
