@@ -1,10 +1,12 @@
 #include "lsp/server/document_store.h"
 
 #include <algorithm>
+#include <future>
+#include <utility>
 
 #include "lsp/server/kernel_runs.h"
+#include "source/pallas/half_models.h"
 #include "source/pallas/kernel_extractor.h"
-#include "source/pallas/kernel_regions.h"
 
 namespace mk::server {
 
@@ -20,6 +22,7 @@ OpenDocument::OpenDocument(int64_t version, ClosedDocument closed,
                            service::WrapperModules* wrapper_modules)
     : text(std::move(closed.uri), version, std::move(closed.text)),
       tree(std::move(closed.tree)),
+      other_half(std::move(closed.other_half)),
       model_cache(std::move(closed.model_cache)),
       wrappers(wrapper_modules) {}
 
@@ -36,11 +39,58 @@ void OpenDocument::first_parse() {
     for (const auto& [qualified, f] : imported_forwarders(import_tree.root(), nullptr))
       callees.push_back(qualified.substr(qualified.rfind('.') + 1));
   }
-  const pallas::KernelRegions regions = finder.regions(callees);
-  if (regions.bytes > t.size() / 2) return tree.parse(t);
-  tree.parse_partial(t, regions.spans);
+  const pallas::SplitKernelRegions regions = finder.split_regions(callees);
+  if (regions.all.bytes > t.size() / 2) return tree.parse(t);
+  if (regions.all.bytes >= kSplitParseBytes && !regions.halves[1].spans.empty() &&
+      parse_in_halves(regions.halves))
+    return;
+  tree.parse_partial(t, regions.all.spans);
   // A syntax error, real or from a misread boundary: the first diagnostics must still be right.
   if (tree.has_error()) tree.parse(t);
+}
+
+bool OpenDocument::parse_in_halves(const std::array<pallas::KernelRegions, 2>& halves) {
+  const std::string& t = text.text();
+  struct Second {
+    OtherHalf half;
+    std::optional<pallas::PallasModel> model;
+  };
+  // Declared before the promise: should this thread throw, the promise is broken first, so the
+  // other thread stops waiting and the future's destructor can join it.
+  std::future<Second> second;
+  std::promise<const pallas::ForwarderSet*> forwarders_known;
+  second = std::async(std::launch::async,
+                      [&t, &halves, known = forwarders_known.get_future()]() mutable {
+                        Second out;
+                        out.half.tree.parse_partial(t, halves[1].spans);
+                        // The wrappers other files define are looked up on this document's thread
+                        // only.
+                        const pallas::ForwarderSet* imported = known.get();
+                        if (imported && !out.half.tree.has_error())
+                          out.model = pallas::extract_pallas_model(out.half.tree.root(), t,
+                                                                   &out.half.model_cache, imported);
+                        return out;
+                      });
+
+  tree.parse_partial(t, halves[0].spans);
+  const bool first_parsed = !tree.has_error();
+  if (first_parsed) {
+    wrapper_files.clear();
+    forwarders = imported_forwarders(tree.root(), &wrapper_files);
+  }
+  forwarders_known.set_value(first_parsed ? &forwarders : nullptr);
+  std::optional<pallas::PallasModel> first;
+  if (first_parsed) first = pallas::extract_pallas_model(tree.root(), t, &model_cache, &forwarders);
+
+  Second other = second.get();
+  if (!first || !other.model) {
+    model_cache = {};
+    return false;  // the trees are small enough to free here: this happens on a syntax error
+  }
+  first_model_ = pallas::merge_half_models(std::move(*first), tree.root(), std::move(*other.model),
+                                           other.half.tree.root());
+  other_half = std::move(other.half);
+  return true;
 }
 
 pallas::ForwarderSet OpenDocument::imported_forwarders(TSNode root,
@@ -52,15 +102,70 @@ pallas::ForwarderSet OpenDocument::imported_forwarders(TSNode root,
                                   used);
 }
 
+pallas::PallasModel OpenDocument::extract() {
+  if (first_model_) {
+    pallas::PallasModel model = std::move(*first_model_);
+    first_model_.reset();
+    return model;  // its forwarders and wrapper files were found by the first parse
+  }
+  wrapper_files.clear();
+  forwarders = imported_forwarders(tree.root(), &wrapper_files);
+  pallas::PallasModel model =
+      pallas::extract_pallas_model(tree.root(), text.text(), &model_cache, &forwarders);
+  if (!other_half) return model;
+  return pallas::merge_half_models(
+      std::move(model), tree.root(),
+      pallas::extract_pallas_model(other_half->tree.root(), text.text(), &other_half->model_cache,
+                                   &forwarders),
+      other_half->tree.root());
+}
+
 const analysis::DocumentAnalysis& OpenDocument::analyse(const knowledge::TpuGeneration& target) {
   if (!analysis || analysed_target != target.name) {
-    wrapper_files.clear();
-    forwarders = imported_forwarders(tree.root(), &wrapper_files);
-    analysis =
-        analysis::analyze_document(tree.root(), text.text(), target, &model_cache, &forwarders);
+    pallas::PallasModel model = extract();
+    std::vector<analysis::Finding> findings = analysis::check_model(model, target);
+    analysis = analysis::DocumentAnalysis{std::move(model), std::move(findings)};
     analysed_target = target.name;
   }
   return *analysis;
+}
+
+void OpenDocument::invalidate_analysis() {
+  analysis.reset();
+  first_model_.reset();
+}
+
+void OpenDocument::reparse_edit(const text::ByteEdit& edit) {
+  tree.edit_and_reparse(edit, text.text());
+  if (other_half) other_half->tree.edit_and_reparse(edit, text.text());
+  invalidate_analysis();
+}
+
+std::vector<syntax::TreePtr> OpenDocument::reparse_all() {
+  std::vector<syntax::TreePtr> let_go = take_trees();
+  tree.parse(text.text());
+  invalidate_analysis();
+  return let_go;
+}
+
+std::vector<syntax::TreePtr> OpenDocument::adopt_full(syntax::TreePtr full) {
+  std::vector<syntax::TreePtr> let_go;
+  let_go.push_back(tree.adopt_full(std::move(full), text.text()));
+  if (other_half) {
+    let_go.push_back(other_half->tree.take());
+    model_cache.absorb(std::move(other_half->model_cache));
+    other_half.reset();
+  }
+  invalidate_analysis();
+  return let_go;
+}
+
+std::vector<syntax::TreePtr> OpenDocument::take_trees() {
+  std::vector<syntax::TreePtr> trees;
+  trees.push_back(tree.take());
+  if (other_half) trees.push_back(other_half->tree.take());
+  other_half.reset();
+  return trees;
 }
 
 DocumentStore::DocumentStore()
@@ -83,14 +188,17 @@ std::vector<std::string> DocumentStore::file_changed(const std::string& uri) {
     if (other == uri) continue;
     const auto& files = doc->wrapper_files;
     if (std::find(files.begin(), files.end(), file) == files.end()) continue;
-    doc->analysis.reset();
+    doc->invalidate_analysis();
     affected.push_back(other);
   }
   return affected;
 }
 
 void DocumentStore::forget_last_closed() {
-  if (last_closed_) release_(last_closed_->tree.take());
+  if (last_closed_) {
+    release_(last_closed_->tree.take());
+    if (last_closed_->other_half) release_(last_closed_->other_half->tree.take());
+  }
   last_closed_.reset();
 }
 
@@ -100,12 +208,14 @@ void DocumentStore::close(const std::string& uri) {
   std::unique_ptr<OpenDocument> doc = std::move(it->second);
   documents_.erase(it);
   forget_last_closed();
-  if (!doc->python || doc->text.text().size() > kKeptOnCloseBytes)
-    return release_(doc->tree.take());
+  if (!doc->python || doc->text.text().size() > kKeptOnCloseBytes) {
+    for (syntax::TreePtr& tree : doc->take_trees()) release_(std::move(tree));
+    return;
+  }
   // A partial tree is kept too: reopened, its full parse starts again after the first
   // diagnostics (one still running for it is adopted if it comes first: the text is the same).
   last_closed_ = ClosedDocument{uri, std::string(doc->text.text()), std::move(doc->tree),
-                                std::move(doc->model_cache)};
+                                std::move(doc->model_cache), std::move(doc->other_half)};
 }
 
 OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::string text,
@@ -118,6 +228,7 @@ OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::
   } else {
     forget_last_closed();  // another document, or another text: the user has moved on
     doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
+    if (doc->other_half) ++split_first_parses_;
   }
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);

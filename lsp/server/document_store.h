@@ -2,6 +2,7 @@
 // analysis, recomputed lazily when the text has moved on.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -13,10 +14,19 @@
 #include "knowledge/tpu_generations.h"
 #include "service/wrapper_modules.h"
 #include "source/analysis/document_analysis.h"
+#include "source/pallas/kernel_regions.h"
 #include "source/syntax/python_tree.h"
 #include "source/text/text_document.h"
 
 namespace mk::server {
+
+// The second half of a large document's first parse, made on another thread beside the first
+// (pallas::KernelRegionFinder::halves): its own partial tree and extraction cache, kept until the
+// full tree is adopted.
+struct OtherHalf {
+  syntax::PythonTree tree;
+  pallas::ModelCache model_cache;
+};
 
 // A Python document as it was closed, with its tree and extraction results: opened again
 // unchanged (a definition peeked at, a tab closed and reopened), it is not parsed again.
@@ -25,12 +35,16 @@ struct ClosedDocument {
   std::string text;
   syntax::PythonTree tree;
   pallas::ModelCache model_cache;
+  std::optional<OtherHalf> other_half;
 };
 
 struct OpenDocument {
   // A Python document of this size or more is first parsed only where its kernels are (see
   // pallas::KernelRegionFinder); the full parse is made off the main loop and adopted.
   static constexpr size_t kPartialParseBytes = 32 * 1024;
+  // When its kernels' statements are this much or more, they are parsed and analysed as two
+  // halves on two threads, and the two models merged.
+  static constexpr size_t kSplitParseBytes = 16 * 1024;
 
   OpenDocument(std::string uri, int64_t version, std::string text, bool python,
                service::WrapperModules* wrappers);
@@ -39,8 +53,9 @@ struct OpenDocument {
 
   text::TextDocument text;
   syntax::PythonTree tree;
+  std::optional<OtherHalf> other_half;  // while the tree is the first half of a split parse
   bool python = true;
-  std::optional<analysis::DocumentAnalysis> analysis;  // reset by every edit
+  std::optional<analysis::DocumentAnalysis> analysis;  // see invalidate_analysis()
   std::string analysed_target;
   // Per-statement extraction results kept across edits: an edit re-analyses only the
   // pallas_call statements whose text, or whose module-level inputs, it changed.
@@ -55,12 +70,32 @@ struct OpenDocument {
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);
+  // The text, or what it reads from other files, changed: analysed again when next asked.
+  void invalidate_analysis();
+
+  // An edit already applied to `text`, reparsed incrementally (in both halves of a split parse).
+  void reparse_edit(const text::ByteEdit& edit);
+  // The whole text replaced: parsed afresh. Returns the trees let go, to be freed elsewhere.
+  [[nodiscard]] std::vector<syntax::TreePtr> reparse_all();
+  // The full parse of a document first parsed in part, brought up to date with the edits made
+  // since. Returns the trees let go.
+  [[nodiscard]] std::vector<syntax::TreePtr> adopt_full(syntax::TreePtr full);
+  // Hands every tree over (the document is closing).
+  [[nodiscard]] std::vector<syntax::TreePtr> take_trees();
 
  private:
   // The whole text, or only its kernels' statements when that is much less of a large file.
   void first_parse();
+  // Both halves parsed and extracted side by side, the second on a thread of its own. False
+  // (nothing kept) when a half has a syntax error.
+  bool parse_in_halves(const std::array<pallas::KernelRegions, 2>& halves);
+  // The model of the current trees: the document's, or both halves' merged.
+  pallas::PallasModel extract();
   // The wrappers of other files this document's imports name (`root` holds its imports).
   pallas::ForwarderSet imported_forwarders(TSNode root, std::vector<std::filesystem::path>* used);
+
+  // The split first parse's merged model, waiting for the first analysis (no edit since).
+  std::optional<pallas::PallasModel> first_model_;
 };
 
 class DocumentStore {
@@ -80,6 +115,8 @@ class DocumentStore {
   std::map<std::string, std::unique_ptr<OpenDocument>>& all() { return documents_; }
   // Opens that took the last closed document's tree instead of parsing.
   size_t reopened_unparsed() const { return reopened_unparsed_; }
+  // Opens whose first parse was made in two halves side by side.
+  size_t split_first_parses() const { return split_first_parses_; }
 
   // Workspace folders, for the imports of wrapper modules.
   void set_workspace_roots(std::vector<std::filesystem::path> roots);
@@ -94,6 +131,7 @@ class DocumentStore {
   std::optional<ClosedDocument> last_closed_;
   std::function<void(syntax::TreePtr)> release_ = [](syntax::TreePtr) {};
   size_t reopened_unparsed_ = 0;
+  size_t split_first_parses_ = 0;
   // Open documents' texts win over the disk's.
   service::WrapperModules wrappers_;
 };

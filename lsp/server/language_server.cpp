@@ -298,8 +298,7 @@ void LanguageServer::adopt_full_tree(const std::string& uri, uint64_t generation
   OpenDocument* doc = documents_.find(uri);
   if (!doc || !doc->tree.partial() || doc->tree.generation() != generation)
     return trees_.release(std::move(full));  // closed, reopened or replaced meanwhile
-  trees_.release(doc->tree.adopt_full(std::move(full), doc->text.text()));
-  doc->analysis.reset();
+  for (syntax::TreePtr& tree : doc->adopt_full(std::move(full))) trees_.release(std::move(tree));
   // Equal unless an edit made meanwhile reached beyond the kernels' statements.
   if (diagnostics_of(*doc).dump() != doc->published_diagnostics &&
       std::find(dirty_.begin(), dirty_.end(), uri) == dirty_.end())
@@ -471,6 +470,7 @@ void LanguageServer::register_handlers() {
               {"openDocuments", documents_.all().size()},
               {"partlyParsedDocuments", partly_parsed()},
               {"reopenedUnparsed", documents_.reopened_unparsed()},
+              {"splitFirstParses", documents_.split_first_parses()},
               {"runningJobs",
                {{"kernel", runs_.running()},
                 {"optimization", optimizations_.running()},
@@ -560,14 +560,15 @@ void LanguageServer::on_did_change(const ParamReader& params) {
     if (change.optional_raw("range")) {
       const text::ByteEdit edit =
           doc->text.apply_change(read_range(change.object("range")), new_text);
-      if (doc->python) doc->tree.edit_and_reparse(edit, doc->text.text());
+      if (doc->python) doc->reparse_edit(edit);
     } else {
       doc->text.replace_all(new_text);
-      if (doc->python) doc->tree.parse(doc->text.text());
+      if (doc->python)
+        for (syntax::TreePtr& tree : doc->reparse_all()) trees_.release(std::move(tree));
     }
   }
   if (auto version = td.optional_integer("version")) doc->text.set_version(*version);
-  doc->analysis.reset();
+  doc->invalidate_analysis();
   dirty_.push_back(uri);
   wrapper_file_changed(uri);
 }

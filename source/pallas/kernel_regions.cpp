@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+
 #include "source/pallas/kernel_model.h"
 
 namespace mk::pallas {
@@ -62,7 +63,8 @@ std::vector<syntax::ByteSpan> KernelRegionFinder::imports() const {
   return spans;
 }
 
-KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee_names) const {
+KernelRegionFinder::Seeds KernelRegionFinder::seeds(
+    const std::vector<std::string>& callee_names) const {
   std::vector<std::string> triggers = {"pallas_call"};
   triggers.insert(triggers.end(), callee_names.begin(), callee_names.end());
   const size_t base = triggers.size();
@@ -74,6 +76,47 @@ KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee
       for_each_bound_name(text, [&](std::string_view name) { triggers.emplace_back(name); });
   }
 
+  Seeds seeds;
+  std::vector<bool> seeded(units_.size(), false);
+  // Imports and compound statements always (the backend, the wrappers' modules, names bound
+  // anywhere in a block); a definition that mentions pallas_call may be a wrapper, whose callers
+  // are sites too.
+  std::unordered_set<std::string_view> wrappers;
+  for (size_t i = 0; i < units_.size(); ++i) {
+    const Kind kind = units_[i].kind;
+    if (kind == Kind::Import || kind == Kind::Compound) {
+      seeds.common.push_back(i);
+    } else if (mentions_any(text_of(i), triggers)) {
+      seeds.sites.push_back(i);
+    } else {
+      continue;
+    }
+    seeded[i] = true;
+    if (kind == Kind::Definition) wrappers.insert(units_[i].name);
+  }
+  for (bool grew = !wrappers.empty(); grew;) {
+    grew = false;
+    for (size_t i = 0; i < units_.size(); ++i) {
+      if (seeded[i] || units_[i].kind != Kind::Definition) continue;
+      bool calls = false;
+      syntax::for_each_word(text_of(i),
+                            [&](std::string_view w) { calls = calls || wrappers.contains(w); });
+      if (!calls) continue;
+      seeded[i] = true;
+      seeds.sites.push_back(i);
+      grew = wrappers.insert(units_[i].name).second || grew;
+    }
+  }
+  std::sort(seeds.sites.begin(), seeds.sites.end());
+  for (const auto& [name, flag] : TaskConventions::bindings()) {
+    if (auto it = binders_.find(name); it != binders_.end())
+      for (size_t i : it->second)
+        if (!seeded[i]) seeds.common.push_back(i);
+  }
+  return seeds;
+}
+
+std::vector<bool> KernelRegionFinder::reach(const std::vector<size_t>& seeds) const {
   std::vector<bool> kept(units_.size(), false);
   std::vector<size_t> work;
   auto keep = [&](size_t i) {
@@ -81,32 +124,7 @@ KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee
     kept[i] = true;
     work.push_back(i);
   };
-  // Imports and compound statements always (the backend, the wrappers' modules, names bound
-  // anywhere in a block); a definition that mentions pallas_call may be a wrapper, whose callers
-  // are sites too.
-  std::unordered_set<std::string_view> wrappers;
-  for (size_t i = 0; i < units_.size(); ++i) {
-    const Kind kind = units_[i].kind;
-    if (kind == Kind::Import || kind == Kind::Compound || mentions_any(text_of(i), triggers))
-      keep(i);
-    if (kept[i] && kind == Kind::Definition) wrappers.insert(units_[i].name);
-  }
-  for (bool grew = !wrappers.empty(); grew;) {
-    grew = false;
-    for (size_t i = 0; i < units_.size(); ++i) {
-      if (kept[i] || units_[i].kind != Kind::Definition) continue;
-      bool calls = false;
-      syntax::for_each_word(text_of(i),
-                            [&](std::string_view w) { calls = calls || wrappers.contains(w); });
-      if (!calls) continue;
-      keep(i);
-      grew = wrappers.insert(units_[i].name).second || grew;
-    }
-  }
-  for (const auto& [name, flag] : TaskConventions::bindings()) {
-    if (auto it = binders_.find(name); it != binders_.end())
-      for (size_t i : it->second) keep(i);
-  }
+  for (size_t i : seeds) keep(i);
   // Whatever a kept statement names may be read by the analysis, through any of its bindings.
   while (!work.empty()) {
     const size_t i = work.back();
@@ -116,7 +134,10 @@ KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee
         for (size_t b : it->second) keep(b);
     });
   }
+  return kept;
+}
 
+KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept) const {
   KernelRegions regions;
   for (size_t i = 0; i < units_.size(); ++i) {
     if (!kept[i]) continue;
@@ -129,6 +150,40 @@ KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee
     regions.bytes += span.end - span.start;
   }
   return regions;
+}
+
+KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee_names) const {
+  Seeds s = seeds(callee_names);
+  s.common.insert(s.common.end(), s.sites.begin(), s.sites.end());
+  return spans_of(reach(s.common));
+}
+
+SplitKernelRegions KernelRegionFinder::split_regions(
+    const std::vector<std::string>& callee_names) const {
+  Seeds s = seeds(callee_names);
+  SplitKernelRegions out;
+  if (s.sites.size() < 2) {
+    s.common.insert(s.common.end(), s.sites.begin(), s.sites.end());
+    out.all = spans_of(reach(s.common));
+    return out;
+  }
+  // Cut the sites where half of their text lies on each side; what they reach follows them.
+  auto size_of = [&](size_t unit) { return units_[unit].span.end - units_[unit].span.start; };
+  size_t total = 0;
+  for (size_t i : s.sites) total += size_of(i);
+  size_t cut = 1, before = size_of(s.sites[0]);
+  while (cut + 1 < s.sites.size() && 2 * before < total) before += size_of(s.sites[cut++]);
+  const auto middle = s.sites.begin() + static_cast<std::ptrdiff_t>(cut);
+  std::vector<size_t> first = s.common, second = s.common;
+  first.insert(first.end(), s.sites.begin(), middle);
+  second.insert(second.end(), middle, s.sites.end());
+  std::vector<bool> kept_first = reach(first);
+  const std::vector<bool> kept_second = reach(second);
+  out.halves = {spans_of(kept_first), spans_of(kept_second)};
+  // What the union of the sites reaches is the union of what each half reaches.
+  for (size_t i = 0; i < kept_first.size(); ++i) kept_first[i] = kept_first[i] || kept_second[i];
+  out.all = spans_of(kept_first);
+  return out;
 }
 
 }  // namespace mk::pallas

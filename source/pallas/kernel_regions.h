@@ -4,6 +4,7 @@
 // sooner; the full parse follows off the editor's main loop.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -20,6 +21,15 @@ struct KernelRegions {
   size_t bytes = 0;                     // how much of the text they cover
 };
 
+// What regions() keeps, and the same statements for two parses made side by side: the sites cut
+// in two where half of their text lies on each side, each half with whatever its sites reach
+// (imports, compound statements and task bindings in both). Analysed apart and merged
+// (pallas::merge_half_models), the halves give the model of `all`.
+struct SplitKernelRegions {
+  KernelRegions all;
+  std::array<KernelRegions, 2> halves;  // both empty when there are fewer than two sites
+};
+
 // Kept: every import and compound statement; every statement that mentions pallas_call, one of
 // `callee_names` (wrappers imported from other files) or a module-level alias of them; every
 // definition that calls a kept one of those (a wrapper's callers); whatever binds a name the task
@@ -34,8 +44,20 @@ class KernelRegionFinder {
   // The import statements: enough to find the wrappers other files define.
   std::vector<syntax::ByteSpan> imports() const;
   KernelRegions regions(const std::vector<std::string>& callee_names) const;
+  // regions(), and the same statements for two parses made side by side.
+  SplitKernelRegions split_regions(const std::vector<std::string>& callee_names) const;
 
  private:
+  // The units kept whatever else is: those every half needs, and the pallas_call sites (with a
+  // wrapper's callers), in order.
+  struct Seeds {
+    std::vector<size_t> common;
+    std::vector<size_t> sites;
+  };
+  Seeds seeds(const std::vector<std::string>& callee_names) const;
+  // `seeds` and, transitively, every unit that may bind a name a kept one mentions.
+  std::vector<bool> reach(const std::vector<size_t>& seeds) const;
+  KernelRegions spans_of(const std::vector<bool>& kept) const;
   std::string_view text_of(size_t unit) const;
 
   std::string_view text_;

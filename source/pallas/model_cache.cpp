@@ -1,6 +1,7 @@
 #include "source/pallas/model_cache.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "source/pallas/evaluator.h"
 #include "source/syntax/node_util.h"
@@ -158,6 +159,15 @@ void ModelCache::finish_pass() {
   }
   last_pass_ = pass_;
   pass_ = {};
+}
+
+void ModelCache::absorb(ModelCache&& other) {
+  for (auto& [text, bucket] : other.entries_) {
+    std::vector<Entry>& mine = entries_[text];
+    mine.insert(mine.end(), std::make_move_iterator(bucket.begin()),
+                std::make_move_iterator(bucket.end()));
+  }
+  other.entries_.clear();
 }
 
 size_t ModelCache::size() const {

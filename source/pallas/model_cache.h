@@ -39,6 +39,10 @@ class ModelCache {
   // relevant statement of the current text.
   void finish_pass();
 
+  // Takes in the entries of another cache of the same text (the other half of a split first
+  // parse): the next pass keeps those it uses.
+  void absorb(ModelCache&& other);
+
   const PassStats& last_pass() const { return last_pass_; }
   size_t size() const;
 

@@ -2,7 +2,8 @@
 loop. With the full parse held (a test method), the transcript shows: the first diagnostics,
 lenses and hovers come from the partial tree; an edit inside a kernel is seen at once; an edit in
 a helper the first parse left out is seen when the full parse is adopted, which publishes again;
-the result equals a full parse of the same text."""
+the result equals a full parse of the same text. When the kernels' statements are many, they are
+parsed and analysed as two halves side by side, and edits reach both."""
 import time
 
 KERNEL = '''CONFIG_{i} = {{"rows": 1024, "block": {block}}}
@@ -47,15 +48,15 @@ TYPED_SITE = '''    bad = pl.pallas_call(
 KERNELS = 8
 
 
-def large_module():
+def large_module(kernels=KERNELS, illegal=(3,), helpers=40):
     """About 55 KB: eight kernels, one with an illegal block, between many helpers."""
     parts = ["import jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n\n\n"]
     j = 0
-    for i in range(KERNELS):
-        for _ in range(40):
+    for i in range(kernels):
+        for _ in range(helpers):
             parts.append(HELPER.format(j=j))
             j += 1
-        parts.append(KERNEL.format(i=i, block=100 if i == 3 else 128))
+        parts.append(KERNEL.format(i=i, block=100 if i in illegal else 128))
     text = "".join(parts)
     assert len(text) > 48 * 1024, len(text)
     return text
@@ -75,6 +76,10 @@ def partly_parsed(client):
 
 def reopened_unparsed(client):
     return client.request("maxkernel/status")["result"]["reopenedUnparsed"]
+
+
+def split_first_parses(client):
+    return client.request("maxkernel/status")["result"]["splitFirstParses"]
 
 
 def position(text, offset):
@@ -204,3 +209,63 @@ def test_a_large_file_reopened_before_its_full_parse_keeps_its_partial_tree(read
     bad_block = line_of(edited, "out_specs=pl.BlockSpec((CONFIG_3", line_of(edited, "def copy_3("))
     assert codes_and_lines(client.diagnostics(uri, version=3)) == [("MK001", bad_block)]
     assert partly_parsed(client) == 0
+
+
+def test_many_kernels_are_parsed_in_two_halves_and_edits_reach_both(ready, tmp_path):
+    client = ready
+    kernels = 40  # about 19 KB of kernels' statements: enough to cut in two
+    text = large_module(kernels=kernels, illegal=(3, 28), helpers=10)
+    uri = (tmp_path / "library.py").as_uri()
+    client.request("maxkernel/test/holdFullParses", {"hold": True})
+    client.open(uri, text)
+
+    def bad_block(text, i):
+        return line_of(text, f"out_specs=pl.BlockSpec((CONFIG_{i}", line_of(text, f"def copy_{i}("))
+
+    first = client.diagnostics(uri, version=1)
+    assert codes_and_lines(first) == [("MK001", bad_block(text, 3)), ("MK001", bad_block(text, 28))]
+    assert split_first_parses(client) == 1 and partly_parsed(client) == 1
+    # Every kernel has its lens, in order, and a hover in either half names its kernel.
+    lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})["result"]
+    test_lines = [lens["range"]["start"]["line"] for lens in lenses if lens["command"]["title"] == "Test"]
+    assert test_lines == [line_of(text, "pl.pallas_call(", line_of(text, f"def copy_{i}(")) for i in range(kernels)]
+    for i in (1, 30):
+        call = line_of(text, "pl.pallas_call(", line_of(text, f"def copy_{i}("))
+        hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                      "position": {"line": call, "character": 16}})
+        assert f"copy_kernel_{i}" in hover["result"]["contents"]["value"]
+
+    # Edits in either half are analysed at once: kernel 28's block made legal, kernel 30's not
+    # (each edit moves what follows it).
+    def set_block(text, version, i, old, new):
+        at = text.index(f'CONFIG_{i} = {{"rows": 1024, "block": {old}}}') + len(f'CONFIG_{i} = {{"rows": 1024, "block": ')
+        return replace(client, uri, version, text, at, at + 3, new)
+
+    text = set_block(text, 2, 28, 100, "64")
+    assert codes_and_lines(client.diagnostics(uri, version=2)) == [("MK001", bad_block(text, 3))]
+    text = set_block(text, 3, 30, 128, "36")
+    assert codes_and_lines(client.diagnostics(uri, version=3)) == [("MK001", bad_block(text, 3)),
+                                                                   ("MK001", bad_block(text, 30))]
+    text = set_block(text, 4, 3, 100, "64")
+    assert codes_and_lines(client.diagnostics(uri, version=4)) == [("MK001", bad_block(text, 30))]
+    assert partly_parsed(client) == 1
+
+    # Closed and reopened unchanged before the full parse: both halves are kept.
+    close(client, uri)
+    client.open(uri, text, version=5)
+    reopened = client.diagnostics(uri, version=5)
+    assert codes_and_lines(reopened) == [("MK001", bad_block(text, 30))]
+    assert reopened_unparsed(client) == 1 and split_first_parses(client) == 1
+
+    # The full parse adopted: a site typed into a helper neither half holds is seen.
+    client.request("maxkernel/test/holdFullParses", {"hold": False})
+    full_parse_adopted(client)
+    helper = text.index("    return total\n", text.index("def helper_200("))
+    text = replace(client, uri, 6, text, helper, helper, TYPED_SITE)
+    typed_block = line_of(text, "out_specs=pl.BlockSpec((100, 1024)", line_of(text, "def helper_200("))
+    adopted = client.diagnostics(uri, version=6)
+    assert codes_and_lines(adopted) == sorted([("MK001", bad_block(text, 30)), ("MK001", typed_block)])
+    # The same text parsed in full from scratch gives the same diagnostics.
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 7},
+                                             "contentChanges": [{"text": text}]})
+    assert client.diagnostics(uri, version=7) == adopted

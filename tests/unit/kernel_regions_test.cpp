@@ -1,7 +1,8 @@
 // The first parse of a large file covers only its kernels' statements: the lexical split into
 // top-level statements, the choice of what the kernels reach, the analysis of that partial tree
-// (equal to a full one over the corpus, with unrelated helpers interleaved), and the partial tree
-// kept through edits and brought up to the full one.
+// (equal to a full one over the corpus, with unrelated helpers interleaved), the same statements
+// cut in two halves analysed apart and merged, and the partial tree kept through edits and
+// brought up to the full one.
 #include "source/pallas/kernel_regions.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "analysis_test_util.h"
+#include "source/pallas/half_models.h"
+#include "source/pallas/kernel_extractor.h"
 #include "source/syntax/python_tree.h"
 #include "source/syntax/top_level_units.h"
 #include "source/text/text_document.h"
@@ -168,6 +171,130 @@ TEST(KernelRegions, APartialParseAnalysesLikeAFullOneOverTheCorpus) {
   }
   EXPECT_GT(files, 40u);
   EXPECT_GT(left_out, 0u);  // the helpers were left out, so the comparison meant something
+}
+
+// Both halves parsed and analysed apart, the models merged, the checks run on the result.
+analysis::DocumentAnalysis analyse_halves(const std::string& text,
+                                          const std::array<pallas::KernelRegions, 2>& halves) {
+  syntax::PythonTree first, second;
+  first.parse_partial(text, halves[0].spans);
+  second.parse_partial(text, halves[1].spans);
+  pallas::PallasModel model = pallas::merge_half_models(
+      pallas::extract_pallas_model(first.root(), text), first.root(),
+      pallas::extract_pallas_model(second.root(), text), second.root());
+  std::vector<analysis::Finding> findings = analysis::check_model(model, test_util::v5e());
+  return {std::move(model), std::move(findings)};
+}
+
+// Corpus files one after another, each in a class of its own so their names stay apart: a
+// module with many sites, as a large file is.
+std::string concatenated_corpus(size_t files) {
+  std::string out = "import functools\nimport jax\nimport jax.numpy as jnp\n"
+                    "from jax.experimental import pallas as pl\n"
+                    "from jax.experimental.pallas import tpu as pltpu\n\n";
+  size_t n = 0;
+  for (const auto& path : test_util::corpus_files()) {
+    if (n == files) break;
+    std::string body = test_util::read_file(path);
+    if (body.find("pallas_call") == std::string::npos) continue;
+    out += "class Module" + std::to_string(n++) + ":\n";
+    size_t at = 0;
+    while (at < body.size()) {
+      const size_t end = body.find('\n', at);
+      const std::string line = body.substr(at, end == std::string::npos ? end : end - at + 1);
+      out += line == "\n" ? line : "    " + line;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (!out.ends_with("\n")) out += "\n";
+    out += "\n";
+  }
+  return out;
+}
+
+TEST(SplitRegions, TheirUnionIsTheRegionsAndEachHalfHoldsAboutHalfTheSites) {
+  const std::string text = with_helpers(
+      "import jax\n"
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "ROWS = 8\n"
+      "\n"
+      "def body(x_ref, o_ref):\n"
+      "    o_ref[...] = x_ref[...]\n"
+      "\n"
+      "def my_call(kernel, **kw):\n"
+      "    return pl.pallas_call(kernel, **kw)\n"
+      "\n"
+      "def one(x):\n"
+      "    return pl.pallas_call(body, out_shape=x, grid=(ROWS,))(x)\n"
+      "\n"
+      "def two(x):\n"
+      "    return my_call(body, out_shape=x)(x)\n"
+      "\n"
+      "COLS = 128\n"
+      "\n"
+      "def three(x):\n"
+      "    return pl.pallas_call(body, out_shape=x, grid=(COLS,))(x)\n"
+      "\n"
+      "def four(x):\n"
+      "    return my_call(body, out_shape=x, grid=(COLS,))(x)\n");
+  const pallas::KernelRegionFinder finder(text);
+  const pallas::SplitKernelRegions split = finder.split_regions({});
+  const pallas::KernelRegions all = finder.regions({});
+  EXPECT_EQ(covered(text, split.all), covered(text, all));
+  const std::string first = covered(text, split.halves[0]);
+  const std::string second = covered(text, split.halves[1]);
+  for (const std::string& half : {first, second}) {
+    EXPECT_TRUE(half.starts_with("import jax\n"));
+    EXPECT_NE(half.find("from jax.experimental import pallas as pl\n"), std::string::npos);
+    EXPECT_NE(half.find("def body"), std::string::npos);  // every half reaches the kernel
+    EXPECT_EQ(half.find("def _helper_"), std::string::npos);
+  }
+  // The sites are cut in the middle; the wrapper goes with the half its callers are in.
+  for (const char* in_first : {"def my_call", "def one", "def two", "ROWS = "})
+    EXPECT_NE(first.find(in_first), std::string::npos) << in_first << " not in:\n" << first;
+  for (const char* in_second : {"def three", "def four", "COLS = ", "def my_call"})
+    EXPECT_NE(second.find(in_second), std::string::npos) << in_second << " not in:\n" << second;
+  EXPECT_EQ(first.find("def three"), std::string::npos);
+  EXPECT_EQ(second.find("def one"), std::string::npos);
+  EXPECT_EQ(second.find("ROWS = "), std::string::npos);
+  // The wrapper's own site is in both halves; merged, the model is the full parse's.
+  syntax::PythonTree full;
+  full.parse(text);
+  const analysis::DocumentAnalysis whole =
+      analysis::analyze_document(full.root(), text, test_util::v5e());
+  ASSERT_EQ(whole.model.kernels.size(), 5u);
+  test_util::expect_same(analyse_halves(text, split.halves), whole, text, "four sites");
+
+  // One site: nothing to cut.
+  const std::string single = "from jax.experimental import pallas as pl\n"
+                             "def one(x):\n    return pl.pallas_call(k, out_shape=x)(x)\n";
+  const pallas::SplitKernelRegions unsplit = pallas::KernelRegionFinder(single).split_regions({});
+  EXPECT_TRUE(unsplit.halves[0].spans.empty() && unsplit.halves[1].spans.empty());
+  EXPECT_EQ(covered(single, unsplit.all), single);
+}
+
+TEST(SplitRegions, HalvesAnalysedApartAndMergedAnalyseLikeAFullParse) {
+  size_t compared = 0;
+  for (const size_t files : {2u, 5u, 12u, 1000u}) {
+    for (const std::string& text :
+         {concatenated_corpus(files), with_helpers(concatenated_corpus(files))}) {
+      syntax::PythonTree full;
+      full.parse(text);
+      ASSERT_FALSE(full.has_error()) << text;
+      const pallas::SplitKernelRegions split = pallas::KernelRegionFinder(text).split_regions({});
+      ASSERT_FALSE(split.halves[1].spans.empty());
+      EXPECT_LT(split.halves[0].bytes, split.all.bytes);
+      EXPECT_LT(split.halves[1].bytes, split.all.bytes);
+      const analysis::DocumentAnalysis whole =
+          analysis::analyze_document(full.root(), text, test_util::v5e());
+      EXPECT_GE(whole.model.kernels.size(), files < 1000 ? files : 40u);
+      test_util::expect_same(analyse_halves(text, split.halves), whole, text,
+                             std::to_string(files) + " files");
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 8u);
 }
 
 TEST(PartialTree, EditsKeepItPartialAndTheAdoptedFullParseMatchesAFreshOne) {
