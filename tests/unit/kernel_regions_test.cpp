@@ -179,9 +179,9 @@ analysis::DocumentAnalysis analyse_halves(const std::string& text,
   syntax::PythonTree first, second;
   first.parse_partial(text, halves[0].spans);
   second.parse_partial(text, halves[1].spans);
-  pallas::PallasModel model = pallas::merge_half_models(
-      pallas::extract_pallas_model(first.root(), text), first.root(),
-      pallas::extract_pallas_model(second.root(), text), second.root());
+  pallas::PallasModel model =
+      pallas::merge_half_models(pallas::extract_pallas_model(first.root(), text), first.root(),
+                                pallas::extract_pallas_model(second.root(), text), second.root());
   std::vector<analysis::Finding> findings = analysis::check_model(model, test_util::v5e());
   return {std::move(model), std::move(findings)};
 }
@@ -189,9 +189,10 @@ analysis::DocumentAnalysis analyse_halves(const std::string& text,
 // Corpus files one after another, each in a class of its own so their names stay apart: a
 // module with many sites, as a large file is.
 std::string concatenated_corpus(size_t files) {
-  std::string out = "import functools\nimport jax\nimport jax.numpy as jnp\n"
-                    "from jax.experimental import pallas as pl\n"
-                    "from jax.experimental.pallas import tpu as pltpu\n\n";
+  std::string out =
+      "import functools\nimport jax\nimport jax.numpy as jnp\n"
+      "from jax.experimental import pallas as pl\n"
+      "from jax.experimental.pallas import tpu as pltpu\n\n";
   size_t n = 0;
   for (const auto& path : test_util::corpus_files()) {
     if (n == files) break;
@@ -267,8 +268,9 @@ TEST(SplitRegions, TheirUnionIsTheRegionsAndEachHalfHoldsAboutHalfTheSites) {
   test_util::expect_same(analyse_halves(text, split.halves), whole, text, "four sites");
 
   // One site: nothing to cut.
-  const std::string single = "from jax.experimental import pallas as pl\n"
-                             "def one(x):\n    return pl.pallas_call(k, out_shape=x)(x)\n";
+  const std::string single =
+      "from jax.experimental import pallas as pl\n"
+      "def one(x):\n    return pl.pallas_call(k, out_shape=x)(x)\n";
   const pallas::SplitKernelRegions unsplit = pallas::KernelRegionFinder(single).split_regions({});
   EXPECT_TRUE(unsplit.halves[0].spans.empty() && unsplit.halves[1].spans.empty());
   EXPECT_EQ(covered(single, unsplit.all), single);
@@ -295,6 +297,35 @@ TEST(SplitRegions, HalvesAnalysedApartAndMergedAnalyseLikeAFullParse) {
     }
   }
   EXPECT_EQ(compared, 8u);
+}
+
+TEST(SplitRegions, TheAdoptedFullParseReusesWhatBothHalvesExtracted) {
+  const std::string text = with_helpers(concatenated_corpus(12));
+  const pallas::SplitKernelRegions split = pallas::KernelRegionFinder(text).split_regions({});
+  syntax::PythonTree first, second, full;
+  first.parse_partial(text, split.halves[0].spans);
+  second.parse_partial(text, split.halves[1].spans);
+  full.parse(text);
+  auto extracted_in_full = [&](bool absorb) {
+    pallas::ModelCache cache, other;
+    pallas::extract_pallas_model(first.root(), text, &cache);
+    pallas::extract_pallas_model(second.root(), text, &other);
+    if (absorb) cache.absorb(std::move(other));
+    const pallas::PallasModel model = pallas::extract_pallas_model(full.root(), text, &cache);
+    EXPECT_EQ(model, pallas::extract_pallas_model(full.root(), text));
+    return cache.last_pass();
+  };
+  // What a full tree's own cache leaves to extract again (statements it does not keep).
+  pallas::ModelCache own;
+  pallas::extract_pallas_model(full.root(), text, &own);
+  pallas::extract_pallas_model(full.root(), text, &own);
+  const pallas::ModelCache::PassStats warm = own.last_pass();
+  ASSERT_GT(warm.reused, 4u);
+
+  const pallas::ModelCache::PassStats absorbed = extracted_in_full(true);
+  EXPECT_EQ(absorbed.extracted, warm.extracted);
+  EXPECT_EQ(absorbed.reused, warm.reused);
+  EXPECT_GT(extracted_in_full(false).extracted, warm.extracted);
 }
 
 TEST(PartialTree, EditsKeepItPartialAndTheAdoptedFullParseMatchesAFreshOne) {
