@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "lsp/protocol/message_json.h"
 #include "lsp/server/commands.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/lsp_convert.h"
@@ -143,7 +144,7 @@ void LanguageServer::reader_loop(rpc::ByteSource& input) {
     if (!r.error.empty()) spdlog::warn("input: {}", r.error);
     json message;
     try {
-      message = json::parse(r.body);
+      message = rpc::parse_message(r.body);
     } catch (const json::parse_error& e) {
       spdlog::warn("input: message is not valid JSON: {}", e.what());
       send(rpc::make_error_response(nullptr,
