@@ -7,12 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "lsp/protocol/json_rpc.h"
 #include "utf8_samples.h"
 
 namespace mk::rpc {
 namespace {
 
-using nlohmann::json;
 namespace samples = mk::text::samples;
 
 // About 100 KB of Python-like text with every character class a document holds.
