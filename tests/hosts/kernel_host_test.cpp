@@ -228,6 +228,38 @@ exec sh -c "$1"
   }
 }
 
+// All of a host's ssh workers ride one shared connection: when one of them finds the link lost,
+// the idle ones go with it, even while their ssh has not exited yet, so the next job starts
+// afresh instead of being sent down the dead link. The stand-in "ssh" runs the command locally
+// and, once the drop file exists, exits 255 as ssh does when its connection fails.
+TEST_F(KernelHostTest, ALostSshLinkDropsTheIdleWorkersThatShareIt) {
+  const fs::path bin = scratch_ / "bin";
+  fs::create_directories(bin);
+  const fs::path drop = scratch_ / "link-dropped";
+  std::ofstream(bin / "ssh") << "#!/bin/sh\nsh -c \"$1\"\nstatus=$?\n[ -e '" << drop.string()
+                             << "' ] && exit 255\nexit $status\n";
+  fs::permissions(bin / "ssh", fs::perms::owner_all);
+  HostConfig c = config_;
+  c.kind = HostKind::Command;
+  c.command_template = {(bin / "ssh").string(), "{command}"};
+  c.remote_dir = (scratch_ / "remote").string();
+  KernelHost host(c, bundle_);
+  ASSERT_TRUE(host.run(Lane::Timing, lower_request("")).ok());
+  ASSERT_TRUE(host.run(Lane::Compile, lower_request("")).ok());
+  ASSERT_EQ(host.live_workers(), 2u);  // both idle, both alive
+
+  std::ofstream(drop) << "";
+  WorkerReply lost = host.run(Lane::Compile, lower_request("    import os; os._exit(7)\n"));
+  EXPECT_EQ(lost.status, WorkerReply::Status::Unreachable) << lost.message;
+  EXPECT_NE(lost.message.find("connection lost"), std::string::npos) << lost.message;
+  EXPECT_EQ(host.live_workers(), 0u);  // the idle timing worker went with the link
+
+  fs::remove(drop);
+  WorkerReply next = host.run(Lane::Timing, lower_request(""));
+  ASSERT_TRUE(next.ok()) << next.message;
+  EXPECT_EQ(host.live_workers(), 1u);
+}
+
 // The local host's workers share the editor's cores: they run at a lower priority than the
 // server so interactive requests are served first.
 TEST_F(KernelHostTest, LocalWorkersRunAtTheConfiguredNiceness) {

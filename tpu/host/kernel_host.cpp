@@ -300,17 +300,30 @@ WorkerReply KernelHost::run_once(Lane lane, nlohmann::json request,
   if (worker)
     reply = worker->call(std::move(request), timeout.value_or(config_.request_timeout), cancelled,
                          on_progress);
+  // Every ssh worker of a host rides one shared connection (ControlMaster): when one finds the
+  // link lost, the idle ones lost it too, though their ssh may not have exited yet. They go now,
+  // so the next job starts afresh instead of being sent down the dead link.
+  const bool link_lost =
+      worker && reply.status == WorkerReply::Status::Unreachable && worker->lost_ssh_connection();
   if (worker && reply.worker_lost()) {
     spdlog::warn("{}: {} ({}); it will be restarted", worker->description(),
                  to_string(reply.status), reply.message);
     worker.reset();
   }
+  std::vector<std::unique_ptr<WorkerProcess>> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     slots_[index].busy = false;
     slots_[index].worker = std::move(worker);
     if (reply.host_lost()) retire_locked(index);
+    if (link_lost)
+      for (Slot& s : slots_)
+        if (!s.busy && s.worker) dropped.push_back(std::move(s.worker));
   }
+  if (!dropped.empty())
+    spdlog::warn("{}: the ssh link was lost; {} idle worker(s) dropped with it", config_.name,
+                 dropped.size());
+  for (auto& w : dropped) w->kill();
   slot_free_.notify_all();
   return reply;
 }
