@@ -87,7 +87,8 @@ def test_a_dropped_link_fails_the_job_clearly_and_the_next_job_reconnects(fresh_
 
         # The link is back (sshd still listens): the next job connects afresh and passes.
         passed = wait_end(c, run_test(c, good.as_uri()))
-        assert "Test passed" in passed, passed + "\nthe server's log:\n" + "".join(c.stderr_lines[-60:])
+        log = "".join(c.stderr_lines[-60:])
+        assert "Test passed" in passed, f"{passed}\nthe server's log:\n{log}"
         assert c.shutdown_and_exit(timeout=60) == 0
     finally:
         c.close()
