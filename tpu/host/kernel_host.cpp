@@ -101,11 +101,16 @@ void KernelHost::shutdown() {
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Slot& s : slots_) {
-      if (s.worker && !s.busy) workers.push_back(std::move(s.worker));
-    }
+    workers = take_idle_workers_locked();
   }
   for (auto& w : workers) w->stop();
+}
+
+std::vector<std::unique_ptr<WorkerProcess>> KernelHost::take_idle_workers_locked() {
+  std::vector<std::unique_ptr<WorkerProcess>> idle;
+  for (Slot& s : slots_)
+    if (s.worker && !s.busy) idle.push_back(std::move(s.worker));
+  return idle;
 }
 
 std::string KernelHost::remote_bundle_dir() const {
@@ -316,9 +321,7 @@ WorkerReply KernelHost::run_once(Lane lane, nlohmann::json request,
     slots_[index].busy = false;
     slots_[index].worker = std::move(worker);
     if (reply.host_lost()) retire_locked(index);
-    if (link_lost)
-      for (Slot& s : slots_)
-        if (!s.busy && s.worker) dropped.push_back(std::move(s.worker));
+    if (link_lost) dropped = take_idle_workers_locked();
   }
   if (!dropped.empty())
     spdlog::warn("{}: the ssh link was lost; {} idle worker(s) dropped with it", config_.name,

@@ -69,6 +69,8 @@ class KernelHost : public JobRunner {
   // With mutex_ held: a Ray slot whose node was lost takes no more jobs, unless it is the
   // lane's last (a replacement actor then goes wherever Ray finds room).
   void retire_locked(size_t index);
+  // With mutex_ held: moves every idle slot's worker out (the caller ends them unlocked).
+  std::vector<std::unique_ptr<WorkerProcess>> take_idle_workers_locked();
   std::unique_ptr<WorkerProcess> launch(Lane lane, WorkerReply& failure);
   bool ensure_installed(std::string& error);
   std::vector<std::string> worker_argv(Lane lane) const;
