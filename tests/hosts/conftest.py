@@ -207,7 +207,7 @@ class Sshd:
         h = {
             "name": name,
             "kind": "ssh",
-            "destination": f"{self.user}@127.0.0.1",
+            "destination": self.destination,
             "port": self.port,
             "identityFile": str(identity or self.client_key),
             "sshOptions": ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null",
@@ -219,20 +219,24 @@ class Sshd:
         h.update(extra)
         return h
 
+    @property
+    def destination(self):
+        return f"{self.user}@127.0.0.1"
+
     def close_master(self):
         """Ends the CLI's shared ssh connection (ControlPersist) to this server, if any."""
         # The CLI keys its sockets by credentials and %C: end only the ones whose %C is this
         # server's. `ssh -O exit` ends whatever master listens on the socket it is given, so
         # ending them all would cut another test's link mid-job (it did, under -n 2 in CI).
-        dest = f"{self.user}@127.0.0.1"
-        probe = subprocess.run(["ssh", "-G", "-p", str(self.port), "-o", "ControlPath=%C", dest],
-                               capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+        probe = subprocess.run(["ssh", "-G", "-p", str(self.port), "-o", "ControlPath=%C",
+                                self.destination], capture_output=True, text=True, timeout=15,
+                               stdin=subprocess.DEVNULL)
         hashes = [line.split()[1] for line in probe.stdout.splitlines()
                   if line.startswith("controlpath ") and len(line.split()) == 2]
         assert len(hashes) == 1, f"ssh -G gave no ControlPath hash: {probe.stdout}{probe.stderr}"
         for sock in glob.glob(f"/tmp/maxkernel-ssh-*-{hashes[0]}"):
             subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-p", str(self.port),
-                            "-O", "exit", dest], capture_output=True, timeout=15,
+                            "-O", "exit", self.destination], capture_output=True, timeout=15,
                            stdin=subprocess.DEVNULL)
 
 
