@@ -7,6 +7,7 @@
 #include "lsp/server/kernel_runs.h"
 #include "source/pallas/half_models.h"
 #include "source/pallas/kernel_extractor.h"
+#include "source/pallas/skipped_bodies.h"
 
 namespace mk::server {
 
@@ -59,20 +60,20 @@ bool OpenDocument::parse_in_halves(const std::array<pallas::KernelRegions, 2>& h
   // other thread stops waiting and the future's destructor can join it.
   std::future<Second> second;
   std::promise<const pallas::ForwarderSet*> forwarders_known;
-  second = std::async(std::launch::async,
-                      [&t, &halves, known = forwarders_known.get_future()]() mutable {
-                        Second out;
-                        out.half.tree.parse_partial(t, halves[1].spans);
-                        // The wrappers other files define are looked up on this document's thread
-                        // only.
-                        const pallas::ForwarderSet* imported = known.get();
-                        if (imported && !out.half.tree.has_error())
-                          out.model = pallas::extract_pallas_model(out.half.tree.root(), t,
-                                                                   &out.half.model_cache, imported);
-                        return out;
-                      });
+  second = std::async(
+      std::launch::async, [&t, &halves, known = forwarders_known.get_future()]() mutable {
+        Second out;
+        out.half.tree.parse_partial(t, halves[1].spans, pallas::skipped_spans(halves[1].skipped));
+        // The wrappers other files define are looked up on this document's thread
+        // only.
+        const pallas::ForwarderSet* imported = known.get();
+        if (imported && !out.half.tree.has_error())
+          out.model =
+              extract_first(out.half.tree, t, halves[1].skipped, &out.half.model_cache, imported);
+        return out;
+      });
 
-  tree.parse_partial(t, halves[0].spans);
+  tree.parse_partial(t, halves[0].spans, pallas::skipped_spans(halves[0].skipped));
   const bool first_parsed = !tree.has_error();
   if (first_parsed) {
     wrapper_files.clear();
@@ -80,7 +81,7 @@ bool OpenDocument::parse_in_halves(const std::array<pallas::KernelRegions, 2>& h
   }
   forwarders_known.set_value(first_parsed ? &forwarders : nullptr);
   std::optional<pallas::PallasModel> first;
-  if (first_parsed) first = pallas::extract_pallas_model(tree.root(), t, &model_cache, &forwarders);
+  if (first_parsed) first = extract_first(tree, t, halves[0].skipped, &model_cache, &forwarders);
 
   Second other = second.get();
   if (!first || !other.model) {
@@ -89,8 +90,20 @@ bool OpenDocument::parse_in_halves(const std::array<pallas::KernelRegions, 2>& h
   }
   first_model_ = pallas::merge_half_models(std::move(*first), tree.root(), std::move(*other.model),
                                            other.half.tree.root());
+  bodies_skipped = tree.blanked() || other.half.tree.blanked();
   other_half = std::move(other.half);
   return true;
+}
+
+std::optional<pallas::PallasModel> OpenDocument::extract_first(
+    const syntax::PythonTree& half, const std::string& text,
+    const std::vector<pallas::SkippedBody>& skipped, pallas::ModelCache* cache,
+    const pallas::ForwarderSet* forwarders) {
+  // Cached as any: each blank body's def spans its real text, which is what the cache compares.
+  pallas::PallasModel model = pallas::extract_pallas_model(half.root(), text, cache, forwarders);
+  if (pallas::reads_skipped_body(model, skipped))
+    return std::nullopt;  // the caller drops the cache
+  return model;
 }
 
 pallas::ForwarderSet OpenDocument::imported_forwarders(TSNode root,
@@ -108,6 +121,9 @@ pallas::PallasModel OpenDocument::extract() {
     first_model_.reset();
     return model;  // its forwarders and wrapper files were found by the first parse
   }
+  // Bodies the first parse read as blank are read now: this model is the full parse's.
+  tree.read_blanked(text.text());
+  if (other_half) other_half->tree.read_blanked(text.text());
   wrapper_files.clear();
   forwarders = imported_forwarders(tree.root(), &wrapper_files);
   pallas::PallasModel model =
@@ -229,6 +245,7 @@ OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::
     forget_last_closed();  // another document, or another text: the user has moved on
     doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
     if (doc->other_half) ++split_first_parses_;
+    if (doc->bodies_skipped) ++skipped_body_first_parses_;
   }
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);

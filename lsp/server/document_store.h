@@ -67,6 +67,7 @@ struct OpenDocument {
   std::vector<std::filesystem::path> wrapper_files;
   std::string published_diagnostics;  // the last publishDiagnostics array sent, serialised
   bool full_parse_started = false;    // for a tree first parsed in part
+  bool bodies_skipped = false;        // that first parse read kernel bodies as blank
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);
@@ -91,6 +92,11 @@ struct OpenDocument {
   bool parse_in_halves(const std::array<pallas::KernelRegions, 2>& halves);
   // The model of the current trees: the document's, or both halves' merged.
   pallas::PallasModel extract();
+  // A half's first model; nullopt when it needed a body that half read as blank.
+  static std::optional<pallas::PallasModel> extract_first(
+      const syntax::PythonTree& half, const std::string& text,
+      const std::vector<pallas::SkippedBody>& skipped, pallas::ModelCache* cache,
+      const pallas::ForwarderSet* forwarders);
   // The wrappers of other files this document's imports name (`root` holds its imports).
   pallas::ForwarderSet imported_forwarders(TSNode root, std::vector<std::filesystem::path>* used);
 
@@ -117,6 +123,8 @@ class DocumentStore {
   size_t reopened_unparsed() const { return reopened_unparsed_; }
   // Opens whose first parse was made in two halves side by side.
   size_t split_first_parses() const { return split_first_parses_; }
+  // Those of them that read the kernels' bodies as blank (pallas::SkippedBody).
+  size_t skipped_body_first_parses() const { return skipped_body_first_parses_; }
 
   // Workspace folders, for the imports of wrapper modules.
   void set_workspace_roots(std::vector<std::filesystem::path> roots);
@@ -132,6 +140,7 @@ class DocumentStore {
   std::function<void(syntax::TreePtr)> release_ = [](syntax::TreePtr) {};
   size_t reopened_unparsed_ = 0;
   size_t split_first_parses_ = 0;
+  size_t skipped_body_first_parses_ = 0;
   // Open documents' texts win over the disk's.
   service::WrapperModules wrappers_;
 };

@@ -472,6 +472,7 @@ void LanguageServer::register_handlers() {
               {"partlyParsedDocuments", partly_parsed()},
               {"reopenedUnparsed", documents_.reopened_unparsed()},
               {"splitFirstParses", documents_.split_first_parses()},
+              {"skippedBodyFirstParses", documents_.skipped_body_first_parses()},
               {"runningJobs",
                {{"kernel", runs_.running()},
                 {"optimization", optimizations_.running()},

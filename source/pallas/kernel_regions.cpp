@@ -37,6 +37,65 @@ void for_each_bound_name(std::string_view text, F&& f) {
   }
 }
 
+bool word_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u == '_' || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+         u >= 0x80;
+}
+
+// Past blanks, newlines and comments from `i`.
+size_t skip_blanks(std::string_view text, size_t i) {
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\\') {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  return i;
+}
+
+// The plain name an argument list opening at `open` starts with (`kernel=name` too), when it is
+// the whole argument; empty otherwise.
+std::string_view first_argument_name(std::string_view text, size_t open) {
+  auto name_at = [&](size_t i) {
+    size_t end = i;
+    while (end < text.size() && word_char(text[end])) ++end;
+    return text.substr(i, end - i);
+  };
+  size_t i = skip_blanks(text, open + 1);
+  std::string_view name = name_at(i);
+  size_t after = skip_blanks(text, i + name.size());
+  if (name == "kernel" && after < text.size() && text[after] == '=' &&
+      (after + 1 >= text.size() || text[after + 1] != '=')) {
+    i = skip_blanks(text, after + 1);
+    name = name_at(i);
+    after = skip_blanks(text, i + name.size());
+  }
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return {};
+  if (after < text.size() && text[after] != ',' && text[after] != ')') return {};
+  return name;
+}
+
+// Calls `f` with every name `text` passes first to one of `callers` (`pallas_call(body, ...)`,
+// `functools.partial(body, n=2)`, `my_call(kernel=body)`): where a kernel goes.
+template <class F>
+void for_each_kernel_argument(std::string_view text,
+                              const std::unordered_set<std::string_view>& callers, F&& f) {
+  for (size_t open = text.find('('); open != std::string_view::npos;
+       open = text.find('(', open + 1)) {
+    size_t end = open;
+    while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
+    size_t start = end;
+    while (start > 0 && word_char(text[start - 1])) --start;
+    if (start == end || !callers.contains(text.substr(start, end - start))) continue;
+    if (const std::string_view name = first_argument_name(text, open); !name.empty()) f(name);
+  }
+}
+
 }  // namespace
 
 KernelRegionFinder::KernelRegionFinder(std::string_view text)
@@ -137,8 +196,19 @@ std::vector<bool> KernelRegionFinder::reach(const std::vector<size_t>& seeds) co
   return kept;
 }
 
-KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept) const {
+KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept, const Seeds& seeds,
+                                           const std::vector<std::string>& callee_names) const {
   KernelRegions regions;
+  std::vector<bool> seeded(units_.size(), false);
+  std::unordered_set<std::string_view> callers = {"pallas_call", "partial"};
+  for (const std::string& name : callee_names) callers.insert(name);
+  for (const std::vector<size_t>* group : {&seeds.common, &seeds.sites}) {
+    for (size_t i : *group) {
+      seeded[i] = true;
+      if (units_[i].kind == Kind::Definition) callers.insert(units_[i].name);  // a wrapper, maybe
+    }
+  }
+  std::unordered_set<std::string_view> kernels;
   for (size_t i = 0; i < units_.size(); ++i) {
     if (!kept[i]) continue;
     const syntax::ByteSpan span = units_[i].span;
@@ -148,14 +218,23 @@ KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept) const 
       regions.spans.push_back(span);
     }
     regions.bytes += span.end - span.start;
+    for_each_kernel_argument(text_of(i), callers,
+                             [&](std::string_view name) { kernels.insert(name); });
+  }
+  // A seed is read whole: a site's own def, a wrapper, what the task conventions bind.
+  for (size_t i = 0; i < units_.size(); ++i) {
+    const TopLevelUnit& u = units_[i];
+    if (kept[i] && !seeded[i] && u.body.end > u.body.start && kernels.contains(u.name))
+      regions.skipped.push_back({u.span.start, u.body});
   }
   return regions;
 }
 
 KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee_names) const {
   Seeds s = seeds(callee_names);
-  s.common.insert(s.common.end(), s.sites.begin(), s.sites.end());
-  return spans_of(reach(s.common));
+  std::vector<size_t> all = s.common;
+  all.insert(all.end(), s.sites.begin(), s.sites.end());
+  return spans_of(reach(all), s, callee_names);
 }
 
 SplitKernelRegions KernelRegionFinder::split_regions(
@@ -163,8 +242,9 @@ SplitKernelRegions KernelRegionFinder::split_regions(
   Seeds s = seeds(callee_names);
   SplitKernelRegions out;
   if (s.sites.size() < 2) {
-    s.common.insert(s.common.end(), s.sites.begin(), s.sites.end());
-    out.all = spans_of(reach(s.common));
+    std::vector<size_t> all = s.common;
+    all.insert(all.end(), s.sites.begin(), s.sites.end());
+    out.all = spans_of(reach(all), s, callee_names);
     return out;
   }
   // Cut the sites where half of their text lies on each side; what they reach follows them.
@@ -179,10 +259,10 @@ SplitKernelRegions KernelRegionFinder::split_regions(
   second.insert(second.end(), middle, s.sites.end());
   std::vector<bool> kept_first = reach(first);
   const std::vector<bool> kept_second = reach(second);
-  out.halves = {spans_of(kept_first), spans_of(kept_second)};
+  out.halves = {spans_of(kept_first, s, callee_names), spans_of(kept_second, s, callee_names)};
   // What the union of the sites reaches is the union of what each half reaches.
   for (size_t i = 0; i < kept_first.size(); ++i) kept_first[i] = kept_first[i] || kept_second[i];
-  out.all = spans_of(kept_first);
+  out.all = spans_of(kept_first, s, callee_names);
   return out;
 }
 

@@ -16,9 +16,17 @@
 
 namespace mk::pallas {
 
+// A kept def that is named where a kernel goes (`pallas_call(name, ...)`, `partial(name, ...)`):
+// the analysis reads its header and never its body, so a parse may read the body as blank.
+struct SkippedBody {
+  uint32_t def_start = 0;  // the unit's start (its first decorator, or `def`)
+  syntax::ByteSpan body;   // TopLevelUnit::body
+};
+
 struct KernelRegions {
   std::vector<syntax::ByteSpan> spans;  // in order, disjoint, neighbouring statements merged
   size_t bytes = 0;                     // how much of the text they cover
+  std::vector<SkippedBody> skipped;     // in order, inside `spans`
 };
 
 // What regions() keeps, and the same statements for two parses made side by side: the sites cut
@@ -57,7 +65,8 @@ class KernelRegionFinder {
   Seeds seeds(const std::vector<std::string>& callee_names) const;
   // `seeds` and, transitively, every unit that may bind a name a kept one mentions.
   std::vector<bool> reach(const std::vector<size_t>& seeds) const;
-  KernelRegions spans_of(const std::vector<bool>& kept) const;
+  KernelRegions spans_of(const std::vector<bool>& kept, const Seeds& seeds,
+                         const std::vector<std::string>& callee_names) const;
   std::string_view text_of(size_t unit) const;
 
   std::string_view text_;

@@ -1,5 +1,6 @@
 #include "source/syntax/python_tree.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
@@ -37,6 +38,48 @@ TreePtr parse_with(TSParser* parser, const TSTree* old, const std::string& text)
       ts_parser_parse_string(parser, old, text.data(), static_cast<uint32_t>(text.size())));
 }
 
+// The text as parse_partial's `blank` spans make it: each span's first byte reads `0`, its other
+// bytes blanks, except its newlines (rows and columns stay those of the text).
+struct BlankedText {
+  const std::string& text;
+  const std::vector<ByteSpan>& blank;
+
+  static const char* read(void* payload, uint32_t byte, TSPoint, uint32_t* bytes_read) {
+    static constexpr char kBlanks[] =
+        "                                                                ";
+    const auto& self = *static_cast<const BlankedText*>(payload);
+    const std::string& text = self.text;
+    if (byte >= text.size()) {
+      *bytes_read = 0;
+      return "";
+    }
+    // The first span ending after `byte`: it holds `byte`, or the text runs up to it.
+    auto span = std::upper_bound(self.blank.begin(), self.blank.end(), byte,
+                                 [](uint32_t b, const ByteSpan& s) { return b < s.end; });
+    if (span == self.blank.end() || byte < span->start) {
+      const uint32_t until =
+          span == self.blank.end() ? static_cast<uint32_t>(text.size()) : span->start;
+      *bytes_read = until - byte;
+      return text.data() + byte;
+    }
+    if (byte == span->start) {
+      *bytes_read = 1;
+      return "0";
+    }
+    const char c = text[byte];
+    if (c == '\n' || c == '\r') {
+      *bytes_read = 1;
+      return text.data() + byte;
+    }
+    uint32_t end = byte;
+    while (end < span->end && end - byte < sizeof(kBlanks) - 1 && text[end] != '\n' &&
+           text[end] != '\r')
+      ++end;
+    *bytes_read = end - byte;
+    return kBlanks;
+  }
+};
+
 }  // namespace
 
 const TSLanguage* python_language() {
@@ -53,11 +96,13 @@ void PythonTree::parse(const std::string& text) {
   ts_parser_set_included_ranges(parser_.get(), nullptr, 0);
   tree_ = parse_with(parser_.get(), nullptr, text);
   partial_ = false;
+  blanked_ = false;
   edits_since_partial_.clear();
   generation_ = next_generation();
 }
 
-void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSpan>& spans) {
+void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSpan>& spans,
+                               const std::vector<ByteSpan>& blank) {
   std::vector<TSRange> ranges;
   ranges.reserve(spans.size());
   // Points are (row, byte column): count the newlines up to each span's ends in one pass.
@@ -73,14 +118,33 @@ void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSp
     point.column = byte - line_start;
     return point;
   };
+  // The blank spans lie inside the ranges, so one pass in order gives the points of both.
+  std::vector<TSInputEdit> unblank;
+  unblank.reserve(blank.size());
+  auto next_blank = blank.begin();
   for (const ByteSpan& span : spans) {
     const TSPoint start = advance_to(span.start);
+    for (; next_blank != blank.end() && next_blank->end <= span.end; ++next_blank) {
+      const TSPoint from = advance_to(next_blank->start);
+      const TSPoint to = advance_to(next_blank->end);
+      unblank.push_back({next_blank->start, next_blank->end, next_blank->end, from, to, to});
+    }
     ranges.push_back({start, advance_to(span.end), span.start, span.end});
   }
+  if (next_blank != blank.end()) throw std::logic_error("a blank span outside the ranges");
   if (!ts_parser_set_included_ranges(parser_.get(), ranges.data(),
                                      static_cast<uint32_t>(ranges.size())))
     throw std::logic_error("included ranges out of order");
-  tree_ = parse_with(parser_.get(), nullptr, text);
+  if (blank.empty()) {
+    tree_ = parse_with(parser_.get(), nullptr, text);
+  } else {
+    BlankedText input{text, blank};
+    tree_ = TreePtr(
+        ts_parser_parse(parser_.get(), nullptr, {&input, &BlankedText::read, TSInputEncodingUTF8}));
+    // The real bytes, to the tree, are an edit of the same length: a reparse reads them.
+    for (const TSInputEdit& e : unblank) ts_tree_edit(tree_.get(), &e);
+  }
+  blanked_ = !blank.empty();
   partial_ = true;
   edits_since_partial_.clear();
   generation_ = next_generation();
@@ -102,6 +166,17 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
     edits_since_partial_.push_back(edit);
   }
   tree_ = parse_with(parser_.get(), tree_.get(), text);
+  blanked_ = false;
+}
+
+void PythonTree::read_blanked(const std::string& text) {
+  if (!blanked_ || !tree_) return;
+  uint32_t count = 0;
+  TSRange* ranges = ts_tree_included_ranges(tree_.get(), &count);
+  ts_parser_set_included_ranges(parser_.get(), ranges, count);
+  std::free(ranges);
+  tree_ = parse_with(parser_.get(), tree_.get(), text);
+  blanked_ = false;
 }
 
 TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {
@@ -114,6 +189,7 @@ TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {
   tree_ =
       edits_since_partial_.empty() ? std::move(full) : parse_with(parser_.get(), full.get(), text);
   partial_ = false;
+  blanked_ = false;
   edits_since_partial_.clear();
   return partial;
 }

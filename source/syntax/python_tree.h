@@ -38,12 +38,21 @@ class PythonTree {
   // Parses from scratch.
   void parse(const std::string& text);
   // Parses only `spans` of `text` (sorted, disjoint). Node positions are still those of the whole
-  // text. The tree stays partial, through edits, until adopt_full().
-  void parse_partial(const std::string& text, const std::vector<ByteSpan>& spans);
+  // text. The tree stays partial, through edits, until adopt_full(). The `blank` spans (sorted,
+  // inside `spans`, each a def's body) are read as the expression `0` followed by blanks, newlines
+  // kept: the tree has the def's header and a one-token body there, and treats the real bytes as
+  // an edit that the next reparse reads (read_blanked()).
+  void parse_partial(const std::string& text, const std::vector<ByteSpan>& spans,
+                     const std::vector<ByteSpan>& blank = {});
   // Tells tree-sitter about an edit already applied to `text`, then reparses reusing the old tree.
   void edit_and_reparse(const text::ByteEdit& edit, const std::string& text);
 
   bool partial() const { return partial_; }
+  // Whether the tree still holds bodies parse_partial() read as blank.
+  bool blanked() const { return blanked_; }
+  // Reparses what was read as blank from `text` (the same as parsed, or edited since through
+  // edit_and_reparse), reusing the rest; nothing when nothing is blank.
+  void read_blanked(const std::string& text);
   // New with every parse from scratch, unique across trees: a full parse made for another is stale.
   uint64_t generation() const { return generation_; }
   // A copy of the tree for another thread (trees are immutable; copies are cheap).
@@ -63,6 +72,7 @@ class PythonTree {
   std::unique_ptr<TSParser, ParserDeleter> parser_;
   TreePtr tree_;
   bool partial_ = false;
+  bool blanked_ = false;
   uint64_t generation_ = 0;
   std::vector<text::ByteEdit> edits_since_partial_;
 };

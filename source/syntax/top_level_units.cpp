@@ -1,5 +1,6 @@
 #include "source/syntax/top_level_units.h"
 
+#include <cstdint>
 #include <optional>
 
 namespace mk::syntax {
@@ -81,6 +82,36 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
   bool awaiting_definition = false;  // decorators seen, their def/class not yet
   int depth = 0;                     // open brackets
   bool continued = false;            // the last line ended with a backslash
+  // Where the current unit is, if it is a def: its header, its colon seen, its body begun.
+  enum class InDef { No, Header, Colon, Body } in_def = InDef::No;
+  size_t token_end = 0;  // just past the current unit's last token so far
+  // The column of the body's first line (none when the body follows the colon on its line), and
+  // whether a comment line left of it has closed the body (a parse ends the def there).
+  size_t body_indent = SIZE_MAX, line_start = 0;
+  bool body_closed = false;
+  auto end_unit = [&](size_t at) {
+    TopLevelUnit& u = units.back();
+    u.span.end = static_cast<uint32_t>(at);
+    if (in_def == InDef::Body)
+      u.body.end = static_cast<uint32_t>(token_end);
+    else
+      u.body = {};
+  };
+  // A def line starts its header: the body follows the first colon outside brackets.
+  auto starts_def = [&](std::string_view word, size_t at) {
+    const bool def =
+        word == "def" || (word == "async" && next_word(text, at + word.size()) == "def");
+    in_def = def ? InDef::Header : InDef::No;
+  };
+  auto token = [&](size_t start, size_t end, bool on_new_line) {
+    if (in_def == InDef::Colon) {
+      in_def = InDef::Body;
+      units.back().body.start = static_cast<uint32_t>(start);
+      body_indent = on_new_line ? start - line_start : SIZE_MAX;
+      body_closed = false;
+    }
+    token_end = end;
+  };
   size_t i = 0;
   while (i < text.size()) {
     // `i` is at the start of a physical line.
@@ -93,9 +124,11 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
         if (awaiting_definition && first != '@') {
           awaiting_definition = false;
           units.back().name = definition_name(text, i, word).value_or(std::string_view());
+          starts_def(word, i);
         }
       } else {
-        if (!units.empty()) units.back().span.end = static_cast<uint32_t>(i);
+        if (!units.empty()) end_unit(i);
+        in_def = InDef::No;
         TopLevelUnit unit;
         unit.span.start = static_cast<uint32_t>(i);
         if (first == '@') {
@@ -104,6 +137,7 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
         } else if (auto name = definition_name(text, i, word)) {
           unit.kind = TopLevelUnit::Kind::Definition;
           unit.name = *name;
+          starts_def(word, i);
         } else {
           unit.kind = statement_kind(word);
         }
@@ -111,13 +145,29 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
       }
     }
     continued = false;
+    bool token_line = false;           // a token seen on this line
+    const bool new_line = depth == 0;  // not inside brackets continued from the line before
+    line_start = i;
     // The rest of the line, and of any string or bracket that runs past it.
     while (i < text.size() && text[i] != '\n') {
       const char c = text[i];
       if (c == '#') {
+        const size_t start = i;
         while (i < text.size() && text[i] != '\n') ++i;
+        // A parse puts a comment in the def when it follows a token on its line, or stands on a
+        // line of its own indented as far as the body (a comment left of it ends the def).
+        if (in_def == InDef::Body && !body_closed) {
+          if (token_line || start - line_start >= body_indent) {
+            token(start, i, false);
+          } else {
+            body_closed = true;
+          }
+        }
       } else if (c == '"' || c == '\'') {
+        const size_t start = i;
         i = skip_string(text, i);
+        token(start, i, new_line && !token_line);
+        token_line = true;
       } else if (c == '\\' && i + 1 < text.size() &&
                  (text[i + 1] == '\n' ||
                   (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n'))) {
@@ -126,12 +176,19 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
       } else {
         if (c == '(' || c == '[' || c == '{') ++depth;
         if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+        if (c == ':' && depth == 0 && in_def == InDef::Header) {
+          in_def = InDef::Colon;
+          token_end = i + 1;
+        } else if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && !units.empty()) {
+          token(i, i + 1, new_line && !token_line);
+          token_line = true;
+        }
         ++i;
       }
     }
     if (i < text.size()) ++i;  // the newline
   }
-  if (!units.empty()) units.back().span.end = static_cast<uint32_t>(text.size());
+  if (!units.empty()) end_unit(text.size());
   return units;
 }
 

@@ -20,6 +20,9 @@ struct TopLevelUnit {
   ByteSpan span;  // from the first line's column 0 to the start of the next unit (or the end)
   Kind kind = Kind::Simple;
   std::string_view name;  // the name a definition binds; empty for the other kinds
+  // A def's body (not a class's): from its first token after the header's colon to the end of
+  // its last token, where a parse ends the def. Empty for the other kinds.
+  ByteSpan body;
 };
 
 // The units in order; together they cover the text from the first statement to the end (text

@@ -3,7 +3,8 @@ loop. With the full parse held (a test method), the transcript shows: the first 
 lenses and hovers come from the partial tree; an edit inside a kernel is seen at once; an edit in
 a helper the first parse left out is seen when the full parse is adopted, which publishes again;
 the result equals a full parse of the same text. When the kernels' statements are many, they are
-parsed and analysed as two halves side by side, and edits reach both."""
+parsed and analysed as two halves side by side, and edits reach both; the kernels' bodies, which
+those halves read as blank, are read by the first edit."""
 import time
 
 KERNEL = '''CONFIG_{i} = {{"rows": 1024, "block": {block}}}
@@ -269,3 +270,35 @@ def test_many_kernels_are_parsed_in_two_halves_and_edits_reach_both(ready, tmp_p
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 7},
                                              "contentChanges": [{"text": text}]})
     assert client.diagnostics(uri, version=7) == adopted
+
+
+def skipped_body_first_parses(client):
+    return client.request("maxkernel/status")["result"]["skippedBodyFirstParses"]
+
+
+def test_kernel_bodies_the_first_parse_read_as_blank_are_read_by_the_first_edit(ready, tmp_path):
+    client = ready
+    kernels = 40
+    text = large_module(kernels=kernels, illegal=(3,), helpers=10)
+    uri = (tmp_path / "library.py").as_uri()
+    client.request("maxkernel/test/holdFullParses", {"hold": True})
+    client.open(uri, text)
+    bad_block = line_of(text, "out_specs=pl.BlockSpec((CONFIG_3", line_of(text, "def copy_3("))
+    first = client.diagnostics(uri, version=1)
+    assert codes_and_lines(first) == [("MK001", bad_block)]
+    assert split_first_parses(client) == 1 and skipped_body_first_parses(client) == 1
+
+    # A site typed into a kernel's body, which the first parse read as blank: seen at once.
+    body = text.index("    o_ref[...] = x_ref[...]\n", text.index("def copy_kernel_30(")) + len("    o_ref[...] = x_ref[...]\n")
+    text = replace(client, uri, 2, text, body, body, TYPED_SITE)
+    typed_block = line_of(text, "out_specs=pl.BlockSpec((100, 1024)", line_of(text, "def copy_kernel_30("))
+    in_kernel = client.diagnostics(uri, version=2)
+    assert codes_and_lines(in_kernel) == sorted([("MK001", bad_block), ("MK001", typed_block)])
+    assert partly_parsed(client) == 1
+
+    # The full parse adopted: the same diagnostics, and a fresh full parse agrees.
+    client.request("maxkernel/test/holdFullParses", {"hold": False})
+    full_parse_adopted(client)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
+                                             "contentChanges": [{"text": text}]})
+    assert client.diagnostics(uri, version=3) == in_kernel

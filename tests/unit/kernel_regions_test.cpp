@@ -1,8 +1,8 @@
 // The first parse of a large file covers only its kernels' statements: the lexical split into
 // top-level statements, the choice of what the kernels reach, the analysis of that partial tree
 // (equal to a full one over the corpus, with unrelated helpers interleaved), the same statements
-// cut in two halves analysed apart and merged, and the partial tree kept through edits and
-// brought up to the full one.
+// cut in two halves analysed apart and merged, the kernels' bodies read as blank in those halves,
+// and the partial tree kept through edits and brought up to the full one.
 #include "source/pallas/kernel_regions.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include "analysis_test_util.h"
 #include "source/pallas/half_models.h"
 #include "source/pallas/kernel_extractor.h"
+#include "source/pallas/skipped_bodies.h"
 #include "source/syntax/python_tree.h"
 #include "source/syntax/top_level_units.h"
 #include "source/text/text_document.h"
@@ -89,6 +90,59 @@ TEST(TopLevelUnits, FollowsStringsBracketsContinuationsAndCompoundStatements) {
   EXPECT_EQ(units[6].name, "C");
   EXPECT_EQ(units[7].kind, Kind::Import);
   EXPECT_EQ(units.back().span.end, text.size());
+}
+
+TEST(TopLevelUnits, ADefsBodyRunsFromTheTokenAfterItsColonToWhereTheParseEndsTheDef) {
+  const std::string text =
+      "@decorate(lambda: 1)\n"
+      "def f(a: int = 2, b: str = 'x:y') -> dict[str, int]:  # a comment: with a colon\n"
+      "    \"\"\"Doc.\n"
+      "\n"
+      "still the docstring\"\"\"\n"
+      "    return {'a': a}  # trailing\n"
+      "\n"
+      "    # a comment line after the body\n"
+      "# between\n"
+      "class C:\n"
+      "    x = 1\n"
+      "def g(): return 3\n"
+      "async def h():\n"
+      "    pass;\n"
+      "x = 1\n";
+  std::vector<std::string> bodies;
+  for (const TopLevelUnit& u : syntax::top_level_units(text))
+    bodies.push_back(text.substr(u.body.start, u.body.end - u.body.start));
+  EXPECT_EQ(bodies,
+            (std::vector<std::string>{
+                "\"\"\"Doc.\n\nstill the docstring\"\"\"\n    return {'a': a}  # trailing\n\n"
+                "    # a comment line after the body",
+                "", "return 3", "pass;", ""}));
+  // Over the corpus, each body starts where the parse's first statement in it does and ends with
+  // its def.
+  size_t defs = 0;
+  std::vector<std::filesystem::path> files = test_util::corpus_files();
+  files.emplace_back();  // the text above
+  for (const auto& path : files) {
+    const std::string source = path.empty() ? text : test_util::read_file(path);
+    syntax::PythonTree tree;
+    tree.parse(source);
+    for (const TopLevelUnit& u : syntax::top_level_units(source)) {
+      if (u.body.end == 0) continue;
+      TSNode statement = ts_node_first_child_for_byte(tree.root(), u.body.start);
+      if (std::string_view(ts_node_type(statement)) == "decorated_definition")
+        statement = ts_node_child_by_field_name(statement, "definition", 10);
+      ASSERT_STREQ(ts_node_type(statement), "function_definition")
+          << path << " at " << u.body.start;
+      // The block may start with a comment; its first statement is where the body does.
+      TSNode first = ts_node_named_child(ts_node_child_by_field_name(statement, "body", 4), 0);
+      while (std::string_view(ts_node_type(first)) == "comment")
+        first = ts_node_next_named_sibling(first);
+      EXPECT_EQ(ts_node_start_byte(first), u.body.start) << path;
+      EXPECT_EQ(ts_node_end_byte(statement), u.body.end) << path;
+      ++defs;
+    }
+  }
+  EXPECT_GT(defs, 100u);
 }
 
 TEST(KernelRegions, KeepsWhatTheSitesReachAndLeavesOutTheRest) {
@@ -174,16 +228,24 @@ TEST(KernelRegions, APartialParseAnalysesLikeAFullOneOverTheCorpus) {
 }
 
 // Both halves parsed and analysed apart, the models merged, the checks run on the result.
-analysis::DocumentAnalysis analyse_halves(const std::string& text,
-                                          const std::array<pallas::KernelRegions, 2>& halves) {
-  syntax::PythonTree first, second;
-  first.parse_partial(text, halves[0].spans);
-  second.parse_partial(text, halves[1].spans);
-  pallas::PallasModel model =
-      pallas::merge_half_models(pallas::extract_pallas_model(first.root(), text), first.root(),
-                                pallas::extract_pallas_model(second.root(), text), second.root());
+// With `skip`, each half reads its kernels' bodies as blank, as the server's first parse does;
+// nullopt when a half's model then read one of them (the server parses again without).
+std::optional<analysis::DocumentAnalysis> analyse_halves(
+    const std::string& text, const std::array<pallas::KernelRegions, 2>& halves,
+    bool skip = false) {
+  syntax::PythonTree trees[2];
+  pallas::PallasModel models[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<pallas::SkippedBody> none, &skipped = skip ? halves[i].skipped : none;
+    trees[i].parse_partial(text, halves[i].spans, pallas::skipped_spans(skipped));
+    EXPECT_EQ(trees[i].blanked(), !skipped.empty());
+    models[i] = pallas::extract_pallas_model(trees[i].root(), text);
+    if (pallas::reads_skipped_body(models[i], skipped)) return std::nullopt;
+  }
+  pallas::PallasModel model = pallas::merge_half_models(std::move(models[0]), trees[0].root(),
+                                                        std::move(models[1]), trees[1].root());
   std::vector<analysis::Finding> findings = analysis::check_model(model, test_util::v5e());
-  return {std::move(model), std::move(findings)};
+  return analysis::DocumentAnalysis{std::move(model), std::move(findings)};
 }
 
 // Corpus files one after another, each in a class of its own so their names stay apart: a
@@ -265,7 +327,7 @@ TEST(SplitRegions, TheirUnionIsTheRegionsAndEachHalfHoldsAboutHalfTheSites) {
   const analysis::DocumentAnalysis whole =
       analysis::analyze_document(full.root(), text, test_util::v5e());
   ASSERT_EQ(whole.model.kernels.size(), 5u);
-  test_util::expect_same(analyse_halves(text, split.halves), whole, text, "four sites");
+  test_util::expect_same(*analyse_halves(text, split.halves), whole, text, "four sites");
 
   // One site: nothing to cut.
   const std::string single =
@@ -291,12 +353,169 @@ TEST(SplitRegions, HalvesAnalysedApartAndMergedAnalyseLikeAFullParse) {
       const analysis::DocumentAnalysis whole =
           analysis::analyze_document(full.root(), text, test_util::v5e());
       EXPECT_GE(whole.model.kernels.size(), files < 1000 ? files : 40u);
-      test_util::expect_same(analyse_halves(text, split.halves), whole, text,
+      test_util::expect_same(*analyse_halves(text, split.halves), whole, text,
                              std::to_string(files) + " files");
       ++compared;
     }
   }
   EXPECT_EQ(compared, 8u);
+}
+
+// The corpus files one after another at the top level (their names clash, alike in both parses).
+std::string corpus_at_top_level() {
+  std::string out;
+  for (const auto& path : test_util::corpus_files()) out += test_util::read_file(path) + "\n\n";
+  return out;
+}
+
+TEST(SkippedBodies, ReadAsBlankTheKernelsBodiesLeaveTheModelAFullParseGives) {
+  size_t compared = 0, skipped = 0, fell_back = 0;
+  std::vector<std::string> texts;
+  for (const auto& path : test_util::corpus_files()) texts.push_back(test_util::read_file(path));
+  texts.push_back(corpus_at_top_level());
+  texts.push_back(with_helpers(corpus_at_top_level()));
+  for (const std::string& text : texts) {
+    syntax::PythonTree full;
+    full.parse(text);
+    const analysis::DocumentAnalysis whole =
+        analysis::analyze_document(full.root(), text, test_util::v5e());
+    const pallas::KernelRegionFinder finder(text);
+    // One partial parse, and (with two sites or more) two halves.
+    const pallas::KernelRegions regions = finder.regions({});
+    syntax::PythonTree blank;
+    blank.parse_partial(text, regions.spans, pallas::skipped_spans(regions.skipped));
+    pallas::PallasModel model = pallas::extract_pallas_model(blank.root(), text);
+    if (pallas::reads_skipped_body(model, regions.skipped)) {
+      ++fell_back;
+    } else {
+      std::vector<analysis::Finding> findings = analysis::check_model(model, test_util::v5e());
+      test_util::expect_same({std::move(model), std::move(findings)}, whole, text, "blank bodies");
+      ++compared;
+    }
+    skipped += regions.skipped.size();
+    const pallas::SplitKernelRegions split = finder.split_regions({});
+    if (split.halves[1].spans.empty()) continue;
+    if (const auto halves = analyse_halves(text, split.halves, true)) {
+      test_util::expect_same(*halves, whole, text, "halves, blank bodies");
+      ++compared;
+    } else {
+      ++fell_back;
+    }
+  }
+  EXPECT_GT(compared, 40u);
+  EXPECT_GT(skipped, 40u);  // most kernels are named defs whose bodies went blank
+  EXPECT_LT(fell_back, compared / 4);
+}
+
+TEST(SkippedBodies, OnlyDefsNamedWhereAKernelGoesAndNoSeedOrIndexMap) {
+  const std::string text =
+      "import functools\n"
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "def body(x_ref, o_ref):\n"
+      "    o_ref[...] = helper(x_ref[...])\n"
+      "\n"
+      "def helper(x):\n"
+      "    return x\n"
+      "\n"
+      "def scaled(x_ref, o_ref, *, s):\n"
+      "    o_ref[...] = x_ref[...] * s\n"
+      "\n"
+      "def imap(i):\n"
+      "    return (i, 0)\n"
+      "\n"
+      "def by_keyword(x_ref, o_ref):  # passed as kernel=\n"
+      "    o_ref[...] = x_ref[...]\n"
+      "\n"
+      "def one(x):\n"
+      "    return pl.pallas_call(body, out_shape=x, grid=(8,),\n"
+      "                          in_specs=[pl.BlockSpec((8, 128), imap)])(x)\n"
+      "\n"
+      "def two(x):\n"
+      "    return pl.pallas_call(functools.partial(scaled, s=2), out_shape=x)(x)\n"
+      "\n"
+      "def three(x):\n"
+      "    return pl.pallas_call(kernel=by_keyword, out_shape=x)(x)\n"
+      "\n"
+      "def four(x):\n"
+      "    return pl.pallas_call(one, out_shape=x)(x)\n";
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+  std::vector<std::string> bodies;
+  for (const pallas::SkippedBody& s : regions.skipped) {
+    EXPECT_EQ(text.compare(s.def_start, 4, "def "), 0);
+    bodies.push_back(text.substr(s.body.start, s.body.end - s.body.start));
+  }
+  // `one` is named where a kernel goes too, but it is a site: read whole.
+  EXPECT_EQ(bodies,
+            (std::vector<std::string>{"o_ref[...] = helper(x_ref[...])",
+                                      "o_ref[...] = x_ref[...] * s", "o_ref[...] = x_ref[...]"}));
+
+  // Read as blank, the kernels' bodies leave their headers, and their ends, to the model.
+  syntax::PythonTree full, blank;
+  full.parse(text);
+  blank.parse_partial(text, regions.spans, pallas::skipped_spans(regions.skipped));
+  ASSERT_FALSE(blank.has_error()) << sexp(blank.root());
+  EXPECT_NE(sexp(blank.root())
+                .find("(function_definition name: (identifier) parameters: "
+                      "(parameters (identifier) (identifier)) body: (block "
+                      "(expression_statement (integer))))"),
+            std::string::npos)
+      << sexp(blank.root());
+  const pallas::PallasModel model = pallas::extract_pallas_model(blank.root(), text);
+  EXPECT_FALSE(pallas::reads_skipped_body(model, regions.skipped));
+  EXPECT_EQ(model, pallas::extract_pallas_model(full.root(), text));
+
+  // A def that is a kernel somewhere and an index map elsewhere needs its body.
+  const std::string both = text +
+                           "\ndef five(x):\n"
+                           "    return pl.pallas_call(imap, out_shape=x)(x)\n";
+  const pallas::KernelRegions with_imap = pallas::KernelRegionFinder(both).regions({});
+  ASSERT_EQ(with_imap.skipped.size(), 4u);
+  syntax::PythonTree tree;
+  tree.parse_partial(both, with_imap.spans, pallas::skipped_spans(with_imap.skipped));
+  EXPECT_TRUE(pallas::reads_skipped_body(pallas::extract_pallas_model(tree.root(), both),
+                                         with_imap.skipped));
+}
+
+TEST(SkippedBodies, BodiesReadAsBlankAreReadOnTheNextReparseAndByTheFullParse) {
+  const std::string text = with_helpers(corpus_at_top_level());
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+  ASSERT_GT(regions.skipped.size(), 5u);
+  syntax::PythonTree plain, blank;
+  plain.parse_partial(text, regions.spans);
+  blank.parse_partial(text, regions.spans, pallas::skipped_spans(regions.skipped));
+  ASSERT_TRUE(blank.blanked());
+  EXPECT_NE(sexp(blank.root()), sexp(plain.root()));
+  syntax::PythonTree fresh;
+  fresh.parse(text);
+  // The full parse made from the blank tree reads the real bodies.
+  const syntax::TreePtr reused = syntax::parse_python(text, blank.copy());
+  EXPECT_EQ(sexp(ts_tree_root_node(reused.get())), sexp(fresh.root()));
+  // So does the blank tree itself, when asked to or at the next edit.
+  syntax::PythonTree asked;
+  asked.parse_partial(text, regions.spans, pallas::skipped_spans(regions.skipped));
+  asked.read_blanked(text);
+  EXPECT_FALSE(asked.blanked());
+  EXPECT_EQ(sexp(asked.root()), sexp(plain.root()));
+
+  // What was extracted from the blank tree is reused by the full parse's extraction, alike.
+  pallas::ModelCache cache, own;
+  pallas::extract_pallas_model(blank.root(), text, &cache);
+  const pallas::PallasModel reusing = pallas::extract_pallas_model(fresh.root(), text, &cache);
+  EXPECT_EQ(reusing, pallas::extract_pallas_model(fresh.root(), text));
+  pallas::extract_pallas_model(fresh.root(), text, &own);
+  pallas::extract_pallas_model(fresh.root(), text, &own);
+  EXPECT_EQ(cache.last_pass().reused, own.last_pass().reused);
+  EXPECT_GT(cache.last_pass().reused, 5u);
+
+  text::TextDocument doc("file:///t.py", 1, text);
+  const pallas::SkippedBody& kernel = regions.skipped[regions.skipped.size() / 2];
+  const text::Utf16Range at{doc.position_of(kernel.body.end), doc.position_of(kernel.body.end)};
+  const text::ByteEdit edit = doc.apply_change(at, "\n    pass");
+  blank.edit_and_reparse(edit, doc.text());
+  plain.edit_and_reparse(edit, doc.text());
+  EXPECT_FALSE(blank.blanked());
+  EXPECT_EQ(sexp(blank.root()), sexp(plain.root()));
 }
 
 TEST(SplitRegions, TheAdoptedFullParseReusesWhatBothHalvesExtracted) {
