@@ -101,9 +101,13 @@ void for_each_kernel_argument(std::string_view text,
 KernelRegionFinder::KernelRegionFinder(std::string_view text)
     : text_(text), units_(syntax::top_level_units(text)) {
   for (size_t i = 0; i < units_.size(); ++i) {
-    if (units_[i].kind == Kind::Definition) binders_[units_[i].name].push_back(i);
+    if (units_[i].kind == Kind::Definition) {
+      binders_[units_[i].name].push_back(i);
+      binder_names_.add(units_[i].name);
+    }
     if (units_[i].kind != Kind::Simple) continue;
     for_each_bound_name(text_of(i), [&](std::string_view name) {
+      binder_names_.add(name);
       std::vector<size_t>& units = binders_[name];
       if (units.empty() || units.back() != i) units.push_back(i);
     });
@@ -141,6 +145,7 @@ KernelRegionFinder::Seeds KernelRegionFinder::seeds(
   // anywhere in a block); a definition that mentions pallas_call may be a wrapper, whose callers
   // are sites too.
   std::unordered_set<std::string_view> wrappers;
+  syntax::NameFilter wrapper_names;
   for (size_t i = 0; i < units_.size(); ++i) {
     const Kind kind = units_[i].kind;
     if (kind == Kind::Import || kind == Kind::Compound) {
@@ -151,18 +156,23 @@ KernelRegionFinder::Seeds KernelRegionFinder::seeds(
       continue;
     }
     seeded[i] = true;
-    if (kind == Kind::Definition) wrappers.insert(units_[i].name);
+    if (kind == Kind::Definition) {
+      wrappers.insert(units_[i].name);
+      wrapper_names.add(units_[i].name);
+    }
   }
   for (bool grew = !wrappers.empty(); grew;) {
     grew = false;
     for (size_t i = 0; i < units_.size(); ++i) {
       if (seeded[i] || units_[i].kind != Kind::Definition) continue;
       bool calls = false;
-      syntax::for_each_word(text_of(i),
-                            [&](std::string_view w) { calls = calls || wrappers.contains(w); });
+      syntax::for_each_word(text_of(i), [&](std::string_view w) {
+        calls = calls || (wrapper_names.may_contain(w) && wrappers.contains(w));
+      });
       if (!calls) continue;
       seeded[i] = true;
       seeds.sites.push_back(i);
+      wrapper_names.add(units_[i].name);
       grew = wrappers.insert(units_[i].name).second || grew;
     }
   }
@@ -189,6 +199,7 @@ std::vector<bool> KernelRegionFinder::reach(const std::vector<size_t>& seeds) co
     const size_t i = work.back();
     work.pop_back();
     syntax::for_each_word(text_of(i), [&](std::string_view w) {
+      if (!binder_names_.may_contain(w)) return;
       if (auto it = binders_.find(w); it != binders_.end())
         for (size_t b : it->second) keep(b);
     });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "source/syntax/byte_span.h"
+#include "source/syntax/name_filter.h"
 #include "source/syntax/top_level_units.h"
 
 namespace mk::pallas {
@@ -74,6 +75,7 @@ class KernelRegionFinder {
   // The units that may bind a name: a definition its own, a simple statement those before its
   // `=`. Words are read from a unit only when it matters (most of a large file does not).
   std::unordered_map<std::string_view, std::vector<size_t>> binders_;
+  syntax::NameFilter binder_names_;  // the keys of binders_
 };
 
 }  // namespace mk::pallas

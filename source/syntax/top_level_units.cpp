@@ -1,11 +1,22 @@
 #include "source/syntax/top_level_units.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
 namespace mk::syntax {
 
 namespace {
+
+// Characters that open, close or start nothing the pass follows, and the blanks among them.
+constexpr std::array<bool, 256> char_table(std::string_view members, bool member) {
+  std::array<bool, 256> table{};
+  for (bool& entry : table) entry = !member;
+  for (char c : members) table[static_cast<unsigned char>(c)] = member;
+  return table;
+}
+constexpr std::array<bool, 256> kPlain = char_table("\n#\"'\\([{)]}:", false);
+constexpr std::array<bool, 256> kBlank = char_table(" \t\r\f", true);
 
 bool word_char(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -151,6 +162,21 @@ std::vector<TopLevelUnit> top_level_units(std::string_view text) {
     // The rest of the line, and of any string or bracket that runs past it.
     while (i < text.size() && text[i] != '\n') {
       const char c = text[i];
+      if (kPlain[static_cast<unsigned char>(c)]) {
+        // A run that opens, closes and starts nothing (most of a line): only its tokens count.
+        size_t first_token = SIZE_MAX, last_token = 0;
+        for (; i < text.size() && kPlain[static_cast<unsigned char>(text[i])]; ++i) {
+          if (!kBlank[static_cast<unsigned char>(text[i])]) {
+            if (first_token == SIZE_MAX) first_token = i;
+            last_token = i;
+          }
+        }
+        if (first_token != SIZE_MAX && !units.empty()) {
+          token(first_token, last_token + 1, new_line && !token_line);
+          token_line = true;
+        }
+        continue;
+      }
       if (c == '#') {
         const size_t start = i;
         while (i < text.size() && text[i] != '\n') ++i;
