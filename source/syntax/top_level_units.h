@@ -3,6 +3,7 @@
 // leave out the definitions it does not need (tree-sitter's included ranges).
 #pragma once
 
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -32,23 +33,26 @@ struct TopLevelUnit {
 // bracket) yields fewer, longer units, never a cut inside a statement that parses.
 std::vector<TopLevelUnit> top_level_units(std::string_view text);
 
+// The characters of identifier-like words: letters, digits, `_` and every non-ASCII byte.
+inline constexpr std::array<bool, 256> kWordChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c)
+    table[c] = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9') || c >= 0x80;
+  return table;
+}();
+
 // Calls `f` with every identifier-like word of `text` (code, strings and comments alike).
 template <class F>
 void for_each_word(std::string_view text, F&& f) {
-  auto word_char = [](unsigned char c) {
-    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c >= 0x80;
-  };
+  auto word_char = [](char c) { return kWordChars[static_cast<unsigned char>(c)]; };
   size_t i = 0;
   while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (!word_char(c)) {
-      ++i;
-      continue;
-    }
+    while (i < text.size() && !word_char(text[i])) ++i;
+    if (i == text.size()) break;
     const size_t start = i;
-    while (i < text.size() && word_char(static_cast<unsigned char>(text[i]))) ++i;
-    if (!(c >= '0' && c <= '9')) f(text.substr(start, i - start));
+    while (i < text.size() && word_char(text[i])) ++i;
+    if (!(text[start] >= '0' && text[start] <= '9')) f(text.substr(start, i - start));
   }
 }
 
