@@ -383,7 +383,15 @@ const std::vector<TSNode>& Evaluator::top_level_statements() {
   return statement_nodes_;
 }
 
-void Evaluator::index_statement(Statement& statement) {
+void Evaluator::walk_statement(size_t index, const std::function<void(TSNode, size_t)>& visit) {
+  top_level_statements();
+  Statement& statement = statements_[index];
+  if (statement.indexed) return syntax::for_each_descendant(statement.node, visit);
+  index_statement(statement, &visit);
+}
+
+void Evaluator::index_statement(Statement& statement,
+                                const std::function<void(TSNode, size_t)>* also_visit) {
   // `open` holds the regions enclosing the cursor with the depth of the node that opened each.
   std::vector<std::pair<size_t, uint32_t>> open;
   auto consider = [&](TSNode node, size_t depth) {
@@ -398,7 +406,14 @@ void Evaluator::index_statement(Statement& statement) {
     open.emplace_back(depth, index);
   };
   consider(statement.node, 0);
-  syntax::for_each_descendant(statement.node, consider);
+  if (also_visit) {
+    syntax::for_each_descendant(statement.node, [&](TSNode node, size_t depth) {
+      consider(node, depth);
+      (*also_visit)(node, depth);
+    });
+  } else {
+    syntax::for_each_descendant(statement.node, consider);
+  }
   statement.indexed = true;
 }
 

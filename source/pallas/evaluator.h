@@ -5,6 +5,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,6 +56,11 @@ class Evaluator {
 
   // The module's top-level statements, in order.
   const std::vector<TSNode>& top_level_statements();
+  // Calls `visit` with every descendant of top-level statement `index` in pre-order, with its
+  // depth below the statement; its scopes are indexed in the same walk if they were not yet, so
+  // a caller's walk over a statement and the scope index share one pass. `visit` must not
+  // evaluate: the index is complete only when this returns.
+  void walk_statement(size_t index, const std::function<void(TSNode, size_t)>& visit);
   // The innermost `def` enclosing a byte offset (null node at module level).
   TSNode enclosing_function(uint32_t offset);
 
@@ -78,7 +84,8 @@ class Evaluator {
     bool indexed;
     std::vector<uint32_t> regions;  // the outermost regions inside this statement
   };
-  void index_statement(Statement& statement);
+  void index_statement(Statement& statement,
+                       const std::function<void(TSNode, size_t)>* also_visit = nullptr);
   std::vector<uint32_t> regions_at(uint32_t offset);  // innermost first
 
   const Scope& scope_of(TSNode scope_node);

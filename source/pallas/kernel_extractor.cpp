@@ -159,7 +159,7 @@ class Extractor {
       eval_.begin_statement();
       described_.clear();  // a forwarder's reads count for every statement calling it
       const size_t first = model.kernels.size();
-      walk(statement, model);
+      walk(i, model);
       if (cache) {
         cache->store(
             static_cast<int>(i), statement, file_key, eval_,
@@ -221,15 +221,18 @@ class Extractor {
     return names;
   }
 
-  // Iterative pre-order walk with a cursor (no recursion, no per-child lookups), remembering
-  // each call's parent so `pallas_call(...)(x, y)` can find its operands.
-  void walk(TSNode root, PallasModel& model) {
-    std::vector<TSNode> ancestors = {root};  // ancestors[d] is the node at depth d
-    syntax::for_each_descendant(root, [&](TSNode node, size_t depth) {
+  // One pre-order walk over top-level statement `index`, shared with the evaluator's index of its
+  // scopes, remembering each call's parent so `pallas_call(...)(x, y)` can find its operands.
+  // The calls are considered after the walk, once the index they look names up in is whole.
+  void walk(size_t index, PallasModel& model) {
+    std::vector<TSNode> ancestors = {eval_.top_level_statements()[index]};  // [d]: at depth d
+    std::vector<std::pair<TSNode, TSNode>> calls;                           // (call, parent)
+    eval_.walk_statement(index, [&](TSNode node, size_t depth) {
       ancestors.resize(depth);
       ancestors.push_back(node);
-      if (is(node, "call")) consider_call(node, ancestors[depth - 1], model);
+      if (is(node, "call")) calls.emplace_back(node, ancestors[depth - 1]);
     });
+    for (const auto& [call, parent] : calls) consider_call(call, parent, model);
   }
 
   void consider_call(TSNode call, TSNode parent, PallasModel& model) {
