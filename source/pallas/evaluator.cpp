@@ -55,6 +55,12 @@ std::optional<int64_t> parse_int(std::string_view text) {
 
 // The content of a plain (non-f) string literal, or nullopt.
 std::optional<std::string> string_content(TSNode node, std::string_view source) {
+  // The usual literal, "block_q" or 'x': its text between the quotes, without a walk.
+  if (const std::string_view text = text_of(node, source);
+      text.size() >= 2 && (text[0] == '"' || text[0] == '\'') && text.back() == text[0] &&
+      (text.size() == 2 || text[1] != text[0]) &&
+      text.find_first_of("\\\n", 1) == std::string_view::npos && is(node, "string"))
+    return std::string(text.substr(1, text.size() - 2));
   std::string out;
   bool any = false;
   auto one = [&](TSNode s) -> bool {

@@ -78,7 +78,8 @@ TEST(FloorDiv, MatchesPythonSemantics) {
 TEST(Evaluator, Literals) {
   Source s(
       "A = 1_024\nB = 0x10\nC = 0o17\nD = 0b101\nE = 0X1f\nF = 2.5\nG = True\nH = None\n"
-      "I = 'abc'\nJ = \"x\" 'y'\nK = -3\nL = f'{A}'\nM = 1e3\n");
+      "I = 'abc'\nJ = \"x\" 'y'\nK = -3\nL = f'{A}'\nM = 1e3\n"
+      "N = ''\nO = \"\"\"doc\"\"\"\nP = 'it\"s'\nQ = b'raw'\n");
   EXPECT_EQ(int_of(s, "A"), 1024);
   EXPECT_EQ(int_of(s, "B"), 16);
   EXPECT_EQ(int_of(s, "C"), 15);
@@ -90,6 +91,11 @@ TEST(Evaluator, Literals) {
   EXPECT_TRUE(s.value_of("H").is(Value::Kind::None));
   EXPECT_EQ(s.value_of("I"), Value::string("abc"));
   EXPECT_EQ(s.value_of("J"), Value::string("xy"));
+  // Plain literals are read between their quotes; the others through the parse's parts.
+  EXPECT_EQ(s.value_of("N"), Value::string(""));
+  EXPECT_EQ(s.value_of("O"), Value::string("doc"));
+  EXPECT_EQ(s.value_of("P"), Value::string("it\"s"));
+  EXPECT_EQ(s.value_of("Q"), Value::string("raw"));
   EXPECT_EQ(int_of(s, "K"), -3);
   EXPECT_FALSE(s.value_of("L").known());  // f-strings are not constant-folded
   EXPECT_DOUBLE_EQ(s.value_of("M").float_value, 1000.0);
