@@ -37,12 +37,6 @@ void for_each_bound_name(std::string_view text, F&& f) {
   }
 }
 
-bool word_char(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u == '_' || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-         u >= 0x80;
-}
-
 // Past blanks, newlines and comments from `i`.
 size_t skip_blanks(std::string_view text, size_t i) {
   while (i < text.size()) {
@@ -63,7 +57,7 @@ size_t skip_blanks(std::string_view text, size_t i) {
 std::string_view first_argument_name(std::string_view text, size_t open) {
   auto name_at = [&](size_t i) {
     size_t end = i;
-    while (end < text.size() && word_char(text[end])) ++end;
+    while (end < text.size() && syntax::is_word_char(text[end])) ++end;
     return text.substr(i, end - i);
   };
   size_t i = skip_blanks(text, open + 1);
@@ -90,7 +84,7 @@ void for_each_kernel_argument(std::string_view text,
     size_t end = open;
     while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
     size_t start = end;
-    while (start > 0 && word_char(text[start - 1])) --start;
+    while (start > 0 && syntax::is_word_char(text[start - 1])) --start;
     if (start == end || !callers.contains(text.substr(start, end - start))) continue;
     if (const std::string_view name = first_argument_name(text, open); !name.empty()) f(name);
   }

@@ -18,16 +18,10 @@ constexpr std::array<bool, 256> char_table(std::string_view members, bool member
 constexpr std::array<bool, 256> kPlain = char_table("\n#\"'\\([{)]}:", false);
 constexpr std::array<bool, 256> kBlank = char_table(" \t\r\f", true);
 
-bool word_char(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u == '_' || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-         u >= 0x80;
-}
-
 // The identifier at `i` (empty when none), and where it ends.
 std::string_view word_at(std::string_view text, size_t i) {
   size_t end = i;
-  while (end < text.size() && word_char(text[end])) ++end;
+  while (end < text.size() && is_word_char(text[end])) ++end;
   return text.substr(i, end - i);
 }
 

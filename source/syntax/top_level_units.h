@@ -42,16 +42,19 @@ inline constexpr std::array<bool, 256> kWordChars = [] {
   return table;
 }();
 
+inline bool is_word_char(char c) {
+  return kWordChars[static_cast<unsigned char>(c)];
+}
+
 // Calls `f` with every identifier-like word of `text` (code, strings and comments alike).
 template <class F>
 void for_each_word(std::string_view text, F&& f) {
-  auto word_char = [](char c) { return kWordChars[static_cast<unsigned char>(c)]; };
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && !word_char(text[i])) ++i;
+    while (i < text.size() && !is_word_char(text[i])) ++i;
     if (i == text.size()) break;
     const size_t start = i;
-    while (i < text.size() && word_char(text[i])) ++i;
+    while (i < text.size() && is_word_char(text[i])) ++i;
     if (!(text[start] >= '0' && text[start] <= '9')) f(text.substr(start, i - start));
   }
 }
