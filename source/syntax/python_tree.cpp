@@ -159,10 +159,7 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
   ts_tree_edit(tree_.get(), &e);
   if (partial_) {
     // The tree moved its ranges with the edit; an edit inside a range widens it.
-    uint32_t count = 0;
-    TSRange* ranges = ts_tree_included_ranges(tree_.get(), &count);
-    ts_parser_set_included_ranges(parser_.get(), ranges, count);
-    std::free(ranges);  // tree-sitter allocates with malloc unless told otherwise
+    use_tree_ranges();
     edits_since_partial_.push_back(edit);
   }
   tree_ = parse_with(parser_.get(), tree_.get(), text);
@@ -171,12 +168,16 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
 
 void PythonTree::read_blanked(const std::string& text) {
   if (!blanked_ || !tree_) return;
+  use_tree_ranges();
+  tree_ = parse_with(parser_.get(), tree_.get(), text);
+  blanked_ = false;
+}
+
+void PythonTree::use_tree_ranges() {
   uint32_t count = 0;
   TSRange* ranges = ts_tree_included_ranges(tree_.get(), &count);
   ts_parser_set_included_ranges(parser_.get(), ranges, count);
-  std::free(ranges);
-  tree_ = parse_with(parser_.get(), tree_.get(), text);
-  blanked_ = false;
+  std::free(ranges);  // tree-sitter allocates with malloc unless told otherwise
 }
 
 TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {

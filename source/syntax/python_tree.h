@@ -69,6 +69,9 @@ class PythonTree {
   const TSTree* tree() const { return tree_.get(); }
 
  private:
+  // The parser reparses within the ranges the tree holds now (a partial tree's, moved by edits).
+  void use_tree_ranges();
+
   std::unique_ptr<TSParser, ParserDeleter> parser_;
   TreePtr tree_;
   bool partial_ = false;
