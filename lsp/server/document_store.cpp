@@ -90,7 +90,6 @@ bool OpenDocument::parse_in_halves(const std::array<pallas::KernelRegions, 2>& h
   }
   first_model_ = pallas::merge_half_models(std::move(*first), tree.root(), std::move(*other.model),
                                            other.half.tree.root());
-  bodies_skipped = tree.blanked() || other.half.tree.blanked();
   other_half = std::move(other.half);
   return true;
 }
@@ -245,7 +244,8 @@ OpenDocument& DocumentStore::open(const std::string& uri, int64_t version, std::
     forget_last_closed();  // another document, or another text: the user has moved on
     doc = std::make_unique<OpenDocument>(uri, version, std::move(text), python, &wrappers_);
     if (doc->other_half) ++split_first_parses_;
-    if (doc->bodies_skipped) ++skipped_body_first_parses_;
+    if (doc->tree.blanked() || (doc->other_half && doc->other_half->tree.blanked()))
+      ++skipped_body_first_parses_;  // nothing has reparsed them yet
   }
   OpenDocument& ref = *doc;
   documents_[uri] = std::move(doc);

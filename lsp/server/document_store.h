@@ -67,7 +67,6 @@ struct OpenDocument {
   std::vector<std::filesystem::path> wrapper_files;
   std::string published_diagnostics;  // the last publishDiagnostics array sent, serialised
   bool full_parse_started = false;    // for a tree first parsed in part
-  bool bodies_skipped = false;        // that first parse read kernel bodies as blank
 
   // The analysis for the current text and target, computed on demand.
   const analysis::DocumentAnalysis& analyse(const knowledge::TpuGeneration& target);
