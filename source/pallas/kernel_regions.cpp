@@ -201,18 +201,24 @@ std::vector<bool> KernelRegionFinder::reach(const std::vector<size_t>& seeds) co
   return kept;
 }
 
-KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept, const Seeds& seeds,
-                                           const std::vector<std::string>& callee_names) const {
-  KernelRegions regions;
-  std::vector<bool> seeded(units_.size(), false);
-  std::unordered_set<std::string_view> callers = {"pallas_call", "partial"};
-  for (const std::string& name : callee_names) callers.insert(name);
+KernelRegionFinder::Skipping KernelRegionFinder::skipping(
+    const Seeds& seeds, const std::vector<std::string>& callee_names) const {
+  Skipping out{std::vector<bool>(units_.size(), false), {"pallas_call", "partial"}};
+  for (const std::string& name : callee_names) out.callers.insert(name);
   for (const std::vector<size_t>* group : {&seeds.common, &seeds.sites}) {
     for (size_t i : *group) {
-      seeded[i] = true;
-      if (units_[i].kind == Kind::Definition) callers.insert(units_[i].name);  // a wrapper, maybe
+      out.seeded[i] = true;
+      if (units_[i].kind == Kind::Definition) out.callers.insert(units_[i].name);  // a wrapper?
     }
   }
+  return out;
+}
+
+KernelRegions KernelRegionFinder::spans_of(const std::vector<bool>& kept,
+                                           const Skipping& skipping) const {
+  KernelRegions regions;
+  const std::vector<bool>& seeded = skipping.seeded;
+  const std::unordered_set<std::string_view>& callers = skipping.callers;
   std::unordered_set<std::string_view> kernels;
   for (size_t i = 0; i < units_.size(); ++i) {
     if (!kept[i]) continue;
@@ -239,7 +245,7 @@ KernelRegions KernelRegionFinder::regions(const std::vector<std::string>& callee
   Seeds s = seeds(callee_names);
   std::vector<size_t> all = s.common;
   all.insert(all.end(), s.sites.begin(), s.sites.end());
-  return spans_of(reach(all), s, callee_names);
+  return spans_of(reach(all), skipping(s, callee_names));
 }
 
 SplitKernelRegions KernelRegionFinder::split_regions(
@@ -249,7 +255,7 @@ SplitKernelRegions KernelRegionFinder::split_regions(
   if (s.sites.size() < 2) {
     std::vector<size_t> all = s.common;
     all.insert(all.end(), s.sites.begin(), s.sites.end());
-    out.all = spans_of(reach(all), s, callee_names);
+    out.all = spans_of(reach(all), skipping(s, callee_names));
     return out;
   }
   // Cut the sites where half of their text lies on each side; what they reach follows them.
@@ -264,10 +270,11 @@ SplitKernelRegions KernelRegionFinder::split_regions(
   second.insert(second.end(), middle, s.sites.end());
   std::vector<bool> kept_first = reach(first);
   const std::vector<bool> kept_second = reach(second);
-  out.halves = {spans_of(kept_first, s, callee_names), spans_of(kept_second, s, callee_names)};
+  const Skipping skip = skipping(s, callee_names);
+  out.halves = {spans_of(kept_first, skip), spans_of(kept_second, skip)};
   // What the union of the sites reaches is the union of what each half reaches.
   for (size_t i = 0; i < kept_first.size(); ++i) kept_first[i] = kept_first[i] || kept_second[i];
-  out.all = spans_of(kept_first, s, callee_names);
+  out.all = spans_of(kept_first, skip);
   return out;
 }
 

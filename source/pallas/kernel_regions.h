@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "source/syntax/byte_span.h"
@@ -66,8 +67,14 @@ class KernelRegionFinder {
   Seeds seeds(const std::vector<std::string>& callee_names) const;
   // `seeds` and, transitively, every unit that may bind a name a kept one mentions.
   std::vector<bool> reach(const std::vector<size_t>& seeds) const;
-  KernelRegions spans_of(const std::vector<bool>& kept, const Seeds& seeds,
-                         const std::vector<std::string>& callee_names) const;
+  // What decides which kept defs have their bodies skipped: the seeds (read whole) and the
+  // callees whose first argument is a kernel (pallas_call, partial, wrappers).
+  struct Skipping {
+    std::vector<bool> seeded;
+    std::unordered_set<std::string_view> callers;
+  };
+  Skipping skipping(const Seeds& seeds, const std::vector<std::string>& callee_names) const;
+  KernelRegions spans_of(const std::vector<bool>& kept, const Skipping& skipping) const;
   std::string_view text_of(size_t unit) const;
 
   std::string_view text_;
