@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace mk::syntax {
@@ -109,11 +110,14 @@ void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSp
   TSPoint point{0, 0};
   uint32_t at = 0, line_start = 0;
   auto advance_to = [&](uint32_t byte) {
-    for (; at < byte; ++at) {
-      if (text[at] == '\n') {
-        ++point.row;
-        line_start = at + 1;
+    while (at < byte) {  // memchr: a byte loop over a long file costs a quarter millisecond
+      const void* newline = std::memchr(text.data() + at, '\n', byte - at);
+      if (!newline) {
+        at = byte;
+        break;
       }
+      ++point.row;
+      at = line_start = static_cast<uint32_t>(static_cast<const char*>(newline) - text.data()) + 1;
     }
     point.column = byte - line_start;
     return point;
