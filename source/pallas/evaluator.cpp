@@ -28,9 +28,26 @@ bool is_scope(TSNode node) {
   return is(node, "function_definition") || is(node, "lambda") || is(node, "module");
 }
 
+bool is_comprehension_type(const char* type) {
+  return syntax::type_is(type, "list_comprehension") ||
+         syntax::type_is(type, "generator_expression") ||
+         syntax::type_is(type, "set_comprehension") ||
+         syntax::type_is(type, "dictionary_comprehension");
+}
+
 bool is_comprehension(TSNode node) {
-  return is(node, "list_comprehension") || is(node, "generator_expression") ||
-         is(node, "set_comprehension") || is(node, "dictionary_comprehension");
+  return !ts_node_is_null(node) && is_comprehension_type(ts_node_type(node));
+}
+
+// A string literal with no f prefix holds no code: nothing inside it needs a walk.
+bool is_plain_string(TSNode node, const char* type, std::string_view source) {
+  if (!syntax::type_is(type, "string")) return false;
+  for (size_t i = ts_node_start_byte(node); i < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '"' || c == '\'') return true;
+    if (c == 'f' || c == 'F') return false;
+  }
+  return false;
 }
 
 std::optional<int64_t> parse_int(std::string_view text) {
@@ -392,7 +409,12 @@ const std::vector<TSNode>& Evaluator::top_level_statements() {
 void Evaluator::walk_statement(size_t index, const std::function<void(TSNode, size_t)>& visit) {
   top_level_statements();
   Statement& statement = statements_[index];
-  if (statement.indexed) return syntax::for_each_descendant(statement.node, visit);
+  if (statement.indexed) {
+    return syntax::for_each_descendant(statement.node, [&](TSNode node, size_t depth) {
+      visit(node, depth);
+      return !is_plain_string(node, ts_node_type(node), source_);
+    });
+  }
   index_statement(statement, &visit);
 }
 
@@ -400,22 +422,25 @@ void Evaluator::index_statement(Statement& statement,
                                 const std::function<void(TSNode, size_t)>* also_visit) {
   // `open` holds the regions enclosing the cursor with the depth of the node that opened each.
   std::vector<std::pair<size_t, uint32_t>> open;
+  // Returns whether the node's children need a visit.
   auto consider = [&](TSNode node, size_t depth) {
     while (!open.empty() && open.back().first >= depth) open.pop_back();
-    if (!ts_node_is_named(node) ||
-        !(is(node, "function_definition") || is(node, "lambda") || is_comprehension(node))) {
-      return;
-    }
+    if (!ts_node_is_named(node)) return false;
+    const char* type = ts_node_type(node);
+    if (!(syntax::type_is(type, "function_definition") || syntax::type_is(type, "lambda") ||
+          is_comprehension_type(type)))
+      return !is_plain_string(node, type, source_);
     const auto index = static_cast<uint32_t>(regions_.size());
     regions_.push_back({node, ts_node_start_byte(node), ts_node_end_byte(node), {}});
     (open.empty() ? statement.regions : regions_[open.back().second].children).push_back(index);
     open.emplace_back(depth, index);
+    return true;
   };
   consider(statement.node, 0);
   if (also_visit) {
     syntax::for_each_descendant(statement.node, [&](TSNode node, size_t depth) {
-      consider(node, depth);
       (*also_visit)(node, depth);
+      return consider(node, depth);
     });
   } else {
     syntax::for_each_descendant(statement.node, consider);
@@ -712,15 +737,17 @@ Value Evaluator::eval_binary(TSNode node) {
   if (a.is(Value::Kind::Int) && b.is(Value::Kind::Int)) {
     // Python integers do not overflow; a result that does not fit int64 is unknown, not wrapped.
     const int64_t x = a.int_value, y = b.int_value;
-    const Value overflow =
-        Value::unknown("integer overflow in " + std::string(text_of(node, source_)));
+    // Made only when needed: most operations fit, and the message copies the text.
+    auto overflow_value = [&] {
+      return Value::unknown("integer overflow in " + std::string(text_of(node, source_)));
+    };
     int64_t r = 0;
-    if (op == "+") return __builtin_add_overflow(x, y, &r) ? overflow : Value::integer(r);
-    if (op == "-") return __builtin_sub_overflow(x, y, &r) ? overflow : Value::integer(r);
-    if (op == "*") return __builtin_mul_overflow(x, y, &r) ? overflow : Value::integer(r);
+    if (op == "+") return __builtin_add_overflow(x, y, &r) ? overflow_value() : Value::integer(r);
+    if (op == "-") return __builtin_sub_overflow(x, y, &r) ? overflow_value() : Value::integer(r);
+    if (op == "*") return __builtin_mul_overflow(x, y, &r) ? overflow_value() : Value::integer(r);
     const bool divisible = y != 0 && !(x == INT64_MIN && y == -1);
-    if (op == "//") return divisible ? Value::integer(floor_div(x, y)) : overflow;
-    if (op == "%") return divisible ? Value::integer(x - floor_div(x, y) * y) : overflow;
+    if (op == "//") return divisible ? Value::integer(floor_div(x, y)) : overflow_value();
+    if (op == "%") return divisible ? Value::integer(x - floor_div(x, y) * y) : overflow_value();
     if (op == "/" && y != 0)
       return Value::floating(static_cast<double>(x) / static_cast<double>(y));
     if (op == "**" && y >= 0) {
@@ -729,12 +756,12 @@ Value Evaluator::eval_binary(TSNode node) {
       if (x == -1) return Value::integer(y % 2 == 0 ? 1 : -1);
       r = 1;
       for (int64_t i = 0; i < y; ++i) {  // |x| >= 2 overflows within 63 steps
-        if (__builtin_mul_overflow(r, x, &r)) return overflow;
+        if (__builtin_mul_overflow(r, x, &r)) return overflow_value();
       }
       return Value::integer(r);
     }
     if (op == "<<" && y >= 0) {
-      if (y >= 63 || x > (INT64_MAX >> y) || x < (INT64_MIN >> y)) return overflow;
+      if (y >= 63 || x > (INT64_MAX >> y) || x < (INT64_MIN >> y)) return overflow_value();
       return Value::integer(static_cast<int64_t>(static_cast<uint64_t>(x) << y));
     }
     if (op == ">>" && y >= 0) return Value::integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);

@@ -57,7 +57,8 @@ class Evaluator {
   // The module's top-level statements, in order.
   const std::vector<TSNode>& top_level_statements();
   // Calls `visit` with every descendant of top-level statement `index` in pre-order, with its
-  // depth below the statement; its scopes are indexed in the same walk if they were not yet, so
+  // depth below the statement, except the insides of string literals without an f prefix (they
+  // hold no code); its scopes are indexed in the same walk if they were not yet, so
   // a caller's walk over a statement and the scope index share one pass. `visit` must not
   // evaluate: the index is complete only when this returns.
   void walk_statement(size_t index, const std::function<void(TSNode, size_t)>& visit);

@@ -6,14 +6,18 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace mk::syntax {
 
-inline bool is(TSNode node, const char* type) {
-  if (ts_node_is_null(node)) return false;
-  const char* actual = ts_node_type(node);
+// Whether node type `actual` is `type`; a node's type fetched once can be tested many times.
+inline bool type_is(const char* actual, const char* type) {
   return actual[0] == type[0] && std::strcmp(actual, type) == 0;  // most calls differ at once
+}
+
+inline bool is(TSNode node, const char* type) {
+  return !ts_node_is_null(node) && type_is(ts_node_type(node), type);
 }
 
 inline std::string_view text_of(TSNode node, std::string_view source) {
@@ -66,13 +70,15 @@ inline bool same_node(TSNode a, TSNode b) {
 
 // Visits every descendant of `root` (not `root` itself) in pre-order, with its depth below
 // `root` (children are at depth 1). Iterative with a cursor, so deeply nested code cannot exhaust
-// the stack, and no child is looked up by index (which rescans its siblings).
+// the stack, and no child is looked up by index (which rescans its siblings). A `visit` that
+// returns bool says whether to go into the node's children.
 template <typename Visit>
 void for_each_descendant(TSNode root, Visit visit) {
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   size_t depth = 0;
+  bool descend = true;
   for (;;) {
-    if (ts_tree_cursor_goto_first_child(&cursor)) {
+    if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
       ++depth;
     } else {
       bool more = false;
@@ -82,7 +88,12 @@ void for_each_descendant(TSNode root, Visit visit) {
       }
       if (!more) break;
     }
-    visit(ts_tree_cursor_current_node(&cursor), depth);
+    const TSNode node = ts_tree_cursor_current_node(&cursor);
+    if constexpr (std::is_same_v<decltype(visit(node, depth)), bool>) {
+      descend = visit(node, depth);
+    } else {
+      visit(node, depth);
+    }
   }
   ts_tree_cursor_delete(&cursor);
 }

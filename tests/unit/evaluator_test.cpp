@@ -38,6 +38,7 @@ class Source {
   }
 
   Evaluator& evaluator() { return *eval_; }
+  const std::string& text() const { return text_; }
 
  private:
   void find(TSNode node, std::string_view name, TSNode& found) const {
@@ -327,6 +328,25 @@ TEST(Evaluator, IntegerOverflowIsNotWrapped) {
     EXPECT_FALSE(v.is(Value::Kind::Int)) << name << " = " << v.render();
   }
   EXPECT_EQ(s.value_of("F").as_int().value_or(0), 0);  // Python: 0
+}
+
+TEST(Evaluator, WalksCodeInsideFormattedStringsOnly) {
+  // The walk skips the insides of plain literals, so a call or a comprehension in an f-string's
+  // interpolation must still be seen: by the walk, and by the scope index built in it.
+  Source s(
+      "Y = 3\n"
+      "Z = (\"g(2) [Y for Y in a]\", f\"{g(1)}\", Rb'h(3)', f\"{[Y for Y in range(2)]}\")\n");
+  std::vector<std::string> calls;
+  TSNode inner_y{};
+  s.evaluator().walk_statement(1, [&](TSNode node, size_t) {
+    if (is(node, "call")) calls.emplace_back(text_of(node, s.text()));
+    if (is(node, "list_comprehension")) inner_y = field(node, "body");
+  });
+  EXPECT_EQ(calls, (std::vector<std::string>{"g(1)", "range(2)"}));
+  ASSERT_TRUE(is(inner_y, "identifier"));
+  const Value v = s.evaluator().eval(inner_y);
+  EXPECT_FALSE(v.is(Value::Kind::Int)) << v.render();  // the comprehension's own Y, not 3
+  EXPECT_EQ(int_of(s, "Y"), 3);
 }
 
 TEST(Evaluator, WithAndExceptTargetsAreLocalNames) {
