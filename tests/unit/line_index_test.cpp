@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "tests/unit/utf8_samples.h"
 
@@ -201,6 +203,38 @@ TEST(LineIndex, TreeSitterPointsCountRowsByNewlineOnly) {
   EXPECT_EQ(point(11), std::make_pair(2u, 0u));
   EXPECT_EQ(point(12), std::make_pair(2u, 1u));
   EXPECT_EQ(point(999), std::make_pair(2u, 1u));  // clamps to the end
+}
+
+TEST(LineIndex, LongTextsIndexAsAByteByByteScanDoes) {
+  // The index scans sixteen bytes at a time: terminators at every place in a block, and "\r\n"
+  // split across two, must give what one byte at a time gives.
+  std::mt19937 rng(20261204);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  const std::string pieces[] = {"a", "bcdefghijklmnop", "\n", "\r", "\r\n", kE};
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    for (size_t i = pick(40); i > 0; --i) text += pieces[pick(std::size(pieces))];
+    std::vector<size_t> starts = {0};
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')))
+        starts.push_back(i + 1);
+    }
+    const LineIndex idx(text);
+    ASSERT_EQ(idx.line_count(), starts.size()) << round;
+    for (uint32_t line = 0; line < starts.size(); ++line)
+      ASSERT_EQ(idx.line_start(line), starts[line]) << round << " line " << line;
+    uint32_t row = 0;
+    size_t row_start = 0;
+    for (size_t offset = 0; offset <= text.size(); ++offset) {
+      const BytePoint p = idx.point_of(text, offset);
+      ASSERT_EQ(p.row, row) << round << " offset " << offset;
+      ASSERT_EQ(p.column, offset - row_start) << round << " offset " << offset;
+      if (offset < text.size() && text[offset] == '\n') {
+        ++row;
+        row_start = offset + 1;
+      }
+    }
+  }
 }
 
 TEST(LineIndex, LineOfOffsetUsesLspLines) {
