@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "source/pallas/evaluator.h"
+#include "source/pallas/forwarding_text.h"
 #include "source/syntax/node_util.h"
 
 namespace mk::pallas {
@@ -302,37 +303,6 @@ class Extractor {
       }
       fresh = std::move(next);
     }
-  }
-
-  // Whether some `trigger(` in a def's text is followed by what a forwarder passes first: a
-  // splat, `kernel=`, or an identifier that is one of the def's parameters (named in its header).
-  static bool passes_own_argument(std::string_view def_text, std::string_view trigger) {
-    const size_t header_end = def_text.find(':', def_text.find(')'));
-    const std::string_view header = def_text.substr(0, header_end);
-    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-    for (size_t at = def_text.find(trigger, header_end); at != std::string_view::npos;
-         at = def_text.find(trigger, at + 1)) {
-      size_t p = at + trigger.size();
-      if (at > 0 && is_word(def_text[at - 1])) continue;  // part of a longer name
-      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
-      if (p >= def_text.size() || def_text[p] != '(') continue;
-      ++p;
-      while (p < def_text.size() && std::isspace(static_cast<unsigned char>(def_text[p]))) ++p;
-      if (p < def_text.size() && def_text[p] == '*') return true;
-      size_t e = p;
-      while (e < def_text.size() && is_word(def_text[e])) ++e;
-      const std::string_view word = def_text.substr(p, e - p);
-      if (word.empty()) continue;
-      if (word == "kernel") return true;
-      // The word is a parameter when the header names it as a whole word.
-      for (size_t h = header.find(word); h != std::string_view::npos;
-           h = header.find(word, h + 1)) {
-        const bool starts = h == 0 || !is_word(header[h - 1]);
-        const bool ends = h + word.size() >= header.size() || !is_word(header[h + word.size()]);
-        if (starts && ends) return true;
-      }
-    }
-    return false;
   }
 
   // The forwarder a callee is: an imported one by qualified name, or a def of this file.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "source/pallas/forwarding_text.h"
 #include "source/pallas/kernel_model.h"
 
 namespace mk::pallas {
@@ -136,10 +137,15 @@ KernelRegionFinder::Seeds KernelRegionFinder::seeds(
   Seeds seeds;
   std::vector<bool> seeded(units_.size(), false);
   // Imports and compound statements always (the backend, the wrappers' modules, names bound
-  // anywhere in a block); a definition that mentions pallas_call may be a wrapper, whose callers
-  // are sites too.
+  // anywhere in a block). A definition that mentions pallas_call is a site; if it passes its own
+  // argument on (the extractor's test for a forwarder, by text), it may be a wrapper, whose
+  // callers are sites too.
   std::unordered_set<std::string_view> wrappers;
   syntax::NameFilter wrapper_names;
+  auto add_wrapper = [&](size_t i) {
+    wrapper_names.add(units_[i].name);
+    return wrappers.insert(units_[i].name).second;
+  };
   for (size_t i = 0; i < units_.size(); ++i) {
     const Kind kind = units_[i].kind;
     if (kind == Kind::Import || kind == Kind::Compound) {
@@ -150,24 +156,28 @@ KernelRegionFinder::Seeds KernelRegionFinder::seeds(
       continue;
     }
     seeded[i] = true;
-    if (kind == Kind::Definition) {
-      wrappers.insert(units_[i].name);
-      wrapper_names.add(units_[i].name);
-    }
+    if (kind == Kind::Definition &&
+        std::any_of(triggers.begin(), triggers.end(),
+                    [&](const auto& t) { return passes_own_argument(text_of(i), t); }))
+      add_wrapper(i);
   }
   for (bool grew = !wrappers.empty(); grew;) {
     grew = false;
     for (size_t i = 0; i < units_.size(); ++i) {
-      if (seeded[i] || units_[i].kind != Kind::Definition) continue;
-      bool calls = false;
+      if (units_[i].kind != Kind::Definition || wrappers.contains(units_[i].name)) continue;
+      std::vector<std::string_view> called;  // the wrappers it names
       syntax::for_each_word(text_of(i), [&](std::string_view w) {
-        calls = calls || (wrapper_names.may_contain(w) && wrappers.contains(w));
+        if (wrapper_names.may_contain(w) && wrappers.contains(w)) called.push_back(w);
       });
-      if (!calls) continue;
-      seeded[i] = true;
-      seeds.sites.push_back(i);
-      wrapper_names.add(units_[i].name);
-      grew = wrappers.insert(units_[i].name).second || grew;
+      if (called.empty()) continue;
+      if (!seeded[i]) {
+        seeded[i] = true;
+        seeds.sites.push_back(i);
+      }
+      // A wrapper of a wrapper (a site already or not): its callers are sites too.
+      if (std::any_of(called.begin(), called.end(),
+                      [&](std::string_view w) { return passes_own_argument(text_of(i), w); }))
+        grew = add_wrapper(i) || grew;
     }
   }
   std::sort(seeds.sites.begin(), seeds.sites.end());

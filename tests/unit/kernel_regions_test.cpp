@@ -189,6 +189,47 @@ TEST(KernelRegions, KeepsWhatTheSitesReachAndLeavesOutTheRest) {
   EXPECT_EQ(covered(imported, pallas::KernelRegionFinder(imported).regions({"launch"})), imported);
 }
 
+TEST(KernelRegions, ACallersDefIsASiteOnlyWhenItsCalleePassesItsOwnArgumentOn) {
+  const std::string text =
+      "from jax.experimental import pallas as pl\n"
+      "\n"
+      "def body(x_ref, o_ref):\n"
+      "    o_ref[...] = x_ref[...]\n"
+      "\n"
+      "def call(x):\n"
+      "    return pl.pallas_call(body, out_shape=x)(x)\n"
+      "\n"
+      "def bench(x):\n"
+      "    return call(x) + 1\n"
+      "\n"
+      "def fwd(kernel, **kw):\n"
+      "    return pl.pallas_call(kernel, **kw)\n"
+      "\n"
+      "def both(k, x):\n"
+      "    y = pl.pallas_call(body, out_shape=x)(x)\n"
+      "    return fwd(k, out_shape=y)(x)\n"
+      "\n"
+      "def user(x):\n"
+      "    return both(body, x)\n";
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+  const std::string kept = covered(text, regions);
+  // `call` hands pallas_call a kernel of its own, so a call of it is no site; `both` passes its
+  // own `k` on to a wrapper, so it is one too, and `user` calls it.
+  for (const char* wanted : {"def body", "def call", "def fwd", "def both", "def user"})
+    EXPECT_NE(kept.find(wanted), std::string::npos) << wanted << " left out:\n" << kept;
+  EXPECT_EQ(kept.find("def bench"), std::string::npos) << kept;
+  // What is left out changes nothing the analysis finds.
+  syntax::PythonTree full, partial;
+  full.parse(text);
+  partial.parse_partial(text, regions.spans);
+  const analysis::DocumentAnalysis whole =
+      analysis::analyze_document(full.root(), text, test_util::v5e());
+  // call; fwd and both, each its own; both through fwd; user through both and fwd.
+  EXPECT_EQ(whole.model.kernels.size(), 5u);
+  test_util::expect_same(analysis::analyze_document(partial.root(), text, test_util::v5e()),
+                         whole, text, "wrappers");
+}
+
 // The corpus file with a helper that nothing reaches after every top-level statement.
 std::string with_helpers(const std::string& text) {
   std::string out;
