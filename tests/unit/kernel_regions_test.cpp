@@ -226,8 +226,8 @@ TEST(KernelRegions, ACallersDefIsASiteOnlyWhenItsCalleePassesItsOwnArgumentOn) {
       analysis::analyze_document(full.root(), text, test_util::v5e());
   // call; fwd and both, each its own; both through fwd; user through both and fwd.
   EXPECT_EQ(whole.model.kernels.size(), 5u);
-  test_util::expect_same(analysis::analyze_document(partial.root(), text, test_util::v5e()),
-                         whole, text, "wrappers");
+  test_util::expect_same(analysis::analyze_document(partial.root(), text, test_util::v5e()), whole,
+                         text, "wrappers");
 }
 
 // The corpus file with a helper that nothing reaches after every top-level statement.
