@@ -105,10 +105,10 @@ void Dispatcher::reject_invalid(const json& message, const std::string& why) {
   send_(make_error_response(id, {error_code::kInvalidRequest, why}));
 }
 
-void Dispatcher::dispatch(const json& message) {
+void Dispatcher::dispatch(json& message) {
   const std::string method = message["method"].get<std::string>();
-  static const json kEmpty = json::object();
-  const json& params = message.contains("params") ? message["params"] : kEmpty;
+  json empty = json::object();
+  json& params = message.contains("params") ? message["params"] : empty;
 
   if (!message.contains("id")) {
     if (notification_gate_ && !notification_gate_(method)) return;

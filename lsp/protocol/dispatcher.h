@@ -72,8 +72,10 @@ class Dispatcher {
     notification_gate_ = std::move(gate);
   }
 
-  // Handles one incoming request or notification (responses go elsewhere).
-  void dispatch(const json& message);
+  // Handles one incoming request or notification (responses go elsewhere). The handlers may
+  // move strings out of the message (ParamReader::take_string).
+  void dispatch(json& message);
+  void dispatch(json&& message) { dispatch(message); }
   // Answers a message that is not valid JSON-RPC.
   void reject_invalid(const json& message, const std::string& why);
 

@@ -58,20 +58,28 @@ const json* ParamReader::optional_raw(const char* key) const {
 ParamReader ParamReader::object(const char* key) const {
   const json& v = field(key);
   if (!v.is_object()) fail(key, "expected an object, got " + json_type_name(v));
-  return ParamReader(v, path_ + "." + key);
+  return ParamReader(v, path_ + "." + key, owned_);
 }
 
 std::optional<ParamReader> ParamReader::optional_object(const char* key) const {
   const json* v = optional_raw(key);
   if (!v) return std::nullopt;
   if (!v->is_object()) fail(key, "expected an object, got " + json_type_name(*v));
-  return ParamReader(*v, path_ + "." + key);
+  return ParamReader(*v, path_ + "." + key, owned_);
 }
 
 std::string ParamReader::string(const char* key) const {
   const json& v = field(key);
   if (!v.is_string()) fail(key, "expected a string, got " + json_type_name(v));
   return v.get<std::string>();
+}
+
+std::string ParamReader::take_string(const char* key) const {
+  const json& v = field(key);
+  if (!v.is_string()) fail(key, "expected a string, got " + json_type_name(v));
+  if (!owned_) return v.get<std::string>();
+  // Made over a non-const json (the owned constructor), so the const here is only ours.
+  return std::move(const_cast<json&>(v).get_ref<std::string&>());
 }
 
 std::optional<std::string> ParamReader::optional_string(const char* key) const {

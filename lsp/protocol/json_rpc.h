@@ -48,10 +48,16 @@ class ParamReader {
  public:
   explicit ParamReader(const json& value, std::string path = "params")
       : value_(value), path_(std::move(path)) {}
+  // Over a message the caller owns and reads once: take_string may move strings out of it.
+  explicit ParamReader(json& value, std::string path = "params")
+      : value_(value), path_(std::move(path)), owned_(true) {}
 
   ParamReader object(const char* key) const;
   std::optional<ParamReader> optional_object(const char* key) const;
   std::string string(const char* key) const;
+  // As string(), but moved out of an owned message (a document's text is not copied); the field
+  // reads as empty afterwards.
+  std::string take_string(const char* key) const;
   std::optional<std::string> optional_string(const char* key) const;
   int64_t integer(const char* key) const;
   uint32_t unsigned_integer(const char* key) const;
@@ -64,8 +70,11 @@ class ParamReader {
 
  private:
   const json& field(const char* key) const;
+  ParamReader(const json& value, std::string path, bool owned)
+      : value_(value), path_(std::move(path)), owned_(owned) {}
   const json& value_;
   std::string path_;
+  bool owned_ = false;  // value_ is a json the caller lets us change
 };
 
 std::string json_type_name(const json& value);

@@ -231,7 +231,7 @@ int LanguageServer::run(rpc::ByteSource& input) {
   return shutdown_requested_ ? 0 : 1;
 }
 
-void LanguageServer::handle_message(const json& message) {
+void LanguageServer::handle_message(json& message) {
   if (!message.contains("method")) {
     if (!outgoing_.handle_response(message))
       spdlog::debug("response to unknown request {}", message["id"].dump());
@@ -536,7 +536,7 @@ void LanguageServer::on_did_open(const ParamReader& params) {
   const std::string uri = td.string("uri");
   const std::string language = td.optional_string("languageId").value_or("python");
   const bool python = language == "python" || uri.ends_with(".py");
-  documents_.open(uri, td.optional_integer("version").value_or(0), td.string("text"), python);
+  documents_.open(uri, td.optional_integer("version").value_or(0), td.take_string("text"), python);
   dirty_.push_back(uri);
   wrapper_file_changed(uri);  // its open text now wins over the disk's
 }

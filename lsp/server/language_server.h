@@ -44,7 +44,7 @@ class LanguageServer {
  private:
   void register_handlers();
   void reader_loop(rpc::ByteSource& input);
-  void handle_message(const nlohmann::json& message);
+  void handle_message(nlohmann::json& message);
   void send(const nlohmann::json& message);
   void notify(const std::string& method, nlohmann::json params);
   void flush_dirty_documents();

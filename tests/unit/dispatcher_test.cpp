@@ -268,5 +268,30 @@ TEST(ParamReader, OutOfRangeUnsignedSaysSo) {
   }
 }
 
+TEST(ParamReader, TakeStringMovesOutOfAnOwnedMessageOnlyAndChecksTheTypeLikeString) {
+  const std::string text(100000, 'x');  // a document: moved, not copied
+  json owned = {{"textDocument", {{"text", text}, {"version", 3}}}};
+  const ParamReader reader(owned);
+  EXPECT_EQ(reader.object("textDocument").take_string("text"), text);
+  EXPECT_EQ(owned["textDocument"]["text"], "");  // moved out, through the nested reader
+  EXPECT_THROW((void)reader.object("textDocument").take_string("version"), RpcError);
+
+  const json shared = {{"text", text}};  // someone else's: copied
+  EXPECT_EQ(ParamReader(shared).take_string("text"), text);
+  EXPECT_EQ(shared["text"], text);
+}
+
+TEST_F(DispatcherTest, HandlersGetTheMessageTheyMayMoveStringsOutOf) {
+  std::string seen;
+  dispatcher_.on_notification("textDocument/didOpen", [&](const ParamReader& p) {
+    seen = p.object("textDocument").take_string("text");
+  });
+  json message = make_notification(
+      "textDocument/didOpen", {{"textDocument", {{"uri", "file:///a.py"}, {"text", "x = 1\n"}}}});
+  dispatcher_.dispatch(message);
+  EXPECT_EQ(seen, "x = 1\n");
+  EXPECT_EQ(message["params"]["textDocument"]["text"], "");
+}
+
 }  // namespace
 }  // namespace mk::rpc
