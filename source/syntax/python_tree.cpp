@@ -40,7 +40,8 @@ TreePtr parse_with(TSParser* parser, const TSTree* old, const std::string& text)
 }
 
 // The text as parse_partial's `blank` spans make it: each span's first byte reads `0`, its other
-// bytes blanks, except its newlines (rows and columns stay those of the text).
+// bytes blanks, except its newlines (rows and columns stay those of the text). The ranges leave
+// those other bytes out of a body longer than one byte, so only its `0` is asked for there.
 struct BlankedText {
   const std::string& text;
   const std::vector<ByteSpan>& blank;
@@ -81,6 +82,12 @@ struct BlankedText {
   }
 };
 
+// Where ts_tree_edit moves an included range's start or end byte for the edit `e`.
+uint32_t edited_range_end(uint32_t byte, const TSInputEdit& e) {
+  if (byte >= e.old_end_byte) return e.new_end_byte + (byte - e.old_end_byte);
+  return byte > e.start_byte ? e.start_byte : byte;
+}
+
 }  // namespace
 
 const TSLanguage* python_language() {
@@ -98,6 +105,7 @@ void PythonTree::parse(const std::string& text) {
   tree_ = parse_with(parser_.get(), nullptr, text);
   partial_ = false;
   blanked_ = false;
+  gaps_.clear();
   edits_since_partial_.clear();
   generation_ = next_generation();
 }
@@ -125,15 +133,28 @@ void PythonTree::parse_partial(const std::string& text, const std::vector<ByteSp
   // The blank spans lie inside the ranges, so one pass in order gives the points of both.
   std::vector<TSInputEdit> unblank;
   unblank.reserve(blank.size());
+  gaps_.clear();
   auto next_blank = blank.begin();
   for (const ByteSpan& span : spans) {
-    const TSPoint start = advance_to(span.start);
+    uint32_t from_byte = span.start;
+    TSPoint from_point = advance_to(span.start);
     for (; next_blank != blank.end() && next_blank->end <= span.end; ++next_blank) {
-      const TSPoint from = advance_to(next_blank->start);
+      const TSPoint body = advance_to(next_blank->start);
+      // A blank body is left out of the ranges after its `0`: the lexer need not walk its
+      // blanks. Once the edit below lays the real bytes over it, the tree's ranges miss it;
+      // use_tree_ranges() puts it back.
+      if (next_blank->end - next_blank->start > 1) {
+        ranges.push_back(
+            {from_point, advance_to(next_blank->start + 1), from_byte, next_blank->start + 1});
+        gaps_.push_back(*next_blank);
+        from_byte = next_blank->end;
+      }
       const TSPoint to = advance_to(next_blank->end);
-      unblank.push_back({next_blank->start, next_blank->end, next_blank->end, from, to, to});
+      if (from_byte == next_blank->end) from_point = to;
+      unblank.push_back({next_blank->start, next_blank->end, next_blank->end, body, to, to});
     }
-    ranges.push_back({start, advance_to(span.end), span.start, span.end});
+    const TSPoint end = advance_to(span.end);
+    if (span.end > from_byte) ranges.push_back({from_point, end, from_byte, span.end});
   }
   if (next_blank != blank.end()) throw std::logic_error("a blank span outside the ranges");
   if (!ts_parser_set_included_ranges(parser_.get(), ranges.data(),
@@ -161,6 +182,10 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
   }
   const TSInputEdit e = input_edit(edit);
   ts_tree_edit(tree_.get(), &e);
+  for (ByteSpan& gap : gaps_) {  // as ts_tree_edit moves the ends of the ranges around them
+    gap.start = edited_range_end(gap.start, e);
+    gap.end = edited_range_end(gap.end, e);
+  }
   if (partial_) {
     // The tree moved its ranges with the edit; an edit inside a range widens it.
     use_tree_ranges();
@@ -168,6 +193,7 @@ void PythonTree::edit_and_reparse(const text::ByteEdit& edit, const std::string&
   }
   tree_ = parse_with(parser_.get(), tree_.get(), text);
   blanked_ = false;
+  gaps_.clear();  // the new tree's ranges are the parser's, whole
 }
 
 void PythonTree::read_blanked(const std::string& text) {
@@ -175,13 +201,32 @@ void PythonTree::read_blanked(const std::string& text) {
   use_tree_ranges();
   tree_ = parse_with(parser_.get(), tree_.get(), text);
   blanked_ = false;
+  gaps_.clear();  // the new tree's ranges are the parser's, whole
 }
 
 void PythonTree::use_tree_ranges() {
   uint32_t count = 0;
   TSRange* ranges = ts_tree_included_ranges(tree_.get(), &count);
-  ts_parser_set_included_ranges(parser_.get(), ranges, count);
+  // Two ranges a blank body's gap separates are one: the body is real text to read now. The
+  // gaps' ends moved as the ranges' did, so they still meet exactly.
+  std::vector<TSRange> joined;
+  joined.reserve(count);
+  auto gap = gaps_.begin();
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!joined.empty()) {
+      while (gap != gaps_.end() && gap->start < joined.back().end_byte) ++gap;
+      if (gap != gaps_.end() && gap->start == joined.back().end_byte &&
+          gap->end == ranges[i].start_byte) {
+        joined.back().end_byte = ranges[i].end_byte;
+        joined.back().end_point = ranges[i].end_point;
+        ++gap;
+        continue;
+      }
+    }
+    joined.push_back(ranges[i]);
+  }
   std::free(ranges);  // tree-sitter allocates with malloc unless told otherwise
+  ts_parser_set_included_ranges(parser_.get(), joined.data(), static_cast<uint32_t>(joined.size()));
 }
 
 TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {
@@ -195,6 +240,7 @@ TreePtr PythonTree::adopt_full(TreePtr full, const std::string& text) {
       edits_since_partial_.empty() ? std::move(full) : parse_with(parser_.get(), full.get(), text);
   partial_ = false;
   blanked_ = false;
+  gaps_.clear();
   edits_since_partial_.clear();
   return partial;
 }

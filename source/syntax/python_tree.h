@@ -39,9 +39,9 @@ class PythonTree {
   void parse(const std::string& text);
   // Parses only `spans` of `text` (sorted, disjoint). Node positions are still those of the whole
   // text. The tree stays partial, through edits, until adopt_full(). The `blank` spans (sorted,
-  // inside `spans`, each a def's body) are read as the expression `0` followed by blanks, newlines
-  // kept: the tree has the def's header and a one-token body there, and treats the real bytes as
-  // an edit that the next reparse reads (read_blanked()).
+  // inside `spans`, each a def's body) are read as the expression `0`, the rest of each left out
+  // of the ranges: the tree has the def's header and a one-token body there, and treats the real
+  // bytes as an edit that the next reparse reads (read_blanked()).
   void parse_partial(const std::string& text, const std::vector<ByteSpan>& spans,
                      const std::vector<ByteSpan>& blank = {});
   // Tells tree-sitter about an edit already applied to `text`, then reparses reusing the old tree.
@@ -78,6 +78,8 @@ class PythonTree {
   bool blanked_ = false;
   uint64_t generation_ = 0;
   std::vector<text::ByteEdit> edits_since_partial_;
+  // Blank bodies parse_partial() left out of the ranges, until a reparse reads them.
+  std::vector<ByteSpan> gaps_;
 };
 
 // A full parse of `text` with a parser of its own, safe on any thread. `old` (a copy of the

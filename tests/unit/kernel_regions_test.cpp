@@ -559,6 +559,42 @@ TEST(SkippedBodies, BodiesReadAsBlankAreReadOnTheNextReparseAndByTheFullParse) {
   EXPECT_EQ(sexp(blank.root()), sexp(plain.root()));
 }
 
+TEST(SkippedBodies, AnyEditReadsTheBlankBodiesAsAPartialParseWithoutThemWould) {
+  // A blank body is left out of the ranges after its `0`; the first reparse must read it again
+  // wherever the edit falls: before it, in it, across either end, over all of it, over two.
+  const std::string text = with_helpers(corpus_at_top_level());
+  const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
+  ASSERT_GT(regions.skipped.size(), 5u);
+  const syntax::ByteSpan one = regions.skipped[regions.skipped.size() / 2].body;
+  const syntax::ByteSpan next = regions.skipped[regions.skipped.size() / 2 + 1].body;
+  struct Case {
+    const char* what;
+    uint32_t start, end;
+    std::string with;
+  };
+  const std::vector<Case> cases = {
+      {"before", one.start - 40, one.start - 40, "\n"},
+      {"at its start", one.start, one.start, "y = 1\n    "},
+      {"inside", (one.start + one.end) / 2, (one.start + one.end) / 2, "  "},
+      {"across its start", one.start - 2, one.start + 3, ""},
+      {"across its end", one.end - 3, one.end + 2, "\n"},
+      {"all of it", one.start, one.end, "pass"},
+      {"over two", one.start - 5, next.end + 1, ""},
+  };
+  for (const Case& c : cases) {
+    text::TextDocument doc("file:///t.py", 1, text);
+    const text::Utf16Range range{doc.position_of(c.start), doc.position_of(c.end)};
+    const text::ByteEdit edit = doc.apply_change(range, c.with);
+    syntax::PythonTree plain, blank;
+    plain.parse_partial(text, regions.spans);
+    blank.parse_partial(text, regions.spans, pallas::skipped_spans(regions.skipped));
+    blank.edit_and_reparse(edit, doc.text());
+    plain.edit_and_reparse(edit, doc.text());
+    EXPECT_FALSE(blank.blanked()) << c.what;
+    EXPECT_EQ(sexp(blank.root()), sexp(plain.root())) << c.what;
+  }
+}
+
 TEST(SplitRegions, TheAdoptedFullParseReusesWhatBothHalvesExtracted) {
   const std::string text = with_helpers(concatenated_corpus(12));
   const pallas::SplitKernelRegions split = pallas::KernelRegionFinder(text).split_regions({});
