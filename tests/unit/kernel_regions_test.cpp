@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,6 +146,18 @@ TEST(TopLevelUnits, ADefsBodyRunsFromTheTokenAfterItsColonToWhereTheParseEndsThe
   EXPECT_GT(defs, 100u);
 }
 
+// The regions keep each of `wanted` and none of `unwanted`, and count the bytes they cover.
+void expect_kept(const std::string& text, const pallas::KernelRegions& regions,
+                 std::initializer_list<const char*> wanted,
+                 std::initializer_list<const char*> unwanted) {
+  const std::string kept = covered(text, regions);
+  for (const char* w : wanted)
+    EXPECT_NE(kept.find(w), std::string::npos) << w << " left out:\n" << kept;
+  for (const char* u : unwanted)
+    EXPECT_EQ(kept.find(u), std::string::npos) << u << " kept:\n" << kept;
+  EXPECT_EQ(regions.bytes, kept.size());
+}
+
 TEST(KernelRegions, KeepsWhatTheSitesReachAndLeavesOutTheRest) {
   const std::string text =
       "import jax\n"
@@ -174,13 +187,10 @@ TEST(KernelRegions, KeepsWhatTheSitesReachAndLeavesOutTheRest) {
       "def reference(x):\n"
       "    return x\n";
   const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
-  const std::string kept = covered(text, regions);
-  for (const char* wanted : {"import jax\n", "def tile_rows", "ROWS = ", "def body", "def call",
-                             "def my_call", "def user", "def reference"})
-    EXPECT_NE(kept.find(wanted), std::string::npos) << wanted << " left out:\n" << kept;
-  for (const char* unwanted : {"def unrelated", "UNUSED = "})
-    EXPECT_EQ(kept.find(unwanted), std::string::npos) << unwanted << " kept:\n" << kept;
-  EXPECT_EQ(regions.bytes, kept.size());
+  expect_kept(text, regions,
+              {"import jax\n", "def tile_rows", "ROWS = ", "def body", "def call", "def my_call",
+               "def user", "def reference"},
+              {"def unrelated", "UNUSED = "});
 
   // A wrapper imported from another file is named by the caller's own regions request.
   const std::string imported = "from pkg import launch\n\ndef site(x):\n    return launch(x)\n";
@@ -212,12 +222,10 @@ TEST(KernelRegions, ACallersDefIsASiteOnlyWhenItsCalleePassesItsOwnArgumentOn) {
       "def user(x):\n"
       "    return both(body, x)\n";
   const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
-  const std::string kept = covered(text, regions);
   // `call` hands pallas_call a kernel of its own, so a call of it is no site; `both` passes its
   // own `k` on to a wrapper, so it is one too, and `user` calls it.
-  for (const char* wanted : {"def body", "def call", "def fwd", "def both", "def user"})
-    EXPECT_NE(kept.find(wanted), std::string::npos) << wanted << " left out:\n" << kept;
-  EXPECT_EQ(kept.find("def bench"), std::string::npos) << kept;
+  expect_kept(text, regions, {"def body", "def call", "def fwd", "def both", "def user"},
+              {"def bench"});
   // What is left out changes nothing the analysis finds.
   syntax::PythonTree full, partial;
   full.parse(text);
