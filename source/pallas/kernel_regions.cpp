@@ -140,7 +140,7 @@ KernelRegionFinder::Seeds KernelRegionFinder::seeds(
   // anywhere in a block). A definition that mentions pallas_call is a site; if it passes its own
   // argument on (the extractor's test for a forwarder, by text), it may be a wrapper, whose
   // callers are sites too.
-  std::unordered_set<std::string_view> wrappers;
+  std::unordered_set<std::string_view>& wrappers = seeds.wrappers;
   syntax::NameFilter wrapper_names;
   auto add_wrapper = [&](size_t i) {
     wrapper_names.add(units_[i].name);
@@ -215,12 +215,9 @@ KernelRegionFinder::Skipping KernelRegionFinder::skipping(
     const Seeds& seeds, const std::vector<std::string>& callee_names) const {
   Skipping out{std::vector<bool>(units_.size(), false), {"pallas_call", "partial"}};
   for (const std::string& name : callee_names) out.callers.insert(name);
-  for (const std::vector<size_t>* group : {&seeds.common, &seeds.sites}) {
-    for (size_t i : *group) {
-      out.seeded[i] = true;
-      if (units_[i].kind == Kind::Definition) out.callers.insert(units_[i].name);  // a wrapper?
-    }
-  }
+  for (const std::vector<size_t>* group : {&seeds.common, &seeds.sites})
+    for (size_t i : *group) out.seeded[i] = true;
+  out.callers.insert(seeds.wrappers.begin(), seeds.wrappers.end());
   return out;
 }
 

@@ -63,12 +63,13 @@ class KernelRegionFinder {
   struct Seeds {
     std::vector<size_t> common;
     std::vector<size_t> sites;
+    std::unordered_set<std::string_view> wrappers;  // defs whose callers are sites too
   };
   Seeds seeds(const std::vector<std::string>& callee_names) const;
   // `seeds` and, transitively, every unit that may bind a name a kept one mentions.
   std::vector<bool> reach(const std::vector<size_t>& seeds) const;
   // What decides which kept defs have their bodies skipped: the seeds (read whole) and the
-  // callees whose first argument is a kernel (pallas_call, partial, wrappers).
+  // callees whose first argument is a kernel (pallas_call, partial, the seeds' wrappers).
   struct Skipping {
     std::vector<bool> seeded;
     std::unordered_set<std::string_view> callers;

@@ -215,8 +215,11 @@ TEST(KernelRegions, ACallersDefIsASiteOnlyWhenItsCalleePassesItsOwnArgumentOn) {
       "def fwd(kernel, **kw):\n"
       "    return pl.pallas_call(kernel, **kw)\n"
       "\n"
+      "def rows():\n"
+      "    return 8\n"
+      "\n"
       "def both(k, x):\n"
-      "    y = pl.pallas_call(body, out_shape=x)(x)\n"
+      "    y = pl.pallas_call(body, out_shape=call(rows))(x)\n"
       "    return fwd(k, out_shape=y)(x)\n"
       "\n"
       "def user(x):\n"
@@ -224,8 +227,14 @@ TEST(KernelRegions, ACallersDefIsASiteOnlyWhenItsCalleePassesItsOwnArgumentOn) {
   const pallas::KernelRegions regions = pallas::KernelRegionFinder(text).regions({});
   // `call` hands pallas_call a kernel of its own, so a call of it is no site; `both` passes its
   // own `k` on to a wrapper, so it is one too, and `user` calls it.
-  expect_kept(text, regions, {"def body", "def call", "def fwd", "def both", "def user"},
+  expect_kept(text, regions,
+              {"def body", "def call", "def rows", "def fwd", "def both", "def user"},
               {"def bench"});
+  // Only a wrapper's first argument is a kernel whose body may be read as blank: not `rows`.
+  ASSERT_EQ(regions.skipped.size(), 1u);
+  EXPECT_EQ(text.substr(regions.skipped[0].body.start,
+                        regions.skipped[0].body.end - regions.skipped[0].body.start),
+            "o_ref[...] = x_ref[...]");
   // What is left out changes nothing the analysis finds.
   syntax::PythonTree full, partial;
   full.parse(text);
