@@ -39,16 +39,13 @@ TreePtr parse_with(TSParser* parser, const TSTree* old, const std::string& text)
       ts_parser_parse_string(parser, old, text.data(), static_cast<uint32_t>(text.size())));
 }
 
-// The text as parse_partial's `blank` spans make it: each span's first byte reads `0`, its other
-// bytes blanks, except its newlines (rows and columns stay those of the text). The ranges leave
-// those other bytes out of a body longer than one byte, so only its `0` is asked for there.
+// The text as parse_partial's `blank` spans make it: each span's first byte reads `0`. The rest
+// of a span lies outside the parse's ranges, so the parser never asks for it.
 struct BlankedText {
   const std::string& text;
   const std::vector<ByteSpan>& blank;
 
   static const char* read(void* payload, uint32_t byte, TSPoint, uint32_t* bytes_read) {
-    static constexpr char kBlanks[] =
-        "                                                                ";
     const auto& self = *static_cast<const BlankedText*>(payload);
     const std::string& text = self.text;
     if (byte >= text.size()) {
@@ -58,27 +55,15 @@ struct BlankedText {
     // The first span ending after `byte`: it holds `byte`, or the text runs up to it.
     auto span = std::upper_bound(self.blank.begin(), self.blank.end(), byte,
                                  [](uint32_t b, const ByteSpan& s) { return b < s.end; });
-    if (span == self.blank.end() || byte < span->start) {
-      const uint32_t until =
-          span == self.blank.end() ? static_cast<uint32_t>(text.size()) : span->start;
-      *bytes_read = until - byte;
-      return text.data() + byte;
-    }
-    if (byte == span->start) {
+    if (span != self.blank.end() && byte == span->start) {
       *bytes_read = 1;
       return "0";
     }
-    const char c = text[byte];
-    if (c == '\n' || c == '\r') {
-      *bytes_read = 1;
-      return text.data() + byte;
-    }
-    uint32_t end = byte;
-    while (end < span->end && end - byte < sizeof(kBlanks) - 1 && text[end] != '\n' &&
-           text[end] != '\r')
-      ++end;
-    *bytes_read = end - byte;
-    return kBlanks;
+    if (span != self.blank.end() && byte > span->start) ++span;  // inside one: up to the next
+    const uint32_t until =
+        span == self.blank.end() ? static_cast<uint32_t>(text.size()) : span->start;
+    *bytes_read = until - byte;
+    return text.data() + byte;
   }
 };
 
