@@ -107,8 +107,11 @@ void Dispatcher::reject_invalid(const json& message, const std::string& why) {
 
 void Dispatcher::dispatch(json& message) {
   const std::string method = message["method"].get<std::string>();
-  json empty = json::object();
-  json& params = message.contains("params") ? message["params"] : empty;
+  static const json kEmpty = json::object();
+  // Over the message's own params, so a handler may move strings out of them.
+  auto params = [&] {
+    return message.contains("params") ? ParamReader(message["params"]) : ParamReader(kEmpty);
+  };
 
   if (!message.contains("id")) {
     if (notification_gate_ && !notification_gate_(method)) return;
@@ -118,7 +121,7 @@ void Dispatcher::dispatch(json& message) {
       return;
     }
     try {
-      it->second(ParamReader(params));
+      it->second(params());
     } catch (const RpcError& e) {
       spdlog::warn("notification {} rejected: {}", method, e.what());
     } catch (const std::exception& e) {
@@ -144,7 +147,7 @@ void Dispatcher::dispatch(json& message) {
     return;
   }
   try {
-    it->second(ParamReader(params), reply);
+    it->second(params(), reply);
   } catch (const RpcError& e) {
     if (!reply.answered()) reply.error(e.code(), e.what());
   } catch (const std::exception& e) {
