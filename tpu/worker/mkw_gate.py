@@ -17,8 +17,15 @@ from __future__ import annotations
 
 import ast
 import os
+import time
 
 import mkw_common as C
+import mkw_gate_names
+
+# Bound before any candidate runs: the gate's time bound reads this clock.
+_monotonic = time.monotonic
+# The gate as a whole answers within this many seconds or refuses with a clear error.
+TIME_BOUND_S = 30.0
 
 REFUSED = "refused"  # the error kind (docs/worker-protocol.md, Errors)
 
@@ -127,94 +134,34 @@ def _dotted(node) -> str:
         return "?"
 
 
+class GateTimeout(Exception):
+    """The gate's analysis ran past its time bound."""
+
+
 class _Gate:
-    def __init__(self, tree: ast.Module, task_modules):
+    def __init__(self, tree: ast.Module, task_modules, deadline: float):
         self.tree = tree
         self.task_modules = frozenset(task_modules)
         self.violations: list[Violation] = []
-        self.parents: dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
-        self.aliases: dict[str, str] = {}  # local name -> dotted name of what it was imported as
-        self.own_names: set[str] = set()  # functions and classes the candidate defines
-        self.own_instances: set[str] = set()  # names bound to instances of its own classes
-        self.bound_names: set[str] = set()  # every name the candidate binds (shadows a builtin)
-        self._collect()
+        self._deadline = deadline
+        self.names = mkw_gate_names.Names(tree, self._tick)
+        self.parents = self.names.parents
+        try:
+            self.names.propagate()
+        except mkw_gate_names.TooManyMeanings as e:
+            self.add(e.node, "dynamic-code", name=f"`{e.name}` bound to more than "
+                                                   f"{mkw_gate_names.MAX_MEANINGS} imported things")
+            self.names.aliases.clear()  # nothing resolves: stores on unknown objects are refused as foreign
+        self.own_names = self.names.own_names
+        self.bound_names = self.names.bound_names
 
-    # -- what the names mean
-    def _collect(self):
-        classes = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.own_names.add(node.name)
-                self.bound_names.add(node.name)
-                if isinstance(node, ast.ClassDef):
-                    classes.add(node.name)
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    local = a.asname or a.name.split(".")[0]
-                    self.aliases[local] = a.name if a.asname else a.name.split(".")[0]
-                    self.bound_names.add(local)
-            elif isinstance(node, ast.ImportFrom):
-                base = ("." * (node.level or 0)) + (node.module or "")
-                for a in node.names:
-                    if a.name == "*":
-                        continue
-                    local = a.asname or a.name
-                    self.aliases[local] = f"{base}.{a.name}" if base else a.name
-                    self.bound_names.add(local)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bound_names.add(node.id)
-            elif isinstance(node, ast.arg):
-                self.bound_names.add(node.arg)
-        # Aliases of imported things (`m = time`, `env = os.environ`), to a fixed point.
-        changed = True
-        while changed:
-            changed = False
-            for node in ast.walk(self.tree):
-                pairs = []
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        pairs.extend(self._pairs(t, node.value))
-                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                    pairs.extend(self._pairs(node.target, node.value))
-                for name, value in pairs:
-                    full = self.resolve(value)
-                    if full and self.aliases.get(name) != full and name not in self.own_names:
-                        self.aliases[name] = full
-                        changed = True
-                    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-                            value.func.id in classes and name not in self.own_instances:
-                        self.own_instances.add(name)
-                        changed = True
+    def _tick(self):
+        if _monotonic() > self._deadline:
+            raise GateTimeout()
 
-    @staticmethod
-    def _pairs(target, value):
-        if isinstance(target, ast.Name):
-            return [(target.id, value)]
-        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
-                len(target.elts) == len(value.elts):
-            out = []
-            for t, v in zip(target.elts, value.elts):
-                out.extend(_Gate._pairs(t, v))
-            return out
-        return []
-
-    def resolve(self, node) -> str | None:
-        """The dotted name an expression stands for when it is rooted in an import
-        (`t.perf_counter` after `import time as t` -> "time.perf_counter"), else None."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.resolve(node.value)
-            return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
-                "getattr" not in self.bound_names and len(node.args) >= 2 and \
-                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-            base = self.resolve(node.args[0])
-            return f"{base}.{node.args[1].value}" if base else None
-        return None
+    def resolve(self, node) -> frozenset[str]:
+        """Every dotted name an expression may stand for when it is rooted in an import."""
+        return self.names.resolve(node)
 
     def _root(self, node):
         while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -241,7 +188,9 @@ class _Gate:
         self.violations.append(Violation(node, rule, _TEXT[rule].format(**fields)))
 
     def run(self) -> list[Violation]:
-        for node in ast.walk(self.tree):
+        for count, node in enumerate(self.names.nodes):
+            if count % 1024 == 0:
+                self._tick()
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self._check_import(node, a.name)
@@ -295,9 +244,10 @@ class _Gate:
             self._check_store(node, node.value, node.attr, "deletes" if isinstance(node.ctx, ast.Del)
                               else "assigns")
             return
-        full = self.resolve(node)
-        if not full:
-            return
+        for full in sorted(self.resolve(node)):
+            self._check_resolved_attribute(node, full)
+
+    def _check_resolved_attribute(self, node: ast.Attribute, full: str):
         if full in ("operator.attrgetter", "operator.methodcaller"):
             call = self.parents.get(id(node))
             if not (isinstance(call, ast.Call) and call.func is node and call.args and
@@ -337,20 +287,22 @@ class _Gate:
                                                 "brings in modules the gate never read)")
 
     def _check_store(self, node, obj, attr: str, verb: str):
-        full = self.resolve(obj)
-        if full:
+        meanings = self.resolve(obj)
+        if meanings:
+            full = min(meanings)
             self.add(node, "module-attribute", verb=verb, target=f"{full}.{attr}", root=full)
             return
         root = self._root(obj)
         own = (isinstance(root, ast.Name) and not self._chain_has_call(obj) and
-               (self._is_self(root) or root.id in self.own_names or root.id in self.own_instances))
+               (self._is_self(root) or root.id in self.own_names or self.names.is_own_instance(root)))
         if not own:
             self.add(node, "foreign-attribute", verb=verb, attr=attr, expr=_dotted(obj))
 
     def _check_item_store(self, node: ast.Subscript):
-        full = self.resolve(node.value)
-        if full is None:
-            return
+        for full in sorted(self.resolve(node.value)):
+            self._check_resolved_item_store(node, full)
+
+    def _check_resolved_item_store(self, node: ast.Subscript, full: str):
         if full == _ENVIRON or full.startswith(_ENVIRON + "."):
             self.add(node, "environment", what="changes `os.environ`")
         elif full == _SYS_PATH:
@@ -365,9 +317,12 @@ class _Gate:
         if node.id in _BLOCKED_ATTRS:
             self.add(node, "dunder", name=node.id)
             return
-        if isinstance(node.ctx, ast.Load) and self.aliases.get(node.id) in _READ_ONLY:
-            self._check_read_only_use(node, self.aliases[node.id])  # `from os import environ`, `p = sys.path`
-            return
+        if isinstance(node.ctx, ast.Load):
+            read_only = [full for full in sorted(self.resolve(node)) if full in _READ_ONLY]
+            for full in read_only:
+                self._check_read_only_use(node, full)  # `from os import environ`, `p = sys.path`
+            if read_only:
+                return
         if not isinstance(node.ctx, ast.Load) or node.id in self.bound_names:
             return
         if node.id in _DYNAMIC_BUILTINS:
@@ -404,19 +359,33 @@ class _Gate:
                 self.add(node, "file-descriptor", what="opens a file for writing")
 
 
-def check_source(source: str, filename: str = "<buffer>", *, task_modules=()) -> list[Violation]:
+def check_source(source: str, filename: str = "<buffer>", *, task_modules=(),
+                 time_bound_s: float | None = None) -> list[Violation]:
     """The gate's findings for a source text; [] when it does not parse (the syntax error is
-    reported by the normal path, with its own kind)."""
+    reported by the normal path, with its own kind). Raises GateTimeout past the time bound."""
+    bound = TIME_BOUND_S if time_bound_s is None else time_bound_s
+    deadline = _monotonic() + bound
     try:
         tree = ast.parse(source, filename=filename, mode="exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    return _Gate(tree, task_modules).run()
+    if _monotonic() > deadline:
+        raise GateTimeout()
+    return _Gate(tree, task_modules, deadline).run()
 
 
 def refuse(source: str, filename: str = "<buffer>", *, task_modules=(), what: str = "candidate") -> None:
-    """Raises WorkerError(kind "refused") naming the first violation's line and rule."""
-    found = check_source(source, filename, task_modules=task_modules)
+    """Raises WorkerError(kind "refused") naming the first violation's line and rule, or the time
+    bound when the gate could not finish (never a silent hang)."""
+    try:
+        found = check_source(source, filename, task_modules=task_modules)
+    except GateTimeout:
+        lines = source.count("\n") + 1
+        raise C.WorkerError(
+            REFUSED,
+            f"{os.path.basename(filename)}: the source gate did not finish reading the {what} within "
+            f"{TIME_BOUND_S:g} s ({lines} lines); it is refused unread [gate-time]",
+            rule="gate-time", file=filename, locations=[], violations=[]) from None
     if not found:
         return
     first = found[0]
