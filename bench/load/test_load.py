@@ -11,6 +11,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import report  # noqa: E402
+import tail  # noqa: E402  (bench/lsp_latency's, on the path through report)
 import run  # noqa: E402
 import workload  # noqa: E402
 
@@ -72,6 +73,20 @@ def test_a_tail_that_grows_with_the_requests_served_fails_the_bench():
     assert report.failures({"checks": {}, "goals": goals}) == ["goal interleaved_tail_not_growing not met"]
     assert report.goals_for(50, 0.05, fast, fast, flat, {"codeLens": noisy, "hover": noisy})[
         "interleaved_tail_not_growing"]
+
+
+def test_lsp_latency_per_100_rounds_fails_when_the_last_p99_is_over_1_5x_the_first():
+    # bench/lsp_latency's check (issue 38): a spike every ~52 rounds that grows each time.
+    growing = [0.0025] * 1000
+    for n, i in enumerate(range(42, 1000, 52)):
+        growing[i] = 0.020 + 0.010 * n
+    w = tail.windows_ms(growing)
+    assert [x["first"] for x in w] == list(range(1, 1001, 100)) and w[0]["max"] == pytest.approx(30.0)
+    assert tail.last_window_grew(growing)
+    # Spikes as large at the start as at the end, a shorter last run, one window: no growth.
+    noisy = [0.0025 + 0.015 * (i % 37 == 0) for i in range(1050)]
+    assert len(tail.windows_ms(noisy)) == 10 and not tail.last_window_grew(noisy)
+    assert not tail.last_window_grew(growing[:150])
 
 
 @pytest.mark.skipif(not Path(run.default_binary()).exists() and "MAXKERNEL_LSP" not in os.environ,
