@@ -131,6 +131,6 @@ def test_no_color_leaves_escape_codes_out_of_logs(tmp_path):
 
 def test_errors_name_the_path_they_are_about(tmp_path):
     missing = tmp_path / "no-such-python"
-    r = run("test", "--python", missing, ROOT / "examples" / "matmul_tiled.py")
+    r = run("test", "--python", missing, ROOT / "examples" / "tiled_matmul_task.py")
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert str(missing) in r.stdout + r.stderr, (r.stdout, r.stderr)
