@@ -51,3 +51,12 @@ def test_the_defaults_are_valid_settings():
     jsonschema.Draft7Validator(SCHEMA).validate(defaults)
     misspelled = dict(defaults, budgets={"maxUsd": 1})
     assert not jsonschema.Draft7Validator(SCHEMA).is_valid(misspelled)
+
+
+def test_an_untrusted_workspace_cannot_choose_what_runs():
+    trust = MANIFEST["capabilities"]["untrustedWorkspaces"]
+    assert trust["supported"] == "limited" and trust["description"]
+    restricted = set(trust["restrictedConfigurations"])
+    # The programs the extension starts, and where kernels run, come from user settings only.
+    assert {"maxkernel.serverPath", "maxkernel.server.extraArgs", "maxkernel.python", "maxkernel.hosts"} <= restricted
+    assert restricted <= set(leaves(SCHEMA))
