@@ -10,6 +10,7 @@
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "service/kernel_checks.h"
+#include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
@@ -49,8 +50,31 @@ void print_error(const service::KernelCheck& c, const std::string& file) {
   print_locations(c, file);
 }
 
-void print_lower(const service::KernelCheck& c, const std::string& file) {
-  if (c.verdict != service::Verdict::Passed) return print_error(c, file);
+// A lowering error that names an operand goes on that operand's BlockSpec entry, then the kernel's
+// def and pallas_call lines: the placement the editor's on-save lowering makes, by the same call.
+bool print_operand_error(const service::KernelCheck& c, const AnalysedFile& analysed,
+                         const std::string& file) {
+  for (service::Finding f : c.line_findings) {
+    if (!service::place_on_operand(f, c.error_message, analysed.analysis.model, analysed.lines))
+      continue;
+    const auto at = analysed.position(f.span ? f.span->start : 0);
+    std::cout << "error (" << (c.error_kind.empty() ? "?" : c.error_kind)
+              << "): " << c.error_message << "\n";
+    std::cout << "  " << file << ":" << f.line + 1 << ":" << at.character + 1
+              << ": the block spec the error names\n";
+    for (const service::SourceLocation& r : f.related)
+      std::cout << "  " << file << ":" << r.line << ":" << r.column << ": " << r.message << "\n";
+    return true;
+  }
+  return false;
+}
+
+void print_lower(const service::KernelCheck& c, const std::string& file,
+                 const AnalysedFile& analysed) {
+  if (c.verdict != service::Verdict::Passed) {
+    if (!print_operand_error(c, analysed, file)) print_error(c, file);
+    return;
+  }
   std::cout << "lowered for " << c.lowered_for << ": " << c.num_pallas_calls << " pallas_call(s)\n";
   for (const service::LoweredCall& call : c.lowered) {
     std::cout << "  " << call.kernel << "  grid " << call.grid << "  VMEM/step "
@@ -229,7 +253,7 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
     std::cout << request.file.filename().string() << (request.kernel ? "::" + *request.kernel : "")
               << " on " << check.host << "\n";
     if (op == service::KernelOp::Lower) {
-      print_lower(check, request.file.string());
+      print_lower(check, request.file.string(), file);
       print_predictions(check.predictions);
     }
     if (op == service::KernelOp::Test) print_test(check, request.file.string());

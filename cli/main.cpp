@@ -1,5 +1,6 @@
 // maxkernel: the command-line front end. Subcommands drive the engine directly, without an editor.
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -36,14 +37,21 @@ constexpr const char* kMainUsage =
 
 int main(int argc, char** argv) {
   // stdout carries the command's output (text, JSON, SARIF); logs go to stderr.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("maxkernel"));
+  // NO_COLOR (no-color.org): any non-empty value turns colour off.
+  const char* no_color = std::getenv("NO_COLOR");
+  spdlog::set_default_logger(no_color && *no_color ? spdlog::stderr_logger_mt("maxkernel")
+                                                   : spdlog::stderr_color_mt("maxkernel"));
   if (const char* level = std::getenv("MAXKERNEL_LOG_LEVEL"))
     spdlog::set_level(spdlog::level::from_str(level));
 
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+  if (args.empty()) {
+    std::cerr << kMainUsage;  // a usage error: stdout stays for output
+    return 2;
+  }
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kMainUsage;
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "service/wrapper_modules.h"
+#include "source/analysis/syntax_findings.h"
 #include "source/pallas/kernel_extractor.h"
 #include "source/syntax/python_tree.h"
 
@@ -51,26 +52,33 @@ std::optional<std::string> read_text_file(const fs::path& path) {
 }
 
 AnalysedFile analyse_file(const fs::path& path, const knowledge::TpuGeneration& target) {
-  AnalysedFile f;
-  f.path = path;
   auto text = read_text_file(path);
   if (!text) {
+    AnalysedFile f;
+    f.path = path;
     f.read_error = "cannot read " + path.string();
     return f;
   }
-  f.text = std::move(*text);
+  std::error_code ec;
+  return analyse_text(path, std::move(*text), fs::absolute(path, ec).parent_path(), target);
+}
+
+AnalysedFile analyse_text(const fs::path& path, std::string text, const fs::path& folder,
+                          const knowledge::TpuGeneration& target) {
+  AnalysedFile f;
+  f.path = path;
+  f.text = std::move(text);
   f.lines = text::LineIndex(f.text);
   syntax::PythonTree tree;
   tree.parse(f.text);
   // pallas_call wrappers imported from the file's folder or its project (pyproject.toml,
   // setup.py or .git above it).
   service::WrapperModules wrappers;
-  wrappers.set_roots({service::WrapperModules::project_root(path)});
-  std::error_code ec;
-  const fs::path dir = fs::absolute(path, ec).parent_path();
+  wrappers.set_roots({service::WrapperModules::project_root(folder / "-")});
   const pallas::ForwarderSet forwarders =
-      wrappers.forwarders_for(pallas::imported_names(tree.root(), f.text), dir);
+      wrappers.forwarders_for(pallas::imported_names(tree.root(), f.text), folder);
   f.analysis = analysis::analyze_document(tree.root(), f.text, target, nullptr, &forwarders);
+  f.syntax_errors = analysis::syntax_findings(tree.root(), f.text);
   return f;
 }
 

@@ -108,6 +108,20 @@ if [[ "$(cat "$ray_stamp" 2>/dev/null)" != "$ray_want" ]]; then
   "$root/.venv/bin/python" -m pip install -q -r "$ray_requirements"
   echo "$ray_want" > "$ray_stamp"
 fi
+# The official SARIF 2.1.0 JSON schema (OASIS, final "rtm.5"), for tests/cli/test_sarif.py: the copy
+# that the npm package @microsoft/jest-sarif ships, pinned.
+SARIF_SCHEMA_PACKAGE_VERSION=1.0.0-beta.0
+sarif_dir="$root/third_party/sarif-schema"
+if [[ "$(cat "$sarif_dir/.stamp" 2>/dev/null)" != "$SARIF_SCHEMA_PACKAGE_VERSION" ]]; then
+  echo "setup: fetching the SARIF 2.1.0 schema (@microsoft/jest-sarif@$SARIF_SCHEMA_PACKAGE_VERSION) from npm"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "@microsoft/jest-sarif@$SARIF_SCHEMA_PACKAGE_VERSION" >/dev/null)
+  tar -xzf "$tmp"/microsoft-jest-sarif-*.tgz -C "$tmp"
+  rm -rf "$sarif_dir" && mkdir -p "$sarif_dir"
+  cp "$tmp/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$sarif_dir/sarif-schema-2.1.0.json"
+  echo "$SARIF_SCHEMA_PACKAGE_VERSION" > "$sarif_dir/.stamp"
+  rm -rf "$tmp"
+fi
 # The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
 "$root/scripts/setup_vscode.sh" ${apt_flag:+"$apt_flag"}
 # Neovim 0.7.2 (apt) and 0.10.4 (Debian 13 packages, unpacked) for the plugin tests: docs/neovim.md

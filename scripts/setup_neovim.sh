@@ -54,6 +54,43 @@ SRC
   for deb in "$apt_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$NVIM_NEW_DIR.tmp"; done
   rm -rf "$NVIM_NEW_DIR" && mv "$NVIM_NEW_DIR.tmp" "$NVIM_NEW_DIR"
 fi
+# Neovim 0.12.4 from Debian sid, for the 0.11+ path (vim.lsp.config / vim.lsp.enable,
+# lsp/maxkernel.lua). sid moves on: when these pins are gone the suite runs on 0.7 and 0.10 and
+# this says so (update the pins then).
+NVIM_NEXT_VERSION=0.12.4
+NVIM_NEXT_DIR="$root/third_party/nvim-$NVIM_NEXT_VERSION"
+SID_PACKAGES=(
+  neovim=0.12.4-1 neovim-runtime=0.12.4-1 libc6=2.43-7
+  libluajit-5.1-2=2.1.0+openresty20251030-1+b2 libluajit-5.1-common=2.1.0+openresty20251030-1
+  libtree-sitter0.26=0.26.11-1 libunibilium4=2.1.4-1 libutf8proc3=2.11.3-2 libuv1t64=1.53.0-1
+  lua-lpeg=1.1.0-4 lua-luv=1.51.0-1-1+b1
+)
+if [[ ! -x "$NVIM_NEXT_DIR/usr/bin/nvim" ]]; then
+  echo "setup_neovim: downloading Neovim $NVIM_NEXT_VERSION from Debian sid into $NVIM_NEXT_DIR"
+  sid_dir="$(mktemp -d)"
+  mkdir -p "$sid_dir/lists/partial" "$sid_dir/archives/partial" "$sid_dir/debs" "$sid_dir/parts"
+  cat > "$sid_dir/parts/sid.sources" <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  sid_opts=(
+    -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$sid_dir/parts"
+    -o "Dir::State::Lists=$sid_dir/lists" -o "Dir::Cache::Archives=$sid_dir/archives"
+    -o "Dir::State::status=/dev/null" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root"
+  )
+  if apt-get "${sid_opts[@]}" update -qq &&
+     (cd "$sid_dir/debs" && apt-get "${sid_opts[@]}" download -qq "${SID_PACKAGES[@]}"); then
+    rm -rf "$NVIM_NEXT_DIR.tmp" && mkdir -p "$NVIM_NEXT_DIR.tmp"
+    for deb in "$sid_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$NVIM_NEXT_DIR.tmp"; done
+    rm -rf "$NVIM_NEXT_DIR" && mv "$NVIM_NEXT_DIR.tmp" "$NVIM_NEXT_DIR"
+  else
+    echo "setup_neovim: Neovim $NVIM_NEXT_VERSION is no longer in Debian sid; update the pins in $0 (the suite runs without it)" >&2
+  fi
+  rm -rf "$sid_dir"
+fi
 old="$(nvim --version 2>/dev/null | head -1 || true)"
 new="$("$root/tests/editors/neovim/nvim-0.10.sh" --version 2>/dev/null | head -1 || true)"
 echo "setup_neovim: done (${old:-no system nvim}; ${new:-no 0.10.4})"

@@ -518,7 +518,12 @@ void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
   if (const json* options = params.optional_raw("initializationOptions")) {
     std::vector<std::string> problems;
     apply_settings(*options, settings_, problems);
-    for (const auto& p : problems) spdlog::warn("initializationOptions: {}", p);
+    // Shown in the editor too (window/showMessage may precede the initialize reply): a misspelled
+    // setting must not be ignored without a word.
+    for (const auto& p : problems) {
+      spdlog::warn("initializationOptions: {}", p);
+      notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
+    }
     take_api_key(options->value("secrets", json::object()).value("llm", json::object()));
   }
   progress_.set_client_support(client_.work_done_progress);

@@ -1,6 +1,7 @@
 #include "lsp/server/settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 #include "knowledge/tpu_generations.h"
@@ -42,6 +43,66 @@ std::optional<std::string> host_list_of(const nlohmann::json& value) {
   return joined;
 }
 
+// The settings editors/settings.schema.json declares (tests/transcript/test_settings.py keeps the
+// two the same). Client-only ones (serverPath, server.*, trace.*) arrive with the section and are
+// known but not read here.
+struct KnownSettings {
+  const char* folder;  // "" for the section itself
+  std::vector<std::string> names;
+};
+const std::vector<KnownSettings>& known_settings() {
+  static const std::vector<KnownSettings> known = {
+      {"",
+       {"secrets",  // initializationOptions' API key, when a client sends the section flat
+        "serverPath", "server", "trace", "target", "host", "hosts", "python", "lowerOnSave", "llm",
+        "autotuneConfigs", "budget"}},
+      {"llm", {"provider", "model", "baseUrl", "fixture"}},
+      {"budget",
+       {"maxCostUsd", "maxIterations", "maxWallSeconds", "targetSpeedup", "maxEvaluations",
+        "patience"}},
+      {"server", {"extraArgs"}},
+      {"trace", {"server"}},
+  };
+  return known;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// One problem per key of `object` that is not a setting, with the nearest name when one is close.
+void report_unknown(const nlohmann::json& object, const std::string& prefix,
+                    const std::vector<std::string>& names, std::vector<std::string>& problems) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    // Suggest the nearest name two edits away at most, or one the key starts with ("budgets").
+    std::string nearest;
+    size_t best = 3;
+    for (const std::string& n : names) {
+      const size_t d = key.rfind(n, 0) == 0 ? 1 : edit_distance(key, n);
+      if (d < best) {
+        best = d;
+        nearest = n;
+      }
+    }
+    problems.push_back(prefix + key + " is not a setting" +
+                       (nearest.empty() ? "" : " (did you mean " + prefix + nearest + "?)"));
+  }
+}
+
 }  // namespace
 
 void apply_settings(const nlohmann::json& value, Settings& settings,
@@ -49,6 +110,15 @@ void apply_settings(const nlohmann::json& value, Settings& settings,
   if (!value.is_object()) return;
   const nlohmann::json& section =
       value.contains("maxkernel") && value["maxkernel"].is_object() ? value["maxkernel"] : value;
+  for (const KnownSettings& k : known_settings()) {
+    const bool top = *k.folder == '\0';
+    if (top) {
+      report_unknown(section, "maxkernel.", k.names, problems);
+    } else if (section.contains(k.folder) && section[k.folder].is_object()) {
+      report_unknown(section[k.folder], std::string("maxkernel.") + k.folder + ".", k.names,
+                     problems);
+    }
+  }
   auto string_setting = [&](const char* key, std::string& out) {
     if (!section.contains(key)) return;
     if (section[key].is_string()) {

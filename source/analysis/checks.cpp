@@ -27,6 +27,7 @@ const char* to_string(Severity severity) {
 
 const std::vector<DiagnosticCode>& diagnostic_codes() {
   static const std::vector<DiagnosticCode> codes = {
+      {"MK000", "mk000-syntax-error", "Python syntax error (maxkernel check only)"},
       {"MK001", "mk001-block-shape-tiling", "Block shape breaks the TPU (8, 128) tiling rule"},
       {"MK002", "mk002-sub-native-tile", "Block sublane dim is below the dtype's native tile"},
       {"MK003", "mk003-index-map-arity",

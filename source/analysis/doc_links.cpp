@@ -15,8 +15,10 @@ std::string docs_base() {
   if (!ec) {
     for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
          dir = dir.parent_path()) {
-      const auto candidate = dir / "docs" / "diagnostics.md";
-      if (std::filesystem::exists(candidate, ec)) return "file://" + candidate.string();
+      // A checkout (ROOT/docs) or an install (PREFIX/share/maxkernel/docs).
+      for (const auto& candidate : {dir / "docs" / "diagnostics.md",
+                                    dir / "share" / "maxkernel" / "docs" / "diagnostics.md"})
+        if (std::filesystem::exists(candidate, ec)) return "file://" + candidate.string();
     }
   }
   return "docs/diagnostics.md";
@@ -30,6 +32,17 @@ std::string diagnostic_doc_url(std::string_view code) {
     if (code == c.code) return base + "#" + c.slug;
   }
   return base;
+}
+
+std::string docs_https_url(std::string_view page) {
+  return std::string(MAXKERNEL_DOCS_URL) + "/" + std::string(page);
+}
+
+std::string diagnostic_help_url(std::string_view code) {
+  for (const DiagnosticCode& c : diagnostic_codes()) {
+    if (code == c.code) return docs_https_url("diagnostics.md") + "#" + c.slug;
+  }
+  return docs_https_url("diagnostics.md");
 }
 
 }  // namespace mk::analysis

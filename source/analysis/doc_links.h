@@ -10,4 +10,9 @@ namespace mk::analysis {
 // executable: build/bin/../../docs), or a repository-relative path when the docs are not there.
 std::string diagnostic_doc_url(std::string_view code);
 
+// The published docs (https, the MAXKERNEL_DOCS_URL build setting), for output read on other
+// machines: SARIF's helpUri, `check --format json`'s "doc".
+std::string docs_https_url(std::string_view page);  // "diagnostics.md" -> ".../docs/diagnostics.md"
+std::string diagnostic_help_url(std::string_view code);
+
 }  // namespace mk::analysis

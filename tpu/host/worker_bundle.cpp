@@ -49,8 +49,10 @@ std::optional<fs::path> find_worker_directory() {
   if (ec) return std::nullopt;
   for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
        dir = dir.parent_path()) {
-    const fs::path candidate = dir / "tpu" / "worker";
-    if (fs::exists(candidate / "maxkernel_worker.py", ec)) return candidate;
+    // A build or checkout (ROOT/tpu/worker), or an install (PREFIX/share/maxkernel/tpu/worker).
+    for (const fs::path& candidate :
+         {dir / "tpu" / "worker", dir / "share" / "maxkernel" / "tpu" / "worker"})
+      if (fs::exists(candidate / "maxkernel_worker.py", ec)) return candidate;
   }
   return std::nullopt;
 }

@@ -216,7 +216,8 @@ bool WorkerProcess::start(std::string& error) {
                               bp::std_err > pipes_->err, pipes_->group);
 
   } catch (const std::exception& e) {
-    error = "cannot start " + description_ + ": " + e.what();
+    // Name the program: "execve failed" alone does not say which path is wrong.
+    error = "cannot start " + description_ + " (" + exe.string() + "): " + e.what();
     pipes_.reset();
     return false;
   }

@@ -15,6 +15,7 @@ import { Hitl } from "./hitl";
 import { ReportPanels } from "./report";
 import { ApiKeys, Redactor, currentProvider, promptForApiKey, redactingChannel } from "./secrets";
 import { locateServer } from "./serverPath";
+import { completeSection, interpreterOf, pythonExtensionApi, serverSettings } from "./settings";
 import { StatusModel, configuredHost } from "./status";
 
 // What the tests (and other extensions) can reach.
@@ -30,25 +31,6 @@ export interface MaxKernelApi {
   traceChannel: vscode.LogOutputChannel;
   kernelAt: typeof kernelAt;
   started(): Promise<void>;
-}
-
-// The settings section as the server reads it (docs/lsp.md); the API key is never part of it.
-function serverSettings(): Record<string, unknown> {
-  const c = vscode.workspace.getConfiguration("maxkernel");
-  return {
-    target: c.get("target"),
-    host: c.get("host"),
-    hosts: c.get("hosts"),
-    python: c.get("python"),
-    lowerOnSave: c.get("lowerOnSave"),
-    llm: { provider: c.get("llm.provider"), baseUrl: c.get("llm.baseUrl"), model: c.get("llm.model") },
-    budget: {
-      maxCostUsd: c.get("budget.maxCostUsd"),
-      maxIterations: c.get("budget.maxIterations"),
-      maxWallSeconds: c.get("budget.maxWallSeconds"),
-      targetSpeedup: c.get("budget.targetSpeedup"),
-    },
-  };
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<MaxKernelApi> {
@@ -80,7 +62,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
     }
     output.info(`starting ${found.path}`);
     const provider = currentProvider();
-    const apiKey = await apiKeys.get(provider);
+    const apiKey = provider === "none" ? undefined : await apiKeys.get(provider);
+    const pythonApi = await pythonExtensionApi();
+    const interpreter = () => interpreterOf(pythonApi, vscode.workspace.workspaceFolders?.[0]?.uri);
+    if (interpreter()) output.info(`the Python extension's interpreter: ${interpreter()}`);
     const extraArgs = vscode.workspace.getConfiguration("maxkernel").get<string[]>("server.extraArgs", []);
     const serverOptions: ServerOptions = {
       command: found.path,
@@ -92,13 +77,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
       outputChannel: output,
       traceOutputChannel: trace,
       initializationOptions: {
-        maxkernel: serverSettings(),
+        maxkernel: serverSettings(interpreter()),
         ...(apiKey ? { secrets: { llm: { provider, apiKey } } } : {}),
       },
       synchronize: { configurationSection: "maxkernel" },
       middleware: {
         executeCommand: (command, args, next) => commands.execute(command, args, async (c, a) => next(c, a)),
         workspace: {
+          // The server pulls the section: the interpreter and the workspace's trust go in too.
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            if (!Array.isArray(result)) return result;
+            return result.map((value, i) =>
+              params.items[i]?.section === "maxkernel" && value && typeof value === "object"
+                ? completeSection(value as Record<string, unknown>, interpreter())
+                : value,
+            );
+          },
           // The server reads the document as the accepted edit: its didChange goes out first.
           handleApplyEdit: (params, next) => editSync.applyEdit(c, params, async (p) => next(p, CancellationToken.None)),
         },
@@ -126,6 +121,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<MaxKer
     };
     const c = new LanguageClient("maxkernel", "MaxKernel", serverOptions, clientOptions);
     client = c;
+    // A new interpreter or trust: the server pulls the section again.
+    const pull = () => {
+      if (c.isRunning()) void c.sendNotification("workspace/didChangeConfiguration", { settings: null });
+    };
+    const changed = pythonApi?.environments?.onDidChangeActiveEnvironmentPath?.(pull);
+    if (changed) context.subscriptions.push(changed);
+    context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(pull));
     editSyncTracking?.dispose();
     editSyncTracking = editSync.track(c);
     // Replaces the client's default (a message with buttons) with the HITL answer contract.

@@ -10,7 +10,7 @@ export function secretName(provider: string): string {
 }
 
 export function currentProvider(): string {
-  return vscode.workspace.getConfiguration("maxkernel").get<string>("llm.provider", "openai");
+  return vscode.workspace.getConfiguration("maxkernel").get<string>("llm.provider", "none");
 }
 
 // Replaces every occurrence of each secret (and its JSON-escaped form) with a mask.
@@ -77,6 +77,10 @@ export class ApiKeys {
 
 export async function promptForApiKey(keys: ApiKeys): Promise<boolean> {
   const provider = currentProvider();
+  if (provider === "none") {
+    void vscode.window.showInformationMessage("MaxKernel: choose an LLM provider first (maxkernel.llm.provider).");
+    return false;
+  }
   const key = await vscode.window.showInputBox({
     title: `MaxKernel: API key for ${provider}`,
     prompt: "Stored in the editor's secret storage; never written to settings or logs.",

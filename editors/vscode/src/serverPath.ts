@@ -1,5 +1,6 @@
 // Where maxkernel-lsp lives: the setting, else the binary bundled in the extension, else a
-// development checkout's build/bin (the extension folder is editors/vscode), else PATH.
+// development checkout's build/bin or build-main/bin (the extension folder is editors/vscode),
+// else PATH.
 import * as fs from "fs";
 import * as path from "path";
 
@@ -35,6 +36,8 @@ export function locateServer(setting: string, extensionPath: string, envPath = p
   const candidates = [
     bundled,
     path.resolve(extensionPath, "..", "..", "build", "bin", "maxkernel-lsp"),
+    // scripts/demo.sh builds the programs alone into build-main/
+    path.resolve(extensionPath, "..", "..", "build-main", "bin", "maxkernel-lsp"),
     ...envPath.split(path.delimiter).filter((d) => d !== "").map((d) => path.join(d, "maxkernel-lsp")),
   ];
   for (const file of candidates) {

@@ -30,14 +30,17 @@ end
 H.run("setup", function()
   local notes = H.capture_notify()
   rejected(notes, "python", { "maxkernel.setup:", "takes a table of options, got string" })
-  rejected(notes, { bogus = 1 }, { "unknown option 'bogus'", "known: budgets, cmd" })
+  rejected(notes, { bogus = 1 }, { "unknown option 'bogus'", "known: autotune_configs, budget, budgets, cmd" })
   rejected(notes, { target = 5 }, { "option 'target' must be a TPU generation name", "got 5" })
   rejected(notes, { cmd = "maxkernel-lsp" }, { "option 'cmd' must be a list of strings" })
   rejected(notes, { hosts = { "v5e" } }, { "option 'hosts' must be a list of host tables" })
   rejected(notes, { lower_on_save = "no" }, { "option 'lower_on_save' must be true or false" })
   rejected(notes, { llm = { model = 3 } }, { "option 'llm.model' must be a string, got number" })
-  rejected(notes, { llm = { modle = "x" } }, { "unknown option 'llm.modle'", "known: api_key_env, base_url" })
+  rejected(notes, { llm = { modle = "x" } }, { "unknown option 'llm.modle'", "known: base_url, fixture, model, provider" })
   rejected(notes, { budgets = { max_usd = "10" } }, { "option 'budgets.max_usd' must be a number, got string" })
+  rejected(notes, { budget = { max_usd = 10 } }, { "unknown option 'budget.max_usd'", "known: max_cost_usd" })
+  -- Keys the server never read are not options any more.
+  rejected(notes, { llm = { api_key_env = "KEY" } }, { "unknown option 'llm.api_key_env'" })
   rejected(notes, { filetypes = {} }, { "option 'filetypes' must be a list of filetype names" })
   -- Every problem at once, in one message.
   rejected(notes, { bogus = 1, target = 5 }, { "unknown option 'bogus'", "option 'target'" })
@@ -50,8 +53,9 @@ H.run("setup", function()
     host = "local",
     hosts = {},
     lower_on_save = false,
-    llm = { provider = "openai", model = "gpt-test", api_key_env = "OPENAI_API_KEY", temperature = 0.2 },
-    budgets = { max_usd = 5, max_steps = 20, max_minutes = 30, target_speedup = 1.5 },
+    llm = { provider = "openai", model = "gpt-test" },
+    budget = { max_cost_usd = 5, max_iterations = 20, max_wall_seconds = 1800, target_speedup = 1.5 },
+    autotune_configs = 0,
     filetypes = { "python" },
     inlay_hints = true,
     codelens = true,

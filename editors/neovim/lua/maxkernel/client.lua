@@ -20,7 +20,7 @@ local function plugin_root()
 end
 
 -- The server command: setup's `cmd`, else $MAXKERNEL_LSP, else maxkernel-lsp on PATH, else the
--- binary a build of this repository left in build/bin.
+-- binary a build of this repository left in build/bin (or build-main/bin).
 function M.resolve_cmd(config)
   if config.cmd then
     return config.cmd
@@ -33,9 +33,12 @@ function M.resolve_cmd(config)
   if on_path ~= "" then
     return { on_path }
   end
-  local built = plugin_root() .. "/../../build/bin/maxkernel-lsp"
-  if vim.fn.executable(built) == 1 then
-    return { vim.fn.fnamemodify(built, ":p") }
+  -- build/ of the tests, or build-main/ that scripts/demo.sh builds.
+  for _, dir in ipairs({ "build", "build-main" }) do
+    local built = plugin_root() .. "/../../" .. dir .. "/bin/maxkernel-lsp"
+    if vim.fn.executable(built) == 1 then
+      return { vim.fn.fnamemodify(built, ":p") }
+    end
   end
   return { "maxkernel-lsp" }
 end
@@ -235,15 +238,22 @@ local function update_running(config)
   end
 end
 
+-- The configuration vim.lsp.config takes (0.11+): the client's, found by filetype and root
+-- markers. With no `config`, the defaults: what lsp/maxkernel.lua gives `vim.lsp.enable`.
+function M.lsp_config(config)
+  config = config or config_mod.resolve({})
+  local c = client_config(config, nil)
+  c.root_dir = nil
+  c.root_markers = config.root_markers
+  c.filetypes = config.filetypes
+  return c
+end
+
 function M.start(config)
   update_running(config)
   augroup = vim.api.nvim_create_augroup("maxkernel", { clear = true })
   if compat.has_011 then
-    local c = client_config(config, nil)
-    c.root_dir = nil
-    c.root_markers = config.root_markers
-    c.filetypes = config.filetypes
-    vim.lsp.config(M.name, c)
+    vim.lsp.config(M.name, M.lsp_config(config))
     vim.lsp.enable(M.name)
     return
   end

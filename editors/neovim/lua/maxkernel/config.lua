@@ -1,5 +1,7 @@
 -- Options of setup(): defaults, validation (unknown keys and wrong types are reported, never
--- thrown), and the `maxkernel` settings section the server reads (docs/lsp.md, Settings).
+-- thrown), and the `maxkernel` settings section the server reads (docs/lsp.md, Settings). The
+-- server's options are those of editors/settings.schema.json in snake_case (test_setup.lua holds
+-- them to it).
 local M = {}
 
 -- One entry per option: the type check, a description for messages, and the default.
@@ -14,6 +16,7 @@ local schema = {
   python = { check = "string", desc = "a path to a python with JAX" },
   hosts = { check = "table_list", desc = "a list of host tables (docs/hosts.md)" },
   lower_on_save = { check = "boolean", desc = "true or false" },
+  autotune_configs = { check = "number", desc = "a whole number from 0 to 4096" },
   llm = {
     check = "fields",
     desc = "a table",
@@ -21,11 +24,22 @@ local schema = {
       provider = "string",
       model = "string",
       base_url = "string",
-      api_key_env = "string",
-      temperature = "number",
-      max_tokens = "number",
+      fixture = "string",
     },
   },
+  budget = {
+    check = "fields",
+    desc = "a table",
+    fields = {
+      max_cost_usd = "number",
+      max_iterations = "number",
+      max_wall_seconds = "number",
+      target_speedup = "number",
+      max_evaluations = "number",
+      patience = "number",
+    },
+  },
+  -- The names of the first release, still read: sent as `budget` (max_minutes in seconds).
   budgets = {
     check = "fields",
     desc = "a table",
@@ -158,12 +172,12 @@ end
 -- The `maxkernel` settings section: only what the user set, so the server keeps its defaults.
 function M.server_settings(config)
   local section = vim.empty_dict()
-  for _, key in ipairs({ "target", "host", "python", "hosts", "lower_on_save" }) do
+  for _, key in ipairs({ "target", "host", "python", "hosts", "lower_on_save", "autotune_configs" }) do
     if config[key] ~= nil then
       section[camel(key)] = config[key]
     end
   end
-  for _, key in ipairs({ "llm", "budgets" }) do
+  for _, key in ipairs({ "llm", "budget" }) do
     if config[key] ~= nil then
       local nested = {}
       for k, v in pairs(config[key]) do
@@ -171,6 +185,15 @@ function M.server_settings(config)
       end
       section[key] = nested
     end
+  end
+  if config.budgets ~= nil then
+    local old = config.budgets
+    local budget = section.budget or {}
+    budget.maxCostUsd = budget.maxCostUsd or old.max_usd
+    budget.maxIterations = budget.maxIterations or old.max_steps
+    budget.maxWallSeconds = budget.maxWallSeconds or (old.max_minutes and old.max_minutes * 60)
+    budget.targetSpeedup = budget.targetSpeedup or old.target_speedup
+    section.budget = budget
   end
   return section
 end

@@ -6,6 +6,7 @@ import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import type { MaxKernelApi } from "../extension";
+import { completeSection, interpreterOf } from "../settings";
 import { ScriptedHitlUser, storedSession } from "./hitlUser";
 import { recordedKernel, recordedStrategies, replayLog } from "./replayLlm";
 import { uiRequest } from "./uiDriver";
@@ -185,6 +186,19 @@ test("Cancel job stops a running Profile on the host", async () => {
   assert.match(d.message, /^Profile did not run on local: .*cancel/i);
   assert.doesNotMatch(d.message, /^Profile on /);
   await waitFor([api.status.onDidChange], () => (api.status.jobs.size === 0 ? true : undefined), 10000, "the job to leave the status item");
+});
+
+test("the Python extension's interpreter fills an empty maxkernel.python; the default provider is none", async () => {
+  const active = { environments: { getActiveEnvironmentPath: () => ({ path: "/venv/bin/python" }) } };
+  assert.strictEqual(interpreterOf(active), "/venv/bin/python");
+  const older = { settings: { getExecutionDetails: () => ({ execCommand: ["/usr/bin/python3.11", "-X"] }) } };
+  assert.strictEqual(interpreterOf(older), "/usr/bin/python3.11");
+  assert.strictEqual(interpreterOf({ environments: { getActiveEnvironmentPath: () => ({ path: "python" }) } }), undefined);
+  assert.strictEqual(interpreterOf(undefined), undefined);
+  assert.strictEqual(completeSection({ python: "" }, "/venv/bin/python").python, "/venv/bin/python");
+  assert.strictEqual(completeSection({ python: "/mine/python" }, "/venv/bin/python").python, "/mine/python");
+  const inspected = vscode.workspace.getConfiguration("maxkernel").inspect("llm.provider");
+  assert.strictEqual(inspected?.defaultValue, "none");
 });
 
 test("changing maxkernel.target reaches the server (hover names the new generation)", async () => {
