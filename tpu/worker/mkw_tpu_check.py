@@ -62,7 +62,10 @@ def _locations(error: str, facts, filename: str, source: str | None) -> list[dic
 
 
 def reference(task, args, kwargs, generation: str, limits) -> dict:
-    key = json.dumps([task.describe(), repr(args), repr(kwargs), generation], default=str)
+    limits = limits if isinstance(limits, dict) else None
+    # The reference's own source is in the key: an edited reference is compiled again.
+    key = json.dumps([task.describe(), getattr(task.ref_module, "source", None), repr(args), repr(kwargs),
+                      generation, limits], default=str)
     with _cache_lock:
         hit = _reference_cache.get(key)
     if hit is not None:
