@@ -2,7 +2,8 @@
 refusals mapped to lines, both programs' static cycles, the time/memory bound, and no network.
 
 Needs libtpu (scripts/requirements.txt pins it); skips with a declared reason where it is absent.
-One worker (the session fixture) and its one warm compiler child serve the worker tests here."""
+One worker (this module's, with the compiler turned on: tests/conftest.py turns it off for the
+other suites) and its one warm compiler child serve the worker tests here."""
 
 import importlib.util
 import os
@@ -11,11 +12,19 @@ import sys
 import textwrap
 
 import pytest
-from worker_harness import ROOT, marker_line, read_task, task_path
+from worker_harness import ROOT, WorkerProcess, marker_line, read_task, task_path
 
 if importlib.util.find_spec("libtpu") is None:
     pytest.skip("declared: libtpu is not installed (pip install -r scripts/requirements.txt)",
                 allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    assert w.request("hello", timeout=120)["ok"]
+    yield w
+    w.close()
 
 
 def _lower(worker, name, timeout=300, **kw):
@@ -94,3 +103,13 @@ def test_compiles_with_only_loopback():
     assert out.returncode == 0, out.stderr[-3000:]
     last = out.stdout.strip().splitlines()[-1]
     assert '"status": "compiled"' in last and '"cycles": null' not in last, out.stdout
+
+
+def test_the_reference_op_answers_xlas_compiled_program(worker):
+    r = worker.request("reference", task={"form": "infile", "path": task_path("infile", "scale_add.py")},
+                       generation="v5e", timeout=300)
+    assert r["ok"] is True, r
+    tc = r["tpu_compile"]
+    assert tc["status"] == "compiled" and tc["cycles"] > 0, tc
+    assert tc["label"] == "predicted (TPU compiler, v5e)"
+    assert tc["predicted_s"] == pytest.approx(tc["cycles"] / 1.5e9)
