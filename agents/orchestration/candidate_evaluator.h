@@ -40,7 +40,11 @@ class CandidateEvaluator final : public Evaluator {
  public:
   CandidateEvaluator(tpu::KernelJobs& jobs, EvaluationSetup setup,
                      const knowledge::TpuGeneration& target)
-      : jobs_(jobs), setup_(std::move(setup)), target_(target) {}
+      : jobs_(jobs), setup_(std::move(setup)), target_(target) {
+    // The worker compiles lowered candidates and the reference for this generation with the TPU
+    // compiler (libtpu) when no TPU is attached; their static cycles then score both.
+    setup_.options["generation"] = target.name;
+  }
 
   Evaluation evaluate(const std::string& source,
                       const std::function<bool()>& cancelled = {}) override;
