@@ -241,7 +241,9 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
       // a TPU prediction compares with the kernels measured on the GPU. Correct, not scored.
       e.metrics["unscored"] = run_mode.value(
           "note", std::string("interpreted on a GPU host: not comparable with measured kernels"));
-    } else if (auto compiled = compiler_score(lowered.reply.body, e.metrics)) {
+    } else if (auto compiled = reference_not_compiled_
+                                   ? std::nullopt
+                                   : compiler_score(lowered.reply.body, e.metrics)) {
       e.score_s = compiled;
       e.time_kind = "compiled";
     } else if (auto predicted = model_score(predictions, lowered.reply.body, target_, e.metrics)) {
@@ -312,7 +314,7 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
       const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, configured), cancelled);
       if (!lowered.reply.ok()) continue;
       json unused = json::object();
-      if ((score = compiler_score(lowered.reply.body, unused))) {
+      if (!reference_not_compiled_ && (score = compiler_score(lowered.reply.body, unused))) {
         kind = "compiled";
       } else {
         score = model_score(predictions_of(lowered.reply.body, target_), lowered.reply.body,
@@ -385,6 +387,7 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
                                   "read and outputs written once"}};
     }
   }
+  reference_not_compiled_ = e.time_kind == "predicted";
   e.host_seconds = seconds_since(start);
   return e;
 }
