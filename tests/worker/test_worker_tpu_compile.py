@@ -113,3 +113,17 @@ def test_the_reference_op_answers_xlas_compiled_program(worker):
     assert tc["status"] == "compiled" and tc["cycles"] > 0, tc
     assert tc["label"] == "predicted (TPU compiler, v5e)"
     assert tc["predicted_s"] == pytest.approx(tc["cycles"] / 1.5e9)
+
+
+def test_with_libtpu_installed_the_worker_itself_stays_on_the_cpu():
+    # No JAX_PLATFORMS: JAX would load libtpu in the worker (its warnings about TPU hosts, its
+    # machine-wide lock); the worker keeps it for the compiler's child only.
+    w = WorkerProcess(extra_env={"JAX_PLATFORMS": ""})
+    try:
+        hello = w.request("hello", timeout=120)
+        assert hello["ok"] and hello["platform"] == "cpu", hello
+        log = w.stderr_text()
+    finally:
+        w.close()
+    assert "libtpu is installed but no TPU is attached" in log
+    assert "TPU_WORKER_HOSTNAMES" not in log and "libtpu_init_utils" not in log, log[-2000:]
