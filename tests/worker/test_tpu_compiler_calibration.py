@@ -39,8 +39,11 @@ def _compiler():
 
 @pytest.mark.parametrize(("n", "xla_s", "pallas_s"), ROWS)
 def test_xla_over_pallas_ratio_within_five_percent(n, xla_s, pallas_s):
-    xla = guide.compile_row(n, None)
-    pallas = guide.compile_row(n, (512, 1024, 1024))
+    # A loaded machine stretches these compiles past the default bound: this test checks the
+    # cycles, not the bound (test_worker_tpu_compile.py does).
+    limits = {"time_s": 1800}
+    xla = guide.compile_row(n, None, limits)
+    pallas = guide.compile_row(n, (512, 1024, 1024), limits)
     assert xla["status"] == "compiled" and pallas["status"] == "compiled", (xla, pallas)
     predicted = xla["cycles"] / pallas["cycles"]
     measured = xla_s / pallas_s
