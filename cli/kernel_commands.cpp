@@ -213,6 +213,9 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   }
   request.task = *task;
   if (command == "lower") request.options["target"] = native ? "native" : "tpu";
+  // Without a TPU attached, the worker then compiles the lowering for this generation with the
+  // TPU compiler (libtpu): Mosaic's and XLA's own refusals, and static cycles.
+  if (command == "lower" && !native) request.options["generation"] = target_name;
   if (!seeds.is_null()) request.options["seeds"] = seeds;
 
   host_options.open_store = command == "test";

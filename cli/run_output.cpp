@@ -132,7 +132,10 @@ void print_run_summary(std::ostream& out, const agents::RunRecord& run,
   if (best) {
     out << "best: node " << best->id << ", " << fixed(*best->speedup, "%.2fx") << " "
         << (run.score_kind.empty() ? "" : run.score_kind);
-    if (run.score_kind.rfind("predicted", 0) == 0)
+    if (run.score_kind.rfind("predicted (TPU compiler", 0) == 0)
+      out << " (from the TPU compiler's static cycles, without a TPU; correctness checked in "
+             "interpret mode, not a measured speedup)";
+    else if (run.score_kind.rfind("predicted", 0) == 0)
       out << " (a model prediction for the TPU; correctness checked in interpret mode, not a "
              "measured speedup)";
     out << "\n";

@@ -36,9 +36,10 @@ std::optional<TimePrediction> predict_time(const KernelCostFacts& f, const TpuGe
   p.compute_seconds = f.flops / *peak;
   p.memory_seconds = f.hbm_bytes / *g.hbm_bandwidth_bytes_per_s;
   p.overhead_seconds = std::max(1.0, f.grid_steps) * kGridStepOverheadSeconds;
-  // The pipeline overlaps DMA with compute, so a step costs the larger of the two; the per-step
-  // overhead is paid on top.
-  p.seconds = std::max(p.compute_seconds, p.memory_seconds) + p.overhead_seconds;
+  // The pipeline overlaps DMA with compute and with the step's fixed cost, so a step costs the
+  // largest of the three (adding the overhead on top predicted 112.9 ms for 91.8 ms measured on
+  // the Pallas guide's v5e 8192^3 / 128-block row; docs/time-model.md).
+  p.seconds = std::max({p.compute_seconds, p.memory_seconds, p.overhead_seconds});
   p.arithmetic_intensity = f.hbm_bytes > 0 ? f.flops / f.hbm_bytes : 0;
   p.ridge_intensity = *peak / *g.hbm_bandwidth_bytes_per_s;
   if (p.overhead_seconds > std::max(p.compute_seconds, p.memory_seconds)) {
@@ -49,8 +50,8 @@ std::optional<TimePrediction> predict_time(const KernelCostFacts& f, const TpuGe
   p.label = "predicted (model, " + g.name + ")";
   p.assumptions = {
       "HBM traffic from walking the index maps (unchanged block indices are not re-fetched)",
-      "DMA overlaps compute; " + std::to_string(kGridStepOverheadSeconds * 1e6).substr(0, 4) +
-          " us fixed cost per grid step",
+      "DMA, compute and a " + std::to_string(kGridStepOverheadSeconds * 1e6).substr(0, 4) +
+          " us fixed cost per grid step overlap: a step costs the largest",
       "one TensorCore walks the whole grid"};
   if (!note.empty()) p.assumptions.push_back(note);
   return p;

@@ -218,8 +218,11 @@ void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuG
     out.verdict = Verdict::Failed;
     read_fault(field(b, "error"), out);
     s.severity = Severity::Error;
-    s.message = "lowering for TPU failed (" + (out.error_kind.empty() ? "error" : out.error_kind) +
-                "): " + out.error_message;
+    s.message = out.error_kind == "compile" && field(field(b, "error"), "compiled_by").is_string()
+                    ? "the TPU compiler refused it: " + out.error_message
+                    : "lowering for TPU failed (" +
+                          (out.error_kind.empty() ? "error" : out.error_kind) +
+                          "): " + out.error_message;
     if (!out.locations.empty()) {
       // The deepest frame in the user's file comes first: the error goes on that line.
       Finding f = s;

@@ -82,6 +82,18 @@ std::optional<double> model_score(const json& predictions, const json& lowered_b
   return *predicted + outside_work_seconds(lowered_body, target, metrics);
 }
 
+// The TPU compiler's prediction for a lowered program (libtpu's static cycles at the generation's
+// clock), when the worker compiled it for the target; recorded in `metrics`.
+std::optional<double> compiler_score(const json& lowered_body, json& metrics) {
+  const json tc = lowered_body.value("tpu_compile", json::object());
+  const json cand = tc.value("candidate", json::object());
+  if (cand.value("status", std::string()) != "compiled") return std::nullopt;
+  const json s = cand.value("predicted_s", json());
+  if (!s.is_number() || s.get<double>() <= 0) return std::nullopt;
+  metrics["tpu_compile"] = tc;
+  return s.get<double>();
+}
+
 Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
   Evaluation e;
   e.status = NodeStatus::failed;
@@ -145,6 +157,7 @@ std::string describe_worker_error(const json& error) {
 std::string score_label(const std::string& time_kind, const knowledge::TpuGeneration& target) {
   if (time_kind == "device") return "measured (device)";
   if (time_kind == "predicted") return "predicted (model, " + target.name + ")";
+  if (time_kind == "compiled") return "predicted (TPU compiler, " + target.name + ")";
   return "unscored";
 }
 
@@ -228,6 +241,11 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
       // a TPU prediction compares with the kernels measured on the GPU. Correct, not scored.
       e.metrics["unscored"] = run_mode.value(
           "note", std::string("interpreted on a GPU host: not comparable with measured kernels"));
+    } else if (auto compiled = reference_not_compiled_
+                                   ? std::nullopt
+                                   : compiler_score(lowered.reply.body, e.metrics)) {
+      e.score_s = compiled;
+      e.time_kind = "compiled";
     } else if (auto predicted = model_score(predictions, lowered.reply.body, target_, e.metrics)) {
       e.score_s = predicted;
       e.time_kind = "predicted";
@@ -296,9 +314,13 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
       const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, configured), cancelled);
       if (!lowered.reply.ok()) continue;
       json unused = json::object();
-      score = model_score(predictions_of(lowered.reply.body, target_), lowered.reply.body, target_,
-                          unused);
-      if (score) kind = "predicted";
+      if (!reference_not_compiled_ && (score = compiler_score(lowered.reply.body, unused))) {
+        kind = "compiled";
+      } else {
+        score = model_score(predictions_of(lowered.reply.body, target_), lowered.reply.body,
+                            target_, unused);
+        if (score) kind = "predicted";
+      }
     }
     if (!score) continue;
     out.scores.push_back({r.value("config", json::object()), *score, kind});
@@ -331,9 +353,20 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
                {"timing", body.value("timing", json())}};
   // A CPU host answers "timing": null (nothing is timed there).
   const json median = timed_median(body.value("timing", json()), "reference");
+  const json compiled = body.value("tpu_compile", json::object());
   if (body.value("time_kind", "") == "device" && median.is_number()) {
     e.score_s = median.get<double>();
     e.time_kind = "device";
+  } else if (compiled.value("status", std::string()) == "compiled" &&
+             compiled.value("predicted_s", json()).is_number()) {
+    // XLA's compiled program for the target, scored by the same compiler as the candidates.
+    e.score_s = compiled["predicted_s"].get<double>();
+    e.time_kind = "compiled";
+    e.metrics["tpu_compile"] = compiled;
+    e.metrics["prediction"] = {
+        {"predicted_s", *e.score_s},
+        {"basis", "XLA's program compiled for " + target_.name +
+                      " by the TPU compiler (libtpu static cycles at the generation's clock)"}};
   } else if (cost.value("flops", json()).is_number() &&
              cost.value("min_bytes", json()).is_number()) {
     knowledge::KernelCostFacts facts;
@@ -354,6 +387,7 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
                                   "read and outputs written once"}};
     }
   }
+  reference_not_compiled_ = e.time_kind == "predicted";
   e.host_seconds = seconds_since(start);
   return e;
 }

@@ -40,7 +40,11 @@ class CandidateEvaluator final : public Evaluator {
  public:
   CandidateEvaluator(tpu::KernelJobs& jobs, EvaluationSetup setup,
                      const knowledge::TpuGeneration& target)
-      : jobs_(jobs), setup_(std::move(setup)), target_(target) {}
+      : jobs_(jobs), setup_(std::move(setup)), target_(target) {
+    // The worker compiles lowered candidates and the reference for this generation with the TPU
+    // compiler (libtpu) when no TPU is attached; their static cycles then score both.
+    setup_.options["generation"] = target.name;
+  }
 
   Evaluation evaluate(const std::string& source,
                       const std::function<bool()>& cancelled = {}) override;
@@ -67,6 +71,9 @@ class CandidateEvaluator final : public Evaluator {
   EvaluationSetup setup_;
   mutable std::mutex shapes_mutex_;  // setup_.extra_shapes settles while others may read it
   const knowledge::TpuGeneration& target_;
+  // Whether the XLA root (when the run has one) was scored by the TPU compiler: if it was not
+  // (no libtpu, over the bound), candidates are scored by the model too, so speedups compare.
+  std::atomic<bool> reference_not_compiled_{false};
 };
 
 // "predicted (model, v5e)" or "measured (device)": the label a score of this kind carries.

@@ -112,11 +112,13 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
   std::lock_guard lock(mutex_);
   if (node.id == 0) {
     baseline_score_ = node.score_s;
+    baseline_kind_ = evaluation.time_kind;
     if (node.status == NodeStatus::correct && node.score_s) node.speedup = 1.0;
     if (!evaluation.time_kind.empty())
       run_.score_kind = score_label(evaluation.time_kind, evaluator_.target());
   } else if (node.status == NodeStatus::correct && node.score_s && baseline_score_ &&
-             *node.score_s > 0) {
+             *node.score_s > 0 && evaluation.time_kind == baseline_kind_) {
+    // Only scores of one kind compare (the TPU compiler's cycles with the model's roofline do not).
     node.speedup = *baseline_score_ / *node.score_s;
   }
   store_.update_node(node);
@@ -376,7 +378,10 @@ RunRecord GraphSearch::run(const std::string& baseline_code, const ProgressSink&
   }
   // Restore what finished nodes already established.
   for (const NodeRecord& n : nodes) {
-    if (n.id == 0 && n.finished_at > 0) baseline_score_ = n.score_s;
+    if (n.id == 0 && n.finished_at > 0) {
+      baseline_score_ = n.score_s;
+      baseline_kind_ = n.time_kind;
+    }
     if (n.speedup && *n.speedup > best_speedup_) best_speedup_ = *n.speedup;
     if (n.id != 0 && n.speedup && *n.speedup > best_kernel_speedup_)
       best_kernel_speedup_ = *n.speedup;

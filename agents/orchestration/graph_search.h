@@ -68,7 +68,8 @@ class GraphSearch {
   // is added when the state is persisted into the run's params).
   SearchState state_;
   std::optional<double> baseline_score_;
-  bool reference_root_ = false;     // the root is the task's reference as XLA runs it
+  std::string baseline_kind_;    // its time_kind: a node's speedup needs a score of the same kind
+  bool reference_root_ = false;  // the root is the task's reference as XLA runs it
   double best_kernel_speedup_ = 0;  // the best non-root node: what "gain" means from a reference
   double best_speedup_ = 1.0;
   double session_start_ = 0;

@@ -45,7 +45,7 @@ struct CallPrediction {
 struct NodeMetrics {
   std::optional<bool> correct;  // the worker's verdict against the task's reference
   // What the worker timed: "device" | "interpret" | "" (the node's own score kind is
-  // NodeRecord::time_kind: "device" | "predicted").
+  // NodeRecord::time_kind: "device" | "compiled" (the TPU compiler's cycles) | "predicted").
   std::string time_kind;
   std::optional<TimedSide> candidate_time;  // the node's code ("timing"."candidate")
   std::optional<TimedSide> reference_time;  // the reference timed beside it ("timing"."reference")

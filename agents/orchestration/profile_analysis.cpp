@@ -54,6 +54,8 @@ std::string list_text(const json& items) {
 std::string time_kind_text(const std::string& kind) {
   if (kind == "device") return "measured on the device";
   if (kind == "predicted") return "predicted by the TPU time model (not a measurement)";
+  if (kind == "compiled")
+    return "predicted from the TPU compiler's static cycles (libtpu, no TPU; not a measurement)";
   if (kind == "interpret")
     return "the Pallas interpreter's wall time on a CPU host (not a kernel time; the search "
            "ranks by the TPU time model's prediction)";

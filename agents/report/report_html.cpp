@@ -208,7 +208,11 @@ std::string summary_table(const agents::RunRecord& run,
     std::string value = "<strong>" + format_speedup(*best->speedup) +
                         "</strong> <span class=\"kind\">" + html_escape(kind) + "</span> (node " +
                         node_link(best->id) + ", " + html_escape(best->strategy) + ")";
-    if (kind.find("predicted") != std::string::npos)
+    if (kind.find("TPU compiler") != std::string::npos)
+      value +=
+          "<br><span class=\"muted\">Predicted from the TPU compiler's static cycles (libtpu, "
+          "no TPU attached), not measured on a device.</span>";
+    else if (kind.find("predicted") != std::string::npos)
       value +=
           "<br><span class=\"muted\">Predicted by the TPU time model, not measured on a "
           "device.</span>";
@@ -256,6 +260,8 @@ std::string speedup_kind_label(const agents::RunRecord& run, const agents::NodeR
   if (kind == "device") return "measured (device)";
   if (kind == "predicted")
     return "predicted (model, " + (run.target.empty() ? "?" : run.target) + ")";
+  if (kind == "compiled")
+    return "predicted (TPU compiler, " + (run.target.empty() ? "?" : run.target) + ")";
   if (kind == "interpret") return "interpret (CPU; not a TPU speedup)";
   return "unknown time kind";
 }

@@ -210,6 +210,9 @@ void KernelRuns::on_save(OpenDocument& doc) {
   request.source = doc.text.text();
   request.task = *task;
   request.options["target"] = "tpu";
+  // Without a TPU attached, the worker compiles it for the target with the TPU compiler
+  // (libtpu): Mosaic's VMEM and layout refusals show on save like lowering errors.
+  request.options["generation"] = settings_.target;
   const int64_t version = doc.text.version();
   auto post = context_.post;
   // The model and lines of the saved text: an error naming an operand goes on its BlockSpec.

@@ -29,6 +29,7 @@ struct HostSettings {
   std::string local_python;            // empty: MAXKERNEL_PYTHON, the repo .venv, or python3
   nlohmann::json hosts = nlohmann::json::array();  // host objects, see docs/hosts.md
   bool lower_on_save = true;
+  std::string target = "v5e";  // the generation on-save lowering is compiled for (no TPU attached)
 };
 
 // What a finished run says about one kernel, kept until the next run of the same kind.

@@ -490,6 +490,7 @@ HostSettings LanguageServer::host_settings() const {
   h.local_python = settings_.python;
   h.hosts = settings_.hosts;
   h.lower_on_save = settings_.lower_on_save;
+  h.target = settings_.target;
   return h;
 }
 

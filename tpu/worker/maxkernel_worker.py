@@ -438,10 +438,30 @@ def take_lane(argv) -> tuple[str | None, str | None]:
     return lane, None
 
 
+def keep_libtpu_for_compiles() -> str | None:
+    """With libtpu installed (for the TPU compiler, mkw_tpu_compiler) but no TPU attached, JAX
+    would load libtpu in the worker itself: seconds of start, metadata warnings and libtpu's
+    machine-wide lock. Then the worker runs on the CPU, as it did before libtpu was installed;
+    only the compiler's child process loads libtpu. A GPU plugin or an explicit JAX_PLATFORMS
+    is left alone."""
+    import glob
+    import importlib.util
+
+    if os.environ.get("JAX_PLATFORMS") or importlib.util.find_spec("libtpu") is None:
+        return None
+    if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
+        return None  # a TPU is attached: JAX uses it
+    if any(importlib.util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin")):
+        return None
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    return "libtpu is installed but no TPU is attached: JAX runs on the CPU (libtpu only compiles, in a child)"
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     nice_problem = lower_priority(argv)
     lane, lane_problem = take_lane(argv)
+    libtpu_note = keep_libtpu_for_compiles()
     proto_in, proto_out = take_over_stdio()
     workdir = tempfile.mkdtemp(prefix="maxkernel-worker-")
     os.chdir(workdir)
@@ -457,6 +477,8 @@ def main(argv=None) -> int:
         log(nice_problem)
     if lane_problem:
         log(lane_problem)
+    if libtpu_note:
+        log(libtpu_note)
 
     def on_terminate(signum, _frame):
         # The host asks politely before it kills: leave no scratch directory behind.

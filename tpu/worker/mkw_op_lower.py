@@ -3,7 +3,11 @@ pallas_calls, lower it for its accelerator (or natively) and, when asked, compil
 
 target "tpu" is the compile check of a kernel: TPU kernels lower for TPU, and a candidate whose
 pallas_calls are all GPU kernels (Triton compiler params, the generator's GPU form) lowers for
-CUDA instead, since it cannot lower for TPU; target "gpu" always lowers for CUDA."""
+CUDA instead, since it cannot lower for TPU; target "gpu" always lowers for CUDA.
+
+With a `generation` in the request and no TPU attached, a TPU lowering is then compiled by the
+TPU compiler for that generation (mkw_tpu_check): its refusals are `compile` errors at the
+pallas_call's line, and the reply's `tpu_compile` has both programs' static cycles."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import mkw_facts
 import mkw_prepared
 import mkw_run
 import mkw_shrink
+import mkw_tpu_check
 import mkw_trace
 
 
@@ -77,6 +82,20 @@ def op_lower(req, cancel, progress) -> dict:
             raise
         base["lowered"] = True
         base["lowered_for"] = lowered_for
+        gen = mkw_tpu_check.wanted(req, plat) if lowered_for == "tpu" else None
+        if gen:
+            cancel.check()
+            try:
+                base["tpu_compile"] = mkw_tpu_check.check(entry, args, kwargs, facts, prep, gen, req)
+            except C.WorkerError as e:
+                e.extra.update(lowered=True, lowered_for=lowered_for, pallas_calls=facts)
+                raise
+            cand = base["tpu_compile"]["candidate"]
+            base["compiled_by"] = "tpu_compiler" if cand["status"] == "compiled" else "lowering"
+            if cand["status"] != "compiled":
+                base["warnings"].append(f"not compiled by the TPU compiler ({cand['status']}: "
+                                        f"{cand.get('reason') or cand.get('error', '')[:300]}); "
+                                        "checked by lowering only")
         base["cost"] = mkw_cost.cost_summary(facts, prep.task, full_args, full_kwargs)
         base["work"] = mkw_cost.work_report(closed, facts, prep.task, full_args, full_kwargs, prep.filename)
         if base["work"].get("verdict"):

@@ -5,7 +5,9 @@ It reports the reference's XLA cost analysis at the task's full shapes
 (FLOPs, bytes accessed: what a host without a device predicts the baseline
 from) and, on a host with a device, the measured time of the compiled
 reference on fresh inputs. On a CPU host nothing is timed: interpret or CPU
-time says nothing about a TPU.
+time says nothing about a TPU. With a `generation` in the request and no TPU attached, the
+reference is compiled for that generation by the TPU compiler (`tpu_compile`: XLA's own fusion
+decisions, static cycles, predicted_s).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import mkw_golden
 import mkw_prepared
 import mkw_run
 import mkw_tasks
+import mkw_tpu_check
+import mkw_tpu_compiler
 import mkw_trace
 
 
@@ -63,6 +67,15 @@ def op_reference(req, cancel, progress) -> dict:
                "time_kind": "none", "timing": None}
         progress(stage="cost", flops=res["cost"].get("flops"))
         cancel.check()
+        gen = mkw_tpu_check.wanted(req, plat)
+        if gen:
+            # XLA's program compiled for the target by the TPU compiler: the baseline "vs XLA"
+            # is scored from, the same way as the candidates' (mkw_tpu_check).
+            args, kwargs = mkw_run.abstract_inputs(task)
+            res["tpu_compile"] = mkw_tpu_check.reference(task, args, kwargs, gen, req.get("compile_limits"))
+            res["tpu_compile"]["label"] = mkw_tpu_compiler.label(gen)
+            progress(stage="compiled", status=res["tpu_compile"].get("status"))
+            cancel.check()
         if plat in ("tpu", "gpu"):
             mode = mkw_run.choose_mode(plat, [], "none")  # the reference has no kernel to interpret
             golden = mkw_golden.Golden(task, mkw_prepared.seeds_from(req, 3), plat, mode, cancel)
