@@ -151,9 +151,13 @@ def _candidate(req, stage):
         with mode.context():
             mod, kept, outs = _export(bound, s0.args, s0.kwargs, EXPORT_PLATFORM.get(plat, plat))
     except Exception as e:  # noqa: BLE001
+        if "host_callback" in str(e) or "callback" in type(e).__name__.lower():
+            raise C.WorkerError(
+                "refused", f"{os.path.basename(prep.filename)}: the candidate's program calls back into Python "
+                           f"on the host (jax.pure_callback, io_callback, debug callbacks): the judge runs only "
+                           f"XLA and the kernels [host-callback]", rule="host-callback", locations=[]) from None
         raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
-                               prefix="the candidate's program could not be exported (host callbacks and "
-                                      "other Python inside the program cannot be)") from None
+                               prefix="the candidate's program could not be exported") from None
     header["export_s"] = time.perf_counter() - t0
     header["program"] = {"blob": 0, "kept": kept, "outputs": outs}
     blobs.append(mod)

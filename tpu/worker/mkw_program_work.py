@@ -26,6 +26,7 @@ _ELEMENTWISE = frozenset((
     "shift_right_logical", "shift_right_arithmetic", "popcnt", "is_finite", "erf", "chlo.erf"))
 _REDUCE = frozenset(("reduce", "reduce_window", "sort", "reduce_precision"))
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_GENERIC = re.compile(r'"((?:stablehlo|chlo|mhlo)\.[a-z_0-9]+)"')  # generic op form: "stablehlo.scatter"(...)
 _TENSOR = re.compile(r"tensor<([^>]*)>")
 _OP = re.compile(r"(?:=\s*|^\s*)\"?(?:stablehlo|chlo|mhlo)\.([a-z_0-9]+)")
 _CUSTOM = re.compile(r"custom_call\s*@([A-Za-z0-9_$.\-]+)|call_target_name\s*=\s*\"([^\"]+)\"")
@@ -81,8 +82,8 @@ class Work:
 
 def count(text: str) -> Work:
     """The work of the module's public function (its callees counted per call)."""
-    lines = [_STRING.sub('""', ln) if "backend_config" not in ln else _strip_config(ln) for ln in text.splitlines()]
-    consts = dict(_CONST.findall(text))
+    lines = [_STRING.sub('""', _GENERIC.sub(r"\1", ln)) if "backend_config" not in ln else _strip_config(ln)
+             for ln in text.splitlines()]
     funcs = _split_funcs(lines)
     main = next((n for n, (pub, _) in funcs.items() if pub), None) or "main"
     memo: dict[str, Work] = {}
@@ -92,6 +93,7 @@ def count(text: str) -> Work:
             return memo[name]
         memo[name] = Work()  # recursion guard
         body = funcs.get(name, (False, []))[1]
+        consts = dict(_CONST.findall("\n".join(body)))  # SSA names are per function
         memo[name] = _block(body, 0, len(body), consts, lambda n: func_work(n, depth + 1))
         return memo[name]
 

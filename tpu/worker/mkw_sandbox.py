@@ -93,7 +93,7 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[
         mkw_wire.send(sock, request, [])
         return mkw_wire.recv(sock, deadline, cancel=cancel, what="the candidate's process")
     except mkw_wire.WireError as e:
-        raise ChildFailed(e.kind, e.message) from None
+        raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
     finally:
         sock.close()
         try:
