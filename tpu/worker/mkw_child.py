@@ -124,6 +124,18 @@ def _reference(req, stage):
     return header, blobs
 
 
+def _donated(closed):
+    """The input_mutated failure when the entry donates one of its inputs (a first-line verdict:
+    the judge's own inputs are never donated, an exported program carries no donation)."""
+    top = list(closed.jaxpr.invars)
+    for eqn in closed.jaxpr.eqns:
+        for var, donated in zip(eqn.invars, eqn.params.get("donated_invars") or ()):
+            if donated and var in top:
+                return {"kind": "input_mutated", "seed": None,
+                        "message": f"input {top.index(var)} was donated/deleted by the candidate"}
+    return None
+
+
 def _candidate(req, stage):
     plat = mkw_run.platform()
     stage["name"] = "load"
@@ -137,9 +149,13 @@ def _candidate(req, stage):
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
     header = {"entry": prep.entry_name, "pallas_calls": facts,
               "warnings": mkw_trace.fact_warnings(facts), "gate": mkw_trace.pallas_gate(facts)}
+    header["donated"] = _donated(jax.jit(lambda *a, **k: bound(*a, **k)).trace(*s0.args, **s0.kwargs).jaxpr)
     prep.watch.check("tracing")
     if not header["gate"]:
         header["work"] = mkw_cost.work_report(closed, facts, task, s0.args, s0.kwargs, prep.filename)
+    if header["gate"] or header["donated"] or (header.get("work") or {}).get("verdict"):
+        prep.close()
+        return header, []  # a first-line verdict: nothing left for the judge to run
     stage["name"] = "export"
     mode = _run_context(plat)
     if plat == "gpu" and any(f.get("compiler_params") == "tpu" for f in facts):

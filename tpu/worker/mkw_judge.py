@@ -212,6 +212,14 @@ def _ref_work(golden: JudgeGolden, in_avals):
     return golden.ref_work
 
 
+def roofline_reference(golden: JudgeGolden, in_avals) -> dict:
+    """What mkw_work.roofline reads, from the judge's own numbers: the reference program's matmul
+    FLOPs and the bytes of the inputs and outputs."""
+    ref = _ref_work(golden, in_avals)
+    return {"matmul_flops": ref.matmul_flops if ref else 0,
+            "min_bytes": int(sum(a.nbytes for a in golden.inputs[0]) + sum(o.nbytes for o in golden.outputs[0]))}
+
+
 # ---------------------------------------------------------------------------
 # Running it.
 

@@ -68,7 +68,10 @@ def op_evaluate_split(req, cancel, progress) -> dict:
     res["run_mode"] = mode.to_json()
     res["time_kind"] = mode.time_kind
     # The child's own checks are a first line: a verdict there only makes the candidate look worse.
-    for first in (header.get("gate"), (header.get("work") or {}).get("verdict")):
+    if isinstance(header.get("donated"), dict):
+        header["donated"].update(seed=golden.seeds[0], message=f"seed {golden.seeds[0]}: "
+                                                                f"{header['donated'].get('message')}")
+    for first in (header.get("gate"), header.get("donated"), (header.get("work") or {}).get("verdict")):
         if first:
             res.update(correct=False, failure=first, checks=[])
             if header.get("work"):
@@ -104,7 +107,8 @@ def op_evaluate_split(req, cancel, progress) -> dict:
         timing = mkw_judge.time_programs(compiled, ref, golden, cfg, cancel, tol, plat, accept)
         timing.update(time_kind=mode.time_kind, instance=gh.get("instance_label"))
         res["timing"] = timing
-        bad = mkw_timing.timing_verdict(res, timing, None, hardware)
+        bad = mkw_timing.timing_verdict(res, timing, {"reference": mkw_judge.roofline_reference(golden, ins)},
+                                        hardware)
         if bad:
             res.update(correct=False, failure=bad)
         elif mode.time_kind == "device":
