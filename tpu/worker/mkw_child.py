@@ -77,13 +77,39 @@ def _export(fn, args, kwargs, platform):
     return exp.mlir_module_serialized, list(exp.module_kept_var_idx), outs
 
 
-def _run_context(plat):
+def _run_context(plat, requested):
     """On a CPU host the program that runs is the Pallas interpreter lowered to plain XLA
     (interpret=True): the TPU interpreter's simulated memories are host callbacks, which an
-    exported program cannot hold."""
-    if plat in ("tpu", "gpu"):
+    exported program cannot hold. `interpret_mode: none` forces nothing (the kernel passes
+    interpret=... itself)."""
+    if plat in ("tpu", "gpu") or requested == "none":
         return mkw_run.RunMode("device", None, plat)
     return mkw_run.RunMode("interpret", "hlo", plat)
+
+
+def _first_run(bound, s0, facts, req, plat, prep):
+    """On a CPU host the TPU interpreter runs the candidate once here first: it raises on
+    out-of-bounds reads and the like, which the plain-XLA program the judge runs would not (a
+    first-line check: an error here only makes the candidate's verdict worse)."""
+    mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
+    if mode.kind != "interpret" or mode.interpret_kind != "tpu":
+        return
+    try:
+        with mode.context():
+            jax.block_until_ready(jax.jit(bound)(*s0.args, **s0.kwargs))
+    except Exception as e:  # noqa: BLE001
+        mode.reset()
+        if mkw_run.looks_unsupported(e):
+            return  # the interpreter cannot run it; the judge's run decides
+        err = C.from_exception(C.RUNTIME, e, prep.filename, source=prep.source,
+                               prefix=f"the candidate failed while running (seed {s0.seed})")
+        if not err.extra.get("locations"):
+            # A failure inside a kernel has no Python frame of the user's: the pallas_call sites.
+            err.extra["locations"] = [
+                {"line": f["location"]["line"], "column": 1,
+                 "message": f"while running pallas_call {f['kernel']}: {err.message.splitlines()[0][:300]}"}
+                for f in facts if f.get("location")]
+        raise err from None
 
 
 def _reference(req, stage):
@@ -156,8 +182,11 @@ def _candidate(req, stage):
     if header["gate"] or header["donated"] or (header.get("work") or {}).get("verdict"):
         prep.close()
         return header, []  # a first-line verdict: nothing left for the judge to run
+    stage["name"] = "run"
+    _first_run(bound, s0, facts, req, plat, prep)
+    prep.watch.check("the first run")
     stage["name"] = "export"
-    mode = _run_context(plat)
+    mode = _run_context(plat, req.get("interpret_mode"))
     if plat == "gpu" and any(f.get("compiler_params") == "tpu" for f in facts):
         mode = mkw_run.RunMode("interpret", "hlo", plat, mkw_run.TPU_KERNEL_ON_GPU)
     header["run_mode"] = mode.to_json()

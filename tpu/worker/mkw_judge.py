@@ -243,21 +243,38 @@ def compile_program(exported, in_avals):
     return jax.jit(exported.call).trace(*in_avals).lower().compile()
 
 
-def check(compiled, golden: JudgeGolden, tol, plat, accept_dtype, cancel) -> tuple[list, dict | None]:
+def check(compiled, ref, golden: JudgeGolden, tol, plat, accept_dtype, cancel) -> tuple[list, dict | None]:
+    """Runs the candidate's program and the reference's in both orders on every input set (fresh
+    device copies of the judge's read-only arrays each time) and compares with the golden outputs."""
     checks, failure = [], None
-    for seed, outs, i in zip(golden.seeds, golden.outputs, range(len(golden.seeds))):
+    for i, (seed, gold) in enumerate(zip(golden.seeds, golden.outputs)):
         cancel.check()
-        got = compiled(*golden.device_inputs(i))
-        jax.block_until_ready(got)
-        cmp = mkw_run.compare(list(got), outs, tol, plat, accept_dtype)
-        entry = {"seed": seed, "ok": cmp["ok"], "runs": [{"order": "judge", "ok": cmp["ok"],
-                                                           "outputs": cmp["outputs"]}]}
-        if not cmp["ok"]:
-            entry.update(kind=cmp["kind"], message=cmp["message"])
-            if failure is None:
-                failure = {"kind": cmp["kind"], "message": f"seed {seed}: {cmp['message']}", "seed": seed}
+        entry = {"seed": seed, "ok": True, "runs": []}
+        c1 = _run(compiled, golden, i)
+        r1 = _run(ref, golden, i) if ref is not None else None
+        r2 = _run(ref, golden, i) if ref is not None else None
+        c2 = _run(compiled, golden, i)
+        for order, c, r in (("candidate_first", c1, r1), ("reference_first", c2, r2)):
+            cmp = mkw_run.compare(c, gold, tol, plat, accept_dtype)
+            run = {"order": order, "ok": cmp["ok"], "outputs": cmp["outputs"]}
+            if not cmp["ok"]:
+                run.update(kind=cmp["kind"], message=cmp["message"])
+            if r is not None and not mkw_run.compare(r, gold, tol, plat, accept_dtype)["ok"]:
+                run.update(ok=False, kind=run.get("kind", "reference_changed"),
+                           message=run.get("message", "the reference's program no longer reproduces its outputs"))
+            entry["runs"].append(run)
+            if not run["ok"] and entry["ok"]:
+                entry.update(ok=False, kind=run["kind"], message=run["message"])
         checks.append(entry)
+        if not entry["ok"] and failure is None:
+            failure = {"kind": entry["kind"], "message": f"seed {seed}: {entry['message']}", "seed": seed}
     return checks, failure
+
+
+def _run(fn, golden: JudgeGolden, i):
+    out = fn(*golden.device_inputs(i))
+    jax.block_until_ready(out)
+    return list(out)
 
 
 def time_programs(cand, ref, golden: JudgeGolden, cfg, cancel, tol, plat, accept_dtype) -> dict:
