@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import mkw_clock
 import mkw_common as C
+import mkw_golden
 import mkw_program_work
 import mkw_run
 import mkw_sandbox
@@ -93,7 +94,7 @@ def _path_stamp(path):
 
 
 def golden_for(req, seeds, plat, cancel) -> tuple[JudgeGolden, bool]:
-    key = _cache_key(req, seeds, plat)
+    key = _cache_key(req, seeds, plat) if mkw_golden.MAX_ENTRIES else None
     if key is not None and key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key], True
@@ -103,7 +104,7 @@ def golden_for(req, seeds, plat, cancel) -> tuple[JudgeGolden, bool]:
     golden = JudgeGolden(header, blobs)
     if key is not None and golden.header.get("reference_frozen"):
         _CACHE[key] = golden
-        while len(_CACHE) > 4:
+        while len(_CACHE) > mkw_golden.MAX_ENTRIES:
             _CACHE.popitem(last=False)
     return golden, False
 
