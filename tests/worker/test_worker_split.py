@@ -49,13 +49,15 @@ def test_reaching_for_the_judge_finds_nothing(worker, name):
     _incorrect(_evaluate(worker, name), "mismatch", MISMATCH)
 
 
-def test_a_forged_protocol_line_never_reaches_the_host(worker):
-    rid = worker.send("evaluate", id=4242, task={"form": "infile", "path": task_path("cheats", "split_proc_forge.py")},
-                      source=read_task("cheats", "split_proc_forge.py"),
-                      filename=task_path("cheats", "split_proc_forge.py"), seeds=[1, 2], timing=FAST)
+@pytest.mark.parametrize("name,rid", [("split_proc_forge.py", 4242), ("split_judge_forge.py", 4343)])
+def test_a_forged_protocol_line_never_reaches_the_host(worker, name, rid):
+    """Its own /proc/self/fd has no protocol pipe; the judge's /proc/<pid>/fd is closed to it (the
+    worker is not dumpable, the child is in its own user namespace)."""
+    rid = worker.send("evaluate", id=rid, task={"form": "infile", "path": task_path("cheats", name)},
+                      source=read_task("cheats", name), filename=task_path("cheats", name), seeds=[1, 2], timing=FAST)
     r = worker.wait_for(rid)
     _incorrect(r, "mismatch", MISMATCH)
-    assert not [ln for ln in worker.raw_lines if b"42.0" in ln and b"4242" in ln]
+    assert not [ln for ln in worker.raw_lines if str(rid).encode() in ln and b'"speedup": 4' in ln]
 
 
 def test_a_swapped_module_class_poisons_nothing_after_it():

@@ -150,6 +150,10 @@ class ProgramRefused(Exception):
     pass
 
 
+class ShapeMismatch(ProgramRefused):
+    pass
+
+
 def program_text(exported) -> str:
     try:
         return exported.mlir_module()
@@ -166,14 +170,21 @@ def _failure(kind, message, **extra):
     return dict({"kind": kind, "message": message}, **extra)
 
 
-def judge_target(cand_target, golden: JudgeGolden, in_avals) -> tuple[dict, dict | None]:
+# Outside work at this share of the reference's or more is refused whatever the kernels are said to
+# do (the child's count of the kernels' work can be inflated, e.g. by a branch never taken); between
+# mkw_work.SHARE_LIMIT and this, the child's count of the kernels' share decides, as before.
+HARD_SHARE = 0.75
+
+
+def judge_target(cand_target, golden: JudgeGolden, in_avals, claimed=None) -> tuple[dict, dict | None]:
     """(the judge's work report, a failure or None) from the program exported for the target."""
     if cand_target is None:
         return {"error": "the candidate's program for the target could not be exported"}, None
     module, kept, platform = cand_target
     text = program_text(wrap_program(module, kept, in_avals, [], "cpu"))
     cw = mkw_program_work.count(text)
-    rep = {"platform": platform, "outside": cw.to_json(), "share_limit": mkw_work.SHARE_LIMIT}
+    rep = {"platform": platform, "outside": cw.to_json(), "share_limit": mkw_work.SHARE_LIMIT,
+           "hard_share_limit": HARD_SHARE}
     bad = foreign_calls(cw, platform)
     if bad:
         return rep, _failure("refused", f"the candidate's program calls {', '.join(bad)} (a host callback or "
@@ -191,14 +202,18 @@ def judge_target(cand_target, golden: JudgeGolden, in_avals) -> tuple[dict, dict
                                                     "kernel runs an unknown number of times", rule="loop")
     if ref is None:
         return rep, None
-    for what, outside, whole in (("matmul FLOPs", cw.matmul_flops, ref.matmul_flops),
-                                 ("FLOPs", cw.flops, ref.flops)):
-        if whole and outside >= mkw_work.SHARE_LIMIT * whole:
+    inside = ((claimed or {}).get("candidate") or {}).get("kernels") or {}
+    for what, key, outside, whole in (("matmul FLOPs", "matmul_flops", cw.matmul_flops, ref.matmul_flops),
+                                      ("FLOPs", "flops", cw.flops, ref.flops)):
+        said_inside = inside.get(key) if isinstance(inside.get(key), (int, float)) else 0
+        if whole and (outside >= HARD_SHARE * whole or (
+                outside >= mkw_work.SHARE_LIMIT * whole and said_inside < mkw_work.SHARE_LIMIT * whole)):
             return rep, _failure(
                 "work_outside_kernel",
                 f"the work is done outside the kernel: the program's XLA ops outside every kernel do "
                 f"{outside / whole:.0%} of the reference's {what} ({outside:,} of {whole:,}; counted by the "
-                f"judge in the exported program); at most {mkw_work.SHARE_LIMIT:.0%} may run outside the kernels",
+                f"judge in the exported program); at most {mkw_work.SHARE_LIMIT:.0%} may run outside the kernels "
+                f"({HARD_SHARE:.0%} when the kernels do the rest)",
                 rule="exported-program")
     return rep, None
 
@@ -228,13 +243,13 @@ def out_avals_from(header, golden: JudgeGolden):
     outs = (header.get("program") or {}).get("outputs")
     ref = golden.outputs[0]
     if not isinstance(outs, list) or len(outs) != len(ref):
-        raise ProgramRefused(f"the candidate's program returns {len(outs) if isinstance(outs, list) else '?'} "
-                             f"arrays, the reference {len(ref)}")
+        raise ShapeMismatch(f"candidate returned {len(outs) if isinstance(outs, list) else '?'} arrays, "
+                            f"reference {len(ref)}")
     avals = []
     for i, (m, r) in enumerate(zip(outs, ref)):
         if not isinstance(m, dict) or m.get("dtype") not in mkw_wire.DTYPES or m.get("shape") != list(r.shape):
-            raise ProgramRefused(f"output {i}: the candidate's program returns {m.get('shape') if isinstance(m, dict) else m}"
-                                 f", the reference {list(r.shape)}")
+            raise ShapeMismatch(f"output {i}: candidate shape {m.get('shape') if isinstance(m, dict) else m} != "
+                                f"reference {list(r.shape)}")
         avals.append(jax.ShapeDtypeStruct(tuple(r.shape), jnp.dtype(m["dtype"])))
     return avals
 

@@ -91,13 +91,18 @@ def op_evaluate_split(req, cancel, progress) -> dict:
             work, failure = {"skipped": "interpret_mode none: the kernels pass interpret=... themselves"}, None
         else:
             work, failure = mkw_judge.judge_target(mkw_judge._blob(header.get("target_program"), blobs), golden,
-                                                   ins)
+                                                   ins, header.get("work"))
         res["work"] = dict(header.get("work") or {}, judge=work)
         if failure:
             res.update(correct=False, failure=failure, checks=[])
             return res
         t0 = mkw_judge.time.perf_counter()
         compiled = mkw_judge.candidate_callable(header, blobs, golden, plat)
+    except mkw_judge.ShapeMismatch as e:
+        seed = golden.seeds[0]
+        res.update(correct=False, checks=[], failure={"kind": "shape_mismatch", "seed": seed,
+                                                      "message": f"seed {seed}: {e}"})
+        return res
     except mkw_judge.ProgramRefused as e:
         res.update(correct=False, checks=[], failure={"kind": "refused", "rule": "exported-program",
                                                       "message": str(e)})
