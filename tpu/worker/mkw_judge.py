@@ -133,10 +133,12 @@ _TEMPLATES: dict = {}
 def wrap_program(module: bytes, kept, in_avals, out_avals, platform):
     """A jax.export.Exported whose signature is the judge's (the task's inputs, the declared
     outputs, flat) and whose body is the child's module: if they disagree, it does not compile."""
-    sig = (tuple((a.shape, str(a.dtype)) for a in in_avals), platform)
+    n_out = len(out_avals)
+    sig = (tuple((a.shape, str(a.dtype)) for a in in_avals), platform, n_out)
     tmpl = _TEMPLATES.get(sig)
     if tmpl is None:
-        tmpl = jax.export.export(jax.jit(lambda *xs: xs[0]), platforms=[platform])(*in_avals)
+        # As many outputs as the program declares: the template's per-output fields fit.
+        tmpl = jax.export.export(jax.jit(lambda *xs: (xs[0],) * n_out), platforms=[platform])(*in_avals)
         _TEMPLATES[sig] = tmpl
     if any(not 0 <= i < len(in_avals) for i in kept):
         raise ProgramRefused("the candidate's program names arguments the task does not have")

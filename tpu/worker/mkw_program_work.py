@@ -3,8 +3,8 @@ candidate's Python objects and jaxpr are never read. In a program exported for t
 Pallas kernel is one custom call (`tpu_custom_call`, or Triton's on a GPU) whose body is opaque,
 so every StableHLO op in the text runs outside the kernels.
 
-Counted: matmuls (2 x output elements x contracted size), elementwise and reduction ops (one per
-element), scatters (one per update element) and gathers (bytes only); a `while` body times its
+Counted: matmuls (2 x output elements x contracted size), floating-point elementwise and reduction
+ops (one per element), scatters (one per update element, floating) and gathers (bytes only); a `while` body times its
 trip count when the loop counts a constant range, branches of `case`/`if` all counted, private
 functions once per call. A loop whose trip count is not a constant is reported (`unknown_loops`).
 Custom calls other than the target's kernels and sharding markers are listed (`custom_calls`):
@@ -48,6 +48,12 @@ def _elems(ttype: str) -> int:
 
 def _dims(ttype: str) -> list[int]:
     return [int(d) if d.isdigit() else 1 for d in ttype.split("x")[:-1]]
+
+
+def _floating(ttype: str) -> bool:
+    """FLOPs are floating-point work, as in mkw_work: integer and bool ops count no FLOPs."""
+    et = ttype.split("x")[-1]
+    return et.startswith(("f", "bf", "complex"))
 
 
 def _itemsize(ttype: str) -> int:
@@ -189,9 +195,9 @@ def _block(lines, start, end, consts, callee) -> Work:
             f = 2 * _elems(out) * k
             w.flops += f
             w.matmul_flops += f
-        elif op in _ELEMENTWISE and types:
+        elif op in _ELEMENTWISE and types and _floating(types[0]):
             w.flops += _elems(types[-1])
-        elif op in _REDUCE and types:
+        elif op in _REDUCE and types and _floating(types[0]):
             w.flops += _elems(types[0])
         elif op == "scatter":
             stop = _region_end(lines, i) if "({" in ln else i + 1
@@ -199,7 +205,7 @@ def _block(lines, start, end, consts, callee) -> Work:
             ts = _TENSOR.findall(sig)
             if len(ts) >= 3:
                 w.scatter_elements += _elems(ts[2])
-                w.flops += _elems(ts[2])
+                w.flops += _elems(ts[2]) if _floating(ts[2]) else 0
             i = stop
             continue
         elif op in ("gather", "dynamic_gather") and types:
