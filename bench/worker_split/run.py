@@ -43,10 +43,12 @@ def main():
             if msg.get("id") == i and "ok" in msg:
                 break
         wall = time.perf_counter() - t0
+        phases.append((msg.get("judge") or {}).get("phases"))
         if not (msg.get("ok") and msg.get("correct")):
             sys.exit(f"evaluation {i} failed: {json.dumps(msg)[:500]}")
         return wall
 
+    phases = []
     first = evaluate(0)  # zygote start, first compiles, the reference (not counted)
     walls = sorted(evaluate(i) for i in range(1, a.n + 1))
     p.stdin.close()
@@ -54,7 +56,7 @@ def main():
     p90 = walls[min(len(walls) - 1, round(0.9 * (len(walls) - 1)))]
     out = {"worker": a.worker, "n": a.n, "first_s": round(first, 3), "median_s": round(statistics.median(walls), 3),
            "p90_s": round(p90, 3), "min_s": round(walls[0], 3), "max_s": round(walls[-1], 3),
-           "loadavg": os.getloadavg()}
+           "loadavg": os.getloadavg(), "last_phases": phases[-1]}
     print(json.dumps(out))
 
 

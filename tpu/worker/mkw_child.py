@@ -164,6 +164,14 @@ def _donated(closed):
 
 def _candidate(req, stage):
     plat = mkw_run.platform()
+    last = [time.perf_counter()]
+    phases = {}
+
+    def mark(name):
+        now = time.perf_counter()
+        phases[name] = round(now - last[0], 4)
+        last[0] = now
+
     stage["name"] = "load"
     prep = mkw_prepared.Prepared(req)
     task = prep.task
@@ -173,7 +181,8 @@ def _candidate(req, stage):
     bound = s0.bind(prep.entry)
     _, closed = mkw_trace.trace_candidate(bound, s0.args, s0.kwargs, prep.filename, prep.source)
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
-    header = {"entry": prep.entry_name, "pallas_calls": facts,
+    mark("load_and_trace_s")
+    header = {"entry": prep.entry_name, "pallas_calls": facts, "phases": phases,
               "warnings": mkw_trace.fact_warnings(facts), "gate": mkw_trace.pallas_gate(facts)}
     header["donated"] = _donated(jax.jit(lambda *a, **k: bound(*a, **k)).trace(*s0.args, **s0.kwargs).jaxpr)
     prep.watch.check("tracing")
@@ -182,8 +191,10 @@ def _candidate(req, stage):
     if header["gate"] or header["donated"] or (header.get("work") or {}).get("verdict"):
         prep.close()
         return header, []  # a first-line verdict: nothing left for the judge to run
+    mark("facts_and_work_s")
     stage["name"] = "run"
     _first_run(bound, s0, facts, req, plat, prep)
+    mark("first_run_s")
     prep.watch.check("the first run")
     stage["name"] = "export"
     mode = _run_context(plat, req.get("interpret_mode"))
@@ -215,5 +226,6 @@ def _candidate(req, stage):
         header["target_program_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     prep.watch.check("exporting")
     mkw_clock.INTEGRITY.verify()
+    mark("export_s")
     prep.close()
     return header, blobs

@@ -53,6 +53,7 @@ class JudgeGolden:
         self.ref_program = _blob(header.get("program"), blobs)
         self.ref_target = _blob(header.get("target_program"), blobs)
         self.ref_work = None
+        self.ref_compiled = None
 
     def device_inputs(self, i):
         return [jnp.asarray(a) for a in self.inputs[i]]
@@ -322,6 +323,13 @@ def input_avals(golden: JudgeGolden):
 
 
 def reference_callable(golden: JudgeGolden, plat):
+    """The reference's compiled program, compiled once per kept reference."""
+    if golden.ref_compiled is None:
+        golden.ref_compiled = _reference_callable(golden, plat) or False
+    return golden.ref_compiled or None
+
+
+def _reference_callable(golden: JudgeGolden, plat):
     if golden.ref_program is None:
         return None
     module, kept, _ = golden.ref_program

@@ -42,11 +42,15 @@ def op_evaluate_split(req, cancel, progress) -> dict:
         mkw_prepared.gate_candidate_text(src, req.get("filename") or "<buffer>", req["task"])
     mkw_shrink.parse_request(req.get("shrink"))
     seeds = mkw_prepared.seeds_from(req, 3)
+    t_start = mkw_judge.time.perf_counter()
     golden, reused = mkw_judge.golden_for(req, seeds, plat, cancel)
+    t_ref = mkw_judge.elapsed(t_start)
     progress(stage="reference_done", seeds=seeds, reused=reused)
     gh = golden.header
     fields = {k: req[k] for k in ("task", "source", "filename", "kernel", "shrink", "interpret_mode") if k in req}
+    t_cand = mkw_judge.time.perf_counter()
     header, blobs = mkw_sandbox.run_child(dict(fields, role="candidate"), cancel=cancel)
+    t_cand = mkw_judge.elapsed(t_cand)
     mkw_judge._raise_error(header)
     facts = header.get("pallas_calls") if isinstance(header.get("pallas_calls"), list) else []
     res = {
@@ -60,7 +64,9 @@ def op_evaluate_split(req, cancel, progress) -> dict:
         "speedup": None,
         "timing": None,
         "reference_reused": reused,
-        "judge": {"sandbox": header.get("sandbox"), "program_from": "exported"},
+        "judge": {"sandbox": header.get("sandbox"), "program_from": "exported",
+                  "phases": {"reference_child_s": round(t_ref, 4), "candidate_child_s": round(t_cand, 4),
+                             "candidate_child": header.get("phases")}},
     }
     mode = mkw_run.RunMode.from_json(header.get("run_mode") or {"mode": "interpret", "interpret_kind": "hlo",
                                                                   "platform": plat})
@@ -117,6 +123,7 @@ def op_evaluate_split(req, cancel, progress) -> dict:
         raise C.WorkerError(C.RUNTIME, f"the candidate's program failed while the judge ran it: "
                                        f"{str(e).splitlines()[0][:500] if str(e) else type(e).__name__}") from None
     res.update(checks=checks, correct=failure is None, failure=failure)
+    res["judge"]["phases"]["judge_compile_and_checks_s"] = round(mkw_judge.elapsed(t0), 4)
     progress(stage="checked", correct=failure is None)
     if failure is None and req.get("timing", True) is not False:
         cfg = mkw_run.timing_config(req.get("timing") if isinstance(req.get("timing"), dict) else None, mode)
