@@ -149,8 +149,11 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
   result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled, std::nullopt,
                            on_progress, &result.host);
   check_model(result);
-  // Only verdicts are cached (correct or not); infrastructure failures are not.
-  if (store_ && !result.cache_key.empty() && result.reply.ok()) {
+  // Only the judge's verdicts are cached (correct or not; a reply with `judge` comes from the
+  // worker that ran the candidate in its own process); infrastructure failures are not. --no-cache
+  // neither reads nor writes the store.
+  if (use_cache && store_ && !result.cache_key.empty() && result.reply.ok() &&
+      result.reply.body.contains("judge")) {
     store_->store_evaluation(result.cache_key, fingerprint, result.reply.body.dump());
   }
   return result;

@@ -457,12 +457,23 @@ def keep_libtpu_for_compiles() -> str | None:
     return "libtpu is installed but no TPU is attached: JAX runs on the CPU (libtpu only compiles, in a child)"
 
 
+def not_dumpable() -> None:
+    """No other process of this user (a candidate's child above all) may open this one's
+    /proc/<pid>/fd or memory: the protocol pipes are reachable there (issue 36)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     nice_problem = lower_priority(argv)
     lane, lane_problem = take_lane(argv)
     libtpu_note = keep_libtpu_for_compiles()
     proto_in, proto_out = take_over_stdio()
+    not_dumpable()
     workdir = tempfile.mkdtemp(prefix="maxkernel-worker-")
     os.chdir(workdir)
     limit_errors = apply_limits(DEFAULT_LIMITS)

@@ -83,6 +83,21 @@ def gate_candidate(source: str, filename: str, task) -> None:
     mkw_gate.refuse_with_helpers(source, filename, folder, task_modules=names)
 
 
+def gate_candidate_text(source: str, filename: str, task_req: dict) -> None:
+    """The gate before the task is loaded (the judge never loads it): the candidate's folder
+    and, for a task folder, the names of its modules (read, not imported)."""
+    folder = os.path.dirname(filename) if os.path.isabs(filename) else None
+    names = ()
+    if isinstance(task_req, dict) and task_req.get("form") != "infile":
+        for key in ("path", "reference_file", "task_dir", "dir"):
+            v = task_req.get(key)
+            if isinstance(v, str) and os.path.exists(v):
+                names = mkw_gate.task_module_names(v if os.path.isfile(v) else os.path.join(v, "x.py"))
+                folder = folder or (v if os.path.isdir(v) else os.path.dirname(v))
+                break
+    mkw_gate.refuse_with_helpers(source, filename, folder, task_modules=names)
+
+
 def request_candidate(req, task):
     src = req.get("source")
     if isinstance(src, str):

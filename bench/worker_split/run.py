@@ -1,0 +1,64 @@
+"""The cost of the judge/candidate split per evaluation (issue 36): one warm worker, N evaluations
+of the same correct in-file candidate with explicit seeds (so the frozen reference is reused, as
+in a search or a bench run), timing off; prints the median and p90 of the wall time per evaluate.
+
+    python3 bench/worker_split/run.py [--worker tpu/worker/maxkernel_worker.py] [--n 12]
+
+Run it with today's worker and with an older copy (`git archive <rev> tpu/worker | tar -x -C DIR`,
+then `--worker DIR/tpu/worker/maxkernel_worker.py`) in one sitting to compare. Standard library only.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TASK = os.path.join(ROOT, "tests", "worker", "tasks", "infile", "scale_add.py")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker", default=os.path.join(ROOT, "tpu", "worker", "maxkernel_worker.py"))
+    ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
+    ap.add_argument("--n", type=int, default=12)
+    a = ap.parse_args()
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    p = subprocess.Popen([a.python, a.worker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+    with open(TASK, encoding="utf-8") as f:
+        source = f.read()
+
+    def evaluate(i):
+        req = {"id": i, "op": "evaluate", "task": {"form": "infile", "path": TASK}, "source": source,
+               "filename": TASK, "seeds": [1, 2, 3], "timing": False}
+        t0 = time.perf_counter()
+        p.stdin.write((json.dumps(req) + "\n").encode())
+        p.stdin.flush()
+        while True:
+            msg = json.loads(p.stdout.readline())
+            if msg.get("id") == i and "ok" in msg:
+                break
+        wall = time.perf_counter() - t0
+        phases.append((msg.get("judge") or {}).get("phases"))
+        if not (msg.get("ok") and msg.get("correct")):
+            sys.exit(f"evaluation {i} failed: {json.dumps(msg)[:500]}")
+        return wall
+
+    phases = []
+    first = evaluate(0)  # zygote start, first compiles, the reference (not counted)
+    walls = sorted(evaluate(i) for i in range(1, a.n + 1))
+    p.stdin.close()
+    p.wait(timeout=60)
+    p90 = walls[min(len(walls) - 1, round(0.9 * (len(walls) - 1)))]
+    out = {"worker": a.worker, "n": a.n, "first_s": round(first, 3), "median_s": round(statistics.median(walls), 3),
+           "p90_s": round(p90, 3), "min_s": round(walls[0], 3), "max_s": round(walls[-1], 3),
+           "loadavg": os.getloadavg(), "last_phases": phases[-1]}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""A plain kernel that writes zeros: incorrect, alone or after any other task on the same worker."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TOLERANCES = {"rtol": 1e-6, "atol": 1e-6}
+
+
+def reference(x, y):
+    return 2.0 * x + y
+
+
+def make_inputs(key):
+    kx, ky = jax.random.split(key)
+    return (jax.random.normal(kx, (16, 128), jnp.float32),
+            jax.random.normal(ky, (16, 128), jnp.float32))
+
+
+def _zeros_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = jnp.zeros_like(o_ref)
+
+
+def _zeros(x, y):
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    return pl.pallas_call(_zeros_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+                          in_specs=[spec, spec], out_specs=spec)(x, y)
+
+
+def candidate(x, y):
+    return _zeros(x, y)

@@ -1,0 +1,159 @@
+"""The judge and the candidate in different processes (issue 36).
+
+Each tasks/cheats/split_*.py cheat got through the worker when the candidate ran in the judge's
+process (recorded in bench/RESULTS.md, "Issue 36"): forged protocol lines, the frozen reference
+rewritten through frames or the garbage collector, module classes swapped, pytrees whose flatten
+answers inside the comparison, an entry whose .trace shows an honest kernel, host callbacks in
+branches and loops, scatter and loop work outside the kernel, a dead branch inflating the kernel's
+FLOPs. Now the candidate runs in its own child and only data crosses; each test asserts the
+verdict and its message. Interrupts, huge allocations and child processes end in a verdict within
+seconds, and the worker serves the next candidate.
+"""
+
+import os
+import time
+
+import pytest
+from worker_harness import WorkerProcess, read_task, task_path
+
+FAST = {"min_runs": 3, "min_seconds": 0.0, "max_seconds": 1.0}
+MISMATCH = "seed 1: output 0: 2048 of 2048 elements outside rtol=1e-06, atol=1e-06"
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = WorkerProcess()
+    yield w
+    w.close()
+
+
+def _evaluate(worker, name, timeout=120, **kw):
+    kw.setdefault("timing", FAST)
+    kw.setdefault("seeds", [1, 2])
+    return worker.request("evaluate", timeout=timeout, task={"form": "infile", "path": task_path("cheats", name)},
+                          source=read_task("cheats", name), filename=task_path("cheats", name), **kw)
+
+
+def _incorrect(r, kind, text):
+    assert r["ok"] is True, r
+    assert r["correct"] is False, r
+    assert r["failure"]["kind"] == kind, r["failure"]
+    assert text in r["failure"]["message"], r["failure"]["message"]
+
+
+# The cheats whose kernel writes zeros: whatever they reach in their own process, the judge compares
+# the program's outputs with the reference's.
+@pytest.mark.parametrize("name", ["split_frame_golden.py", "split_gc_golden.py", "split_pytree_flatten.py",
+                                  "split_class_swap_worker.py"])
+def test_reaching_for_the_judge_finds_nothing(worker, name):
+    _incorrect(_evaluate(worker, name), "mismatch", MISMATCH)
+
+
+@pytest.mark.parametrize("name,rid", [("split_proc_forge.py", 4242), ("split_judge_forge.py", 4343)])
+def test_a_forged_protocol_line_never_reaches_the_host(worker, name, rid):
+    """Its own /proc/self/fd has no protocol pipe; the judge's /proc/<pid>/fd is closed to it (the
+    worker is not dumpable, the child is in its own user namespace)."""
+    rid = worker.send("evaluate", id=rid, task={"form": "infile", "path": task_path("cheats", name)},
+                      source=read_task("cheats", name), filename=task_path("cheats", name), seeds=[1, 2], timing=FAST)
+    r = worker.wait_for(rid)
+    _incorrect(r, "mismatch", MISMATCH)
+    assert not [ln for ln in worker.raw_lines if str(rid).encode() in ln and b'"speedup": 4' in ln]
+
+
+def test_a_swapped_module_class_poisons_nothing_after_it():
+    """A bench run's order: the tampering task first, then a plain zeros kernel; the second gets the
+    verdict it gets alone."""
+    w = WorkerProcess()
+    try:
+        alone = _evaluate(w, "split_zeros_plain.py")
+        _incorrect(alone, "mismatch", MISMATCH)
+        _incorrect(_evaluate(w, "split_class_swap.py"), "mismatch", MISMATCH)
+        after = _evaluate(w, "split_zeros_plain.py")
+        _incorrect(after, "mismatch", MISMATCH)
+        assert after["failure"]["message"] == alone["failure"]["message"]
+    finally:
+        w.close()
+
+
+def test_an_entry_with_its_own_trace_is_judged_by_what_runs(worker):
+    _incorrect(_evaluate(worker, "split_fake_trace.py"), "no_pallas_kernel",
+               "the candidate's program for the target contains no Pallas kernel")
+
+
+@pytest.mark.parametrize("name", ["split_callback_cond.py", "split_callback_while.py", "split_callback_kernel.py"])
+def test_host_callbacks_anywhere_are_refused(worker, name):
+    r = _evaluate(worker, name)
+    assert r["ok"] is False, r
+    assert r["error"]["kind"] == "refused" and r["error"]["rule"] == "host-callback", r["error"]
+    assert r["error"]["message"] == (
+        f"{name}: the candidate's program calls back into Python on the host (jax.pure_callback, "
+        f"io_callback, debug callbacks): the judge runs only XLA and the kernels [host-callback]")
+
+
+OUTSIDE = "the work is done outside the kernel: the program's XLA ops outside every kernel do "
+
+
+@pytest.mark.parametrize("name,rule,text", [
+    ("split_scatter_outside.py", "exported-program", OUTSIDE + "100% of the reference's FLOPs (4,096 of 4,096;"),
+    ("split_while_outside.py", "loop",
+     "the work is done outside the kernel: a loop outside every kernel runs an unknown number of times"),
+    ("split_dead_branch.py", "exported-program", OUTSIDE + "100% of the reference's matmul FLOPs (524,288 of 524,288;"),
+])
+def test_work_outside_the_kernels_is_counted_in_the_exported_program(worker, name, rule, text):
+    r = _evaluate(worker, name)
+    _incorrect(r, "work_outside_kernel", text)
+    assert r["failure"]["rule"] == rule
+    assert r["work"]["judge"]["kernels"] == 1
+
+
+def test_an_interrupt_at_import_is_a_verdict_in_seconds(worker):
+    t0 = time.monotonic()
+    r = _evaluate(worker, "split_interrupt_import.py", timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert r["ok"] is False and r["error"]["kind"] == "import", r
+    assert "KeyboardInterrupt" in r["error"]["message"]
+    _incorrect(_evaluate(worker, "split_zeros_plain.py"), "mismatch", MISMATCH)  # the worker serves on
+
+
+def test_a_huge_allocation_meets_the_limit_not_the_oom_killer(worker):
+    t0 = time.monotonic()
+    r = _evaluate(worker, "split_big_alloc.py", timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert r["ok"] is False and r["error"]["kind"] == "import", r
+    assert "MemoryError" in r["error"]["message"]
+    _incorrect(_evaluate(worker, "split_zeros_plain.py"), "mismatch", MISMATCH)
+
+
+def test_child_processes_end_with_the_candidate(tmp_path):
+    pidfile = tmp_path / "pids.txt"
+    w = WorkerProcess(extra_env={"MKW_TEST_PIDFILE": str(pidfile)})
+    try:
+        t0 = time.monotonic()
+        _incorrect(_evaluate(w, "split_spawn_children.py"), "mismatch", MISMATCH)
+        assert time.monotonic() - t0 < 60
+        pids = [int(p) for p in pidfile.read_text().split()]
+        assert pids  # the reference's and the candidate's children both forked one
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.1)
+        assert not [p for p in pids if _alive(p)]
+        _incorrect(_evaluate(w, "split_zeros_plain.py"), "mismatch", MISMATCH)
+    finally:
+        w.close()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_candidate_has_no_network_and_its_own_limits(worker):
+    r = _evaluate(worker, "split_zeros_plain.py")
+    notes = r["judge"]["sandbox"]
+    assert any(n.startswith("network") for n in notes)
+    assert any(n.startswith("limits address_space_mb=") for n in notes)
+    if os.path.exists("/proc/self/ns/net") and "isolated (own" in notes[0]:
+        assert notes[0] == "network isolated (own network namespace)"

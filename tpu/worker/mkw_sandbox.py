@@ -1,0 +1,115 @@
+"""The judge's side of the candidate's process (issue 36): a zygote that imported JAX before any
+candidate existed forks one fresh child per task or candidate (mkw_zygote); the judge talks to the
+child over its own socket only, reads data back (mkw_wire) and kills the child's process group at
+the end. Nothing the child made is imported, called or unpickled here."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import mkw_common as C
+import mkw_wire
+
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mkw_zygote.py")
+
+# A child that has not answered after this long is killed (the verdict says so).
+try:
+    WALL_SECONDS = float(os.environ.get("MAXKERNEL_CANDIDATE_WALL_S", "300"))
+except ValueError:
+    WALL_SECONDS = 300.0
+
+
+class ChildFailed(C.WorkerError):
+    """The child ended without a well-formed answer: a verdict about the candidate, not a bug."""
+
+
+class Zygote:
+    def __init__(self):
+        self.proc = None
+        self.ctl = None
+
+    def _start(self):
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.path.dirname(ZYGOTE) + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, ZYGOTE, str(theirs.fileno())], pass_fds=(theirs.fileno(),), close_fds=True,
+            stdin=subprocess.DEVNULL, stdout=sys.__stderr__.fileno(), env=env, start_new_session=True)
+        theirs.close()
+        self.ctl = ours
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def fork(self) -> tuple[int, socket.socket]:
+        """(pid, the judge's end of the new child's socket). The zygote is restarted once if a
+        child (or anything else) ended it."""
+        for attempt in (0, 1):
+            if not self.alive():
+                self._start()
+            ours, theirs = socket.socketpair()
+            try:
+                socket.send_fds(self.ctl, [b"f"], [theirs.fileno()])
+                raw = _recv_exact(self.ctl, 8, time.monotonic() + 60)
+                return struct.unpack(">q", raw)[0], ours
+            except (OSError, ChildFailed):
+                ours.close()
+                self.close()
+                if attempt:
+                    raise C.WorkerError(C.INTERNAL, "the candidate process could not be started") from None
+            finally:
+                theirs.close()
+        raise AssertionError("unreachable")
+
+    def close(self):
+        if self.ctl is not None:
+            self.ctl.close()
+            self.ctl = None
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.proc.wait()
+            self.proc = None
+
+
+_zygote = Zygote()
+
+
+def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[dict, list[bytes]]:
+    """Runs one child with `request` (its role and fields) and returns its answer (header, blobs).
+    The child's whole process group is killed afterwards, whatever happened."""
+    pid, sock = _zygote.fork()
+    deadline = time.monotonic() + (wall_s or WALL_SECONDS)
+    try:
+        mkw_wire.send(sock, request, [])
+        return mkw_wire.recv(sock, deadline, cancel=cancel, what="the candidate's process")
+    except mkw_wire.WireError as e:
+        raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
+    finally:
+        sock.close()
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the child is its own session and group leader
+        except OSError:
+            pass
+
+
+def _recv_exact(sock, n, deadline):
+    buf = b""
+    while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([sock], [], [], left)[0]:
+            raise ChildFailed(C.INTERNAL, "the zygote did not answer")
+        part = sock.recv(n - len(buf))
+        if not part:
+            raise ChildFailed(C.INTERNAL, "the zygote closed its socket")
+        buf += part
+    return buf

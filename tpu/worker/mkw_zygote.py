@@ -1,0 +1,120 @@
+"""The zygote: imports JAX and the worker's modules once, before any candidate exists, then forks
+one child per request of the judge (mkw_sandbox). It never runs candidate code itself; each child
+starts its own session, keeps only its own socket, takes its limits, leaves the network (where the
+OS lets it) and runs mkw_child. The JAX backend is first initialised in the child, never here."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+
+# Everything the child needs, imported before the first fork (the per-candidate saving).
+import jax
+import jax.numpy  # noqa: F401
+import mkw_child
+import numpy  # noqa: F401
+from jax.experimental import pallas  # noqa: F401
+from jax.experimental.pallas import tpu  # noqa: F401
+
+CHANNEL_FD = 3
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_PR_SET_DUMPABLE = 4
+
+# Soft limits of every child (MAXKERNEL_CANDIDATE_LIMITS overrides them): address space (XLA
+# reserves several GiB of it, so not below ~6 GiB), CPU seconds, core files.
+DEFAULT_LIMITS = {"address_space_mb": 16384, "cpu_seconds": 240}
+
+
+def _limits() -> dict:
+    lim = dict(DEFAULT_LIMITS)
+    try:
+        lim.update(json.loads(os.environ.get("MAXKERNEL_CANDIDATE_LIMITS") or "{}"))
+    except ValueError:
+        pass
+    return lim
+
+
+def _apply_limits(lim: dict) -> list[str]:
+    done = []
+    for key, res, scale in (("address_space_mb", resource.RLIMIT_AS, 1 << 20),
+                            ("cpu_seconds", resource.RLIMIT_CPU, 1), ("core", resource.RLIMIT_CORE, 1)):
+        value = lim.get(key, 0 if key == "core" else None)
+        if value is None:
+            continue
+        soft = int(value) * scale
+        _, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(res, (soft, hard))
+        done.append(f"{key}={value}")
+    return done
+
+
+def _leave_network() -> str:
+    """A new user and network namespace: no interface but a down loopback. Refused on hosts that
+    forbid unprivileged user namespaces; then the child keeps the host's network (said so)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+        return f"network not isolated (unshare: {os.strerror(ctypes.get_errno())})"
+    try:
+        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
+                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
+            with open(path, "w") as f:
+                f.write(text)
+    except OSError:
+        pass
+    return "network isolated (own network namespace)"
+
+
+def _become_child(chan: int) -> None:
+    os.setsid()  # its own session and process group: the judge kills the group at the end
+    os.dup2(chan, CHANNEL_FD)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # prints go to the worker's stderr, never to a protocol stream
+    os.closerange(CHANNEL_FD + 1, 1 << 16)  # nothing inherited beyond its own channel
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    notes = [_leave_network()]
+    notes.append("limits " + ", ".join(_apply_limits(_limits())))
+    sock = socket.socket(fileno=CHANNEL_FD)
+    code = mkw_child.main(sock, notes)
+    os._exit(code)
+
+
+def main() -> None:
+    ctl = socket.socket(fileno=int(sys.argv[1]))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 16, 4)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        if not fds:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctl.close()
+                _become_child(fds[0])
+            finally:
+                os._exit(70)
+        for fd in fds:
+            os.close(fd)
+        ctl.sendall(struct.pack(">q", pid))
+
+
+if __name__ == "__main__":
+    main()
