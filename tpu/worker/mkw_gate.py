@@ -118,11 +118,17 @@ def _module_rule(name: str, task_modules) -> str | None:
     return None
 
 
+_RULE_OF_NAME = {n: rule for rule, names in _FORBIDDEN_NAMES.items() for n in names}
+
+
 def _name_rule(full: str) -> str | None:
-    for rule, names in _FORBIDDEN_NAMES.items():
-        for n in names:
-            if full == n or full.startswith(n + "."):
-                return rule
+    """The rule of the forbidden name `full` is or lies under (`os.fork`, `sys.modules.x`)."""
+    end = len(full)
+    while end > 0:
+        rule = _RULE_OF_NAME.get(full[:end])
+        if rule:
+            return rule
+        end = full.rfind(".", 0, end)
     return None
 
 
