@@ -81,7 +81,7 @@ def test_the_text_is_bounded():
     ref = _ref((64, 4096))
     cand = ref.copy()
     cand[:, ::2] = 0
-    rep = mkw_mismatch.report([cand] * 40, [ref] * 40, TOL, seed=1, order="reference_first",
+    rep = mkw_mismatch.report([cand] * 12, [ref] * 12, TOL, seed=1, order="reference_first",
                               input_shapes=[[64, 4096]])
     assert len(rep["text"]) <= mkw_mismatch.MAX_TEXT and rep["text"].endswith("[... report cut]")
 

@@ -11,6 +11,7 @@ report in words, bounded (MAX_TEXT); the host trims it further to its prompt bud
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -59,7 +60,7 @@ def _output(i, c, r, rtol, atol, block):
          "max_rel_error": _f(np.max(rel)) if rel.size else None,
          "rtol": rtol, "atol": atol, "allowed_abs": allowed_abs,
          "first": [{"index": [int(k) for k in idx], "candidate": _v(c[idx]), "reference": _v(r[idx])}
-                   for idx in zip(*np.nonzero(bad))][:FIRST] if r.ndim else []}
+                   for idx in itertools.islice(zip(*np.nonzero(bad)), FIRST)] if r.ndim else []}
     o["patterns"] = _patterns(cf, rf, bad, rtol, allowed_abs, block)
     return o
 
