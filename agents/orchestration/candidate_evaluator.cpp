@@ -168,6 +168,42 @@ std::string CandidateEvaluator::lowering_error(const std::string& source,
   return from_reply_failure(lowered.reply, "lowering").error;
 }
 
+std::string debug_text(const Evaluation& evaluation) {
+  if (evaluation.status == NodeStatus::correct) return "";
+  std::string text = evaluation.error.empty() ? evaluation.stage : evaluation.error;
+  if (evaluation.locations.is_array()) {
+    int listed = 0;
+    for (const json& l : evaluation.locations) {
+      if (!l.is_object() || !l.contains("line") || ++listed > 5) continue;
+      text += "\n  at line " + std::to_string(l.value("line", 0)) + ": " +
+              l.value("message", std::string()).substr(0, 300);
+    }
+  }
+  const json report = evaluation.metrics.value("correctness_report", json::object());
+  if (report.is_object() && report.contains("text") && report["text"].is_string())
+    text += "\n\n" + report["text"].get<std::string>();
+  return text;
+}
+
+std::string CandidateEvaluator::debug_error(const std::string& source,
+                                            const std::function<bool()>& cancelled) {
+  {
+    std::lock_guard lock(shapes_mutex_);
+    if (setup_.extra_shapes && !setup_.extra_shapes->settled)
+      return lowering_error(source, cancelled);
+  }
+  const Evaluation e = evaluate(source, cancelled);
+  // An error of the candidate's (lowering, compile, trace, run time) with its locations; a
+  // cancelled evaluation or a failed host is nothing its author can fix.
+  if (e.status == NodeStatus::failed)
+    return e.stage == "cancelled" || e.stage == "host" ? "" : debug_text(e);
+  // Wrong numbers, with the worker's report. The other verdicts (work outside the kernel, a
+  // clock faster than the hardware) are the evaluation's to report, as before.
+  if (e.status == NodeStatus::incorrect && e.metrics.contains("correctness_report"))
+    return debug_text(e);
+  return "";
+}
+
 Evaluation CandidateEvaluator::evaluate(const std::string& source,
                                         const std::function<bool()>& cancelled) {
   const auto start = std::chrono::steady_clock::now();
@@ -228,6 +264,9 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     e.stage = "correctness";
     const json f = body.value("failure", json::object());
     e.error = "incorrect: " + f.value("message", f.dump());
+    // Where and how the outputs differ (tpu/worker/mkw_mismatch.py), for the debugger and HITL.
+    if (f.contains("report") && f["report"].is_object())
+      e.metrics["correctness_report"] = f["report"];
   } else {
     e.status = NodeStatus::correct;
     const std::string kind = body.value("time_kind", "");

@@ -56,6 +56,13 @@ class CandidateEvaluator final : public Evaluator {
   // Only the compile check: "" when the source lowers for TPU, else the error with its line.
   std::string lowering_error(const std::string& source,
                              const std::function<bool()>& cancelled = {}) override;
+  // The whole evaluation (cached, so the search's own evaluation of the same source is a cache
+  // hit): an error of the candidate's (lowering, compile, run time) with its locations, or a
+  // wrong result with the worker's correctness report;
+  // "" otherwise (correct, or a verdict the debugger is not asked about). Only the compile
+  // check while the run's extra shapes are not settled yet (the root settles them).
+  std::string debug_error(const std::string& source,
+                          const std::function<bool()>& cancelled = {}) override;
   const knowledge::TpuGeneration& target() const override { return target_; }
   nlohmann::json device_profile(const std::string& source,
                                 const std::function<bool()>& cancelled = {}) override;
@@ -81,5 +88,9 @@ std::string score_label(const std::string& time_kind, const knowledge::TpuGenera
 
 // The worker error as one readable text: "lowering: <message> (line 12)".
 std::string describe_worker_error(const nlohmann::json& error);
+
+// A failed or incorrect evaluation as the debugger reads it: its error, each location the
+// worker gave (line and message), and the correctness report (metrics.correctness_report.text).
+std::string debug_text(const Evaluation& evaluation);
 
 }  // namespace mk::agents

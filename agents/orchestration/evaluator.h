@@ -60,6 +60,14 @@ class Evaluator {
   // "" when the source lowers for the target, else the error with its line.
   virtual std::string lowering_error(const std::string& source,
                                      const std::function<bool()>& cancelled) = 0;
+  // What the debugger gets for a candidate: "" when it lowers and is correct, else the failure
+  // in words (a lowering or compile error with its line, or the worker's correctness report:
+  // which outputs are wrong, where, the pattern, the errors against the tolerance, the seed and
+  // shapes). By default only the compile check.
+  virtual std::string debug_error(const std::string& source,
+                                  const std::function<bool()>& cancelled) {
+    return lowering_error(source, cancelled);
+  }
   virtual const knowledge::TpuGeneration& target() const = 0;
   // The device profile of a correct, device-timed kernel (the worker's `profile` reply: the
   // trace's per-kernel times and Pallas share), asked for each kernel that improves the best;

@@ -1,5 +1,7 @@
 #include "agents/orchestration/expander_factory.h"
 
+#include <spdlog/spdlog.h>
+
 #include "agents/orchestration/llm_expander.h"
 #include "agents/orchestration/llm_proposer.h"
 #include "agents/orchestration/rule_expander.h"
@@ -71,12 +73,20 @@ ExpanderBundle make_expander(const ExpanderSetup& setup, const knowledge::TpuGen
         out.push_back(p.title + ":\n" + p.text);
       return out;
     };
+    options.record_fix = [store, kernel_class, target_name](const std::string& failure,
+                                                            const std::string& fix) {
+      try {
+        record_debug_lesson(*store, kernel_class, target_name, failure, fix);
+      } catch (const std::exception& e) {
+        spdlog::warn("could not keep the debugger's fix as a lesson: {}", e.what());
+      }
+    };
   }
   if (setup.evaluator) {
     CandidateEvaluator* evaluator = setup.evaluator;
-    options.lowering_error = [evaluator](const std::string& source,
-                                         const std::function<bool()>& cancelled) {
-      return evaluator->lowering_error(source, cancelled);
+    options.candidate_error = [evaluator](const std::string& source,
+                                          const std::function<bool()>& cancelled) {
+      return evaluator->debug_error(source, cancelled);
     };
   }
   bundle.expander = std::make_unique<LlmExpander>(*bundle.client, std::move(options));

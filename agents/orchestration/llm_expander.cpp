@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 namespace mk::agents {
 
@@ -60,6 +62,31 @@ void charge(const ExpansionRequest& request, std::vector<Proposal>& out, const l
     add_usage(*request.unattributed_usage, spent);
 }
 
+// What kind of failure an error text is, for a child's description: "lowering" (the compile
+// check, as before), "wrong result" (a correctness report), else the worker's stage word.
+std::string failure_kind(const std::string& error) {
+  const std::string head = error.substr(0, error.find(':'));
+  if (head == "incorrect") return "wrong result";
+  if (head == "lowering" || head == "trace" || head == "compile") return "lowering";
+  return head.size() <= 20 ? head : "error";
+}
+
+// The lines of `after` that are not in `before` (at most four), as the fix a lesson keeps.
+std::string changed_lines(const std::string& before, const std::string& after) {
+  std::set<std::string> old_lines;
+  std::istringstream b(before), a(after);
+  for (std::string line; std::getline(b, line);) old_lines.insert(line);
+  std::string out;
+  int n = 0;
+  for (std::string line; std::getline(a, line);) {
+    const auto start = line.find_first_not_of(' ');
+    if (start == std::string::npos || old_lines.count(line)) continue;
+    if (++n > 4) break;
+    out += (out.empty() ? "" : "; ") + line.substr(start);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& request,
@@ -75,20 +102,32 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
       spdlog::warn("implementer ({}): {}", plan.strategies[i].name, code.error);
       continue;
     }
-    // Debug lowering errors before the candidate costs an evaluation.
+    // Debug lowering errors and wrong results before the candidate becomes a node.
     AgentContext debug_context = context;
     int debugged = 0;
-    for (int attempt = 1; options_.lowering_error && attempt <= options_.max_debug_attempts;
+    std::set<std::string> fixed_kinds;
+    std::string wrong_result;  // the last correctness failure the debugger was sent
+    bool repaired = false;     // the last fix was checked and nothing is left
+    for (int attempt = 1; options_.candidate_error && attempt <= options_.max_debug_attempts + 1;
          ++attempt) {
-      const std::string error = options_.lowering_error(code.source, request.cancelled);
+      const std::string error = options_.candidate_error(code.source, request.cancelled);
       if (request.cancelled && request.cancelled()) break;
-      if (error.empty()) break;
+      if (error.empty()) {
+        repaired = debugged > 0;
+        if (!wrong_result.empty() && options_.record_fix)
+          options_.record_fix(wrong_result,
+                              changed_lines(debug_context.attempts.back().code, code.source));
+        break;
+      }
+      if (attempt > options_.max_debug_attempts) break;  // the evaluation reports what is left
       debug_context.attempts.push_back({code.source, error, "", code.strategy});
       if (options_.retrieve) debug_context.knowledge = options_.retrieve(code.source, error);
       Code fixed = debug(client_, debug_context, code, error, attempt, options_.max_debug_attempts,
                          request.cancelled);
       add_usage(spent, fixed.usage);
       if (!fixed.ok()) break;  // the evaluation reports the remaining error
+      fixed_kinds.insert(failure_kind(error));
+      wrong_result = failure_kind(error) == "lowering" ? "" : error;
       code = std::move(fixed);
       ++debugged;
     }
@@ -97,9 +136,14 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
     p.code = std::move(code.source);
     p.strategy = "llm:" + plan.strategies[i].name;
     p.description = plan.strategies[i].why;
-    if (debugged > 0)
-      p.description += " (lowering fixed by the debugger in " + std::to_string(debugged) +
-                       (debugged == 1 ? " attempt)" : " attempts)");
+    if (debugged > 0) {
+      std::string what;
+      for (const std::string& k : fixed_kinds) what += (what.empty() ? "" : ", ") + k;
+      const std::string attempts =
+          std::to_string(debugged) + (debugged == 1 ? " attempt)" : " attempts)");
+      p.description += repaired ? " (" + what + " fixed by the debugger in " + attempts
+                                : " (" + what + " not fixed by the debugger in " + attempts;
+    }
     p.plan = plan_markdown(plan, i);
     out.push_back(std::move(p));
   }

@@ -1,8 +1,9 @@
 // The expander that uses an LLM: the Profile analyst reads the parent's numbers and its rule
 // diagnosis (once per parent: its answer is recorded on the node), the Planner proposes strategies
 // for the parent with that diagnosis in its prompt, the Implementer writes one child per strategy,
-// and a child that does not lower goes to the Debugger (bounded attempts, with the history of
-// earlier attempts) before it becomes a node. Falls back to the rule-based expander when the LLM
+// and a child that does not lower, or lowers but gives wrong numbers (the worker's correctness
+// report), goes to the Debugger (bounded attempts, with the history of earlier attempts) before
+// it becomes a node. Falls back to the rule-based expander when the LLM
 // has nothing usable, so a search never stalls on bad answers.
 // A parent that is the task's plain JAX reference (no kernel yet) is written FROM the reference
 // instead: the from-reference Planner and Implementer, the same Debugger, and no rule fallback
@@ -30,12 +31,16 @@ struct LlmExpanderOptions {
   // Knowledge passages for a kernel (and an error text, for the debugger), best first.
   std::function<std::vector<std::string>(const std::string& source, const std::string& error)>
       retrieve;
-  // The lowering error of a candidate ("" when it lowers); null: no debugging before evaluation.
-  // The compile check before the debugger; `cancelled` is the search's, so a candidate that hangs
-  // while it is traced cannot hold a cancelled run.
+  // What is wrong with a candidate ("" when nothing): its lowering or compile error, or its
+  // correctness report when it runs but gives wrong numbers (Evaluator::debug_error); null: no
+  // debugging before evaluation. `cancelled` is the search's, so a candidate that hangs while it
+  // is traced cannot hold a cancelled run.
   std::function<std::string(const std::string& source, const std::function<bool()>& cancelled)>
-      lowering_error;
+      candidate_error;
   int max_debug_attempts = 2;
+  // Called when the debugger turned a wrong result into a right one: the failure it fixed (with
+  // its correctness report) and the lines the fix changed, to keep as a lesson (null: none).
+  std::function<void(const std::string& failure, const std::string& fix)> record_fix;
   int token_budget = 12000;
   bool fall_back_to_rules = true;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "agents/orchestration/selection.h"
 #include "knowledge/kernel_class.h"
@@ -51,10 +52,45 @@ int record_run_lessons(knowledge::Store& store, const RunRecord& run,
   return recorded;
 }
 
+std::string mismatch_pattern_summary(const std::string& failure) {
+  std::istringstream in(failure);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find("pattern (");
+    if (at == std::string::npos) continue;
+    std::string part = line.substr(at + 9);
+    if (const auto close = part.find("): "); close != std::string::npos)
+      part = part.substr(0, close) + ": " + part.substr(close + 3);
+    if (part.size() > 160) part = part.substr(0, 157) + "...";
+    out += (out.empty() ? "" : "; ") + part;
+  }
+  if (out.empty()) out = failure.substr(0, failure.find('\n')).substr(0, 200);
+  return out;
+}
+
+std::string record_debug_lesson(knowledge::Store& store, const std::string& kernel_class,
+                                const std::string& target, const std::string& failure,
+                                const std::string& fix) {
+  knowledge::Lesson lesson;
+  lesson.kernel_class = kernel_class;
+  lesson.strategy = "a wrong result (" + mismatch_pattern_summary(failure) +
+                    ") was fixed by changing: " + (fix.empty() ? "(no line)" : fix.substr(0, 400));
+  lesson.target = target;
+  lesson.effect = 1.0;
+  lesson.notes = "correctness fix";
+  store.record_lesson(lesson);
+  return lesson.strategy;
+}
+
 std::vector<std::string> lesson_passages(knowledge::Store& store, const std::string& kernel_class,
                                          const std::string& target, int limit) {
   std::vector<std::string> out;
   for (const knowledge::Lesson& l : store.lessons_for(kernel_class, target, limit)) {
+    if (l.notes == "correctness fix") {
+      out.push_back("Lesson from an earlier run on a " + l.kernel_class + " kernel (" + l.target +
+                    "): " + l.strategy + ".");
+      continue;
+    }
     char effect[32];
     std::snprintf(effect, sizeof effect, "%.2fx", l.effect);
     out.push_back("Lesson from an earlier run on a " + l.kernel_class + " kernel (" + l.target +

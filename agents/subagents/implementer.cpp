@@ -29,6 +29,15 @@ Code implement_with(llm::Client& client, const AgentContext& context, const Plan
   return result;
 }
 
+// The worker's error or correctness report, bounded: the report is already short (the worker
+// caps it), but a traceback is not; the head says what failed, the tail where.
+std::string capped_error(const std::string& error) {
+  constexpr size_t kMax = 6000;
+  if (error.size() <= kMax) return error;
+  return error.substr(0, kMax - 1500) + "\n[... cut to fit the budget]\n" +
+         error.substr(error.size() - 1400);
+}
+
 }  // namespace
 
 Code implement(llm::Client& client, const AgentContext& context, const Plan& plan,
@@ -56,7 +65,7 @@ Code debug(llm::Client& client, const AgentContext& context, const Code& failing
   }
   AgentPrompt prompt{"debugger",
                      {{"failing_code", with_line_numbers(failing.source)},
-                      {"errors", error.empty() ? "(no message)" : error},
+                      {"errors", error.empty() ? "(no message)" : capped_error(error)},
                       {"attempt", std::to_string(attempt)},
                       {"max_attempts", std::to_string(max_attempts)}},
                      8192};

@@ -42,6 +42,9 @@ def test_varied_answers_become_the_nodes_they_should_and_each_agent_got_its_cont
     speedups = {nodes[n]["speedup"] for n in ("column_tiles", "single_block", "row_block_12")}
     assert len(speedups) == 3, speedups
     assert nodes["bias_folded"]["status"] == "incorrect" and nodes["bias_folded"]["speedup"] is None
+    # Its wrong result went to the debugger, whose two fixes kept the wrong formula.
+    assert nodes["bias_folded"]["description"].endswith(
+        "(wrong result not fixed by the debugger in 2 attempts)"), nodes["bias_folded"]
     best = max((n for n in out["nodes"] if n["status"] == "correct"), key=lambda n: n["speedup"])
     assert out["best"]["node"] == best["id"] and best["strategy"] != "llm:bias_folded"
     with sqlite3.connect(store) as db:
@@ -53,7 +56,7 @@ def test_varied_answers_become_the_nodes_they_should_and_each_agent_got_its_cont
     for record in log:
         by_purpose.setdefault(record["purpose"], []).append(record)
     assert len(by_purpose["planner"]) == 1 and len(by_purpose["implementer"]) == 5
-    assert len(by_purpose["debugger"]) == 1
+    assert len(by_purpose["debugger"]) == 3  # row_block_12 once, bias_folded twice
     assert all(r["entry"] is not None for r in log), "a request found no answer meant for it"
     assert all(r["headers"]["authorization"] == f"Bearer {KEY}" for r in log)
     # The planner and every implementer were sent the parent's code (the kernel as written);
@@ -67,10 +70,13 @@ def test_varied_answers_become_the_nodes_they_should_and_each_agent_got_its_cont
         (strategy,) = [name for name, why in whys.items() if why in text]  # its own, only
         asked_for.append(strategy)
     assert sorted(asked_for) == sorted(whys), asked_for
-    # The debugger was sent the worker's real lowering error and the code that caused it.
-    debug = sent_text(by_purpose["debugger"][0])
-    assert "divisible by 8 and 128" in debug
-    assert "BLOCK_ROWS = 12\n" in debug
+    # The debugger was sent the worker's real lowering error and the code that caused it, and
+    # for the wrong kernel the worker's correctness report.
+    texts = [sent_text(r) for r in by_purpose["debugger"]]
+    (debug,) = [t for t in texts if "Correctness report (seed " not in t]
+    assert "divisible by 8 and 128" in debug and "BLOCK_ROWS = 12\n" in debug
+    wrong = [t for t in texts if "Correctness report (seed " in t]
+    assert len(wrong) == 2 and all("o_ref[...] = (x_ref[...] + b_ref[...]) * 3.0" in t for t in wrong)
 
 
 def test_the_usd_budget_stops_the_run_and_no_call_is_made_after_it(tmp_path):

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "agents/orchestration/graph_search.h"
+#include "agents/orchestration/run_lessons.h"
+#include "knowledge/store.h"
 #include "knowledge/time_model.h"
 #include "tests/agents/scripted_client.h"
 
@@ -400,4 +402,67 @@ TEST_F(LlmExpanderSearchTest, AResumedRunReusesTheAnalysisRecordedOnTheParent) {
 }
 
 }  // namespace
+// A candidate that lowers but gives wrong numbers goes to the debugger with the report, the
+// same path as a lowering error; the fix that turns it right is kept (record_fix) and named.
+TEST(LlmExpanderDebugger, RepairsAWrongResultFromTheCorrectnessReportAndKeepsTheFix) {
+  const std::string report =
+      "incorrect: seed 7: output 0: 512 of 4096 elements outside rtol=1e-05\n\nCorrectness "
+      "report (seed 7, candidate first; inputs (4096, 256)):\n  pattern (blocks): the output "
+      "block is (64, 256); along axis 0 the wrong region starts and ends on block edges";
+  ScriptedClient client({le_plan("row_block_64"), le_python(le_kernel(64)),
+                         "The last block is skipped.\n\n" + le_python(le_kernel(32)) + "\nDone."});
+  LlmExpanderOptions o = le_options();
+  int checks = 0;
+  o.candidate_error = [&](const std::string& source, const std::function<bool()>&) {
+    ++checks;
+    return source == le_kernel(64) ? report : std::string();
+  };
+  std::vector<std::pair<std::string, std::string>> fixes;
+  o.record_fix = [&](const std::string& failure, const std::string& fix) {
+    fixes.emplace_back(failure, fix);
+  };
+  LlmExpander expander(client, o);
+  LeParent parent;
+  const std::vector<Proposal> out = expander.expand(parent.request(false));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].code, le_kernel(32));
+  EXPECT_NE(out[0].description.find("(wrong result fixed by the debugger in 1 attempt)"),
+            std::string::npos)
+      << out[0].description;
+  ASSERT_EQ(le_purposes(client.requests),
+            (std::vector<std::string>{"planner", "implementer", "debugger"}));
+  const std::string sent = le_sent(client.requests[2]);
+  EXPECT_NE(sent.find("along axis 0 the wrong region starts and ends on block edges"),
+            std::string::npos);
+  EXPECT_NE(sent.find("BLOCK = 64"), std::string::npos);  // the failing file
+  EXPECT_EQ(checks, 2);  // the implementer's file, then the fix (right: no second attempt)
+  ASSERT_EQ(fixes.size(), 1u);
+  EXPECT_EQ(fixes[0].first, report);
+  EXPECT_NE(fixes[0].second.find("BLOCK = 32"), std::string::npos);
+}
+
+// The fixed pattern becomes a lesson that later prompts of the class get back.
+TEST(LlmExpanderDebugger, AFixedWrongResultIsALessonForLaterPlans) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("mk_debug_lesson_" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::remove(path);
+  {
+    knowledge::Store store(path);
+    const std::string kept = record_debug_lesson(
+        store, "matmul", "v5e",
+        "incorrect: seed 1: ...\n\nCorrectness report (seed 1, ...):\n  pattern (rows): rows "
+        "128..255 (128 of 256) are wrong\n  pattern (blocks): the output block is (128, 128)",
+        "@pl.when(pl.program_id(1) == 0)");
+    EXPECT_NE(kept.find("rows: rows 128..255"), std::string::npos) << kept;
+    const std::vector<std::string> passages = lesson_passages(store, "matmul", "v5e", 3);
+    ASSERT_EQ(passages.size(), 1u);
+    EXPECT_EQ(passages[0],
+              "Lesson from an earlier run on a matmul kernel (v5e): a wrong result (rows: rows "
+              "128..255 (128 of 256) are wrong; blocks: the output block is (128, 128)) was fixed "
+              "by changing: @pl.when(pl.program_id(1) == 0).");
+    EXPECT_TRUE(lesson_passages(store, "softmax", "v5e", 3).empty());
+  }
+  std::filesystem::remove(path);
+}
+
 }  // namespace mk::agents

@@ -67,7 +67,7 @@ LlmExpanderOptions options() {
   o.task_summary = o.task.dump();
   o.target_facts = "TPU v5e";
   // A 12-row block breaks the (8, 128) rule, as the worker's lowering would say.
-  o.lowering_error = [](const std::string& source, const std::function<bool()>&) -> std::string {
+  o.candidate_error = [](const std::string& source, const std::function<bool()>&) -> std::string {
     return source.find("BLOCK = 12\n") != std::string::npos
                ? "lowering: block shape (12, 256) is not divisible by 8 and 128 (line 4)"
                : "";

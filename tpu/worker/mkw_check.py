@@ -7,7 +7,9 @@ import time
 
 import jax
 import mkw_common as C
+import mkw_facts
 import mkw_golden
+import mkw_mismatch
 import mkw_run
 import mkw_trace
 
@@ -59,6 +61,7 @@ def check_candidate(entry, golden: mkw_golden.Golden, mode: mkw_run.RunMode, pla
 
     checks = []
     failure = None
+    reports = {}  # seed -> the correctness report of its first failing run
     # A suite convention may accept an output dtype other than the reference's (mkw_tasks).
     accept_dtype = bool(getattr(golden.task, "accept_dtype_difference", False))
     for s, gold in zip(golden.sets, golden.outputs):
@@ -89,10 +92,14 @@ def check_candidate(entry, golden: mkw_golden.Golden, mode: mkw_run.RunMode, pla
             entry_res["runs"].append(run)
             if not run["ok"] and entry_res["ok"]:
                 entry_res.update(ok=False, kind=run["kind"], message=run["message"])
+                if cmp.get("kind") in ("mismatch", "nonfinite") and not probs:
+                    reports[s.seed] = _mismatch_report(c, gold, s, order, traced, task_tol, plat)
         checks.append(entry_res)
         if not entry_res["ok"] and failure is None:
             failure = {"kind": entry_res["kind"], "message": f"seed {s.seed}: {entry_res['message']}",
                        "seed": s.seed}
+            if s.seed in reports:
+                failure["report"] = reports[s.seed]
     # Input mutation outranks numerical failures (the numbers are then moot).
     for c in checks:
         if c.get("kind") == "input_mutated":
@@ -101,3 +108,17 @@ def check_candidate(entry, golden: mkw_golden.Golden, mode: mkw_run.RunMode, pla
             break
     return {"compiled": compiled, "compile_s": compile_s, "checks": checks, "failure": failure,
             "correct": failure is None}
+
+
+def _mismatch_report(cand, gold, s, order, traced, task_tol, plat) -> dict:
+    """Where and how the outputs differ (mkw_mismatch), with the kernel's output blocks from its
+    lowering facts; computed only for a failing run."""
+    shapes = [list(g.shape) for g in gold]
+    try:
+        blocks = mkw_mismatch.output_blocks(mkw_facts.all_facts(traced.jaxpr), shapes)
+    except Exception:  # noqa: BLE001 - the report goes without block facts
+        blocks = {}
+    return mkw_mismatch.report(
+        jax.tree_util.tree_leaves(cand), gold, lambda dt: mkw_run.tolerances_for(dt, task_tol, plat),
+        seed=s.seed, order=order, blocks=blocks,
+        input_shapes=[list(x.shape) for x in s.leaves() if hasattr(x, "shape")])

@@ -95,6 +95,10 @@ def check(parsed, prep, golden, mode, plat, cancel, own_shape_correct: bool):
             failure = {"kind": "extra_shape", "cause": result["kind"],
                        "message": f"at extra shape {label(result)}: {result['message']}",
                        "extra_shape": {"name": result["name"], "input_shapes": result["input_shapes"]}}
+            if result.get("report"):
+                failure["report"] = dict(result["report"], extra_shape=result["name"],
+                                         text=f"The task's own shape passes; the failing shape is the extra "
+                                              f"shape {label(result)}.\n" + result["report"]["text"])
     if report["passed"] + report["failed"] == 0:
         report["none"] = "; ".join(f"`{r['name']}`: {r['why']}" for r in report["cases"])
     return report, failure
@@ -131,7 +135,8 @@ def _check_case(case, task, task_sizes, prep, seeds, mode, plat, cancel) -> dict
                     message=f"the candidate does not run there: {_gist(e.message) or e.kind}")
     if chk["correct"]:
         return dict(result, status="passed")
-    return dict(result, status="failed", kind=chk["failure"]["kind"], message=chk["failure"]["message"])
+    return dict(result, status="failed", kind=chk["failure"]["kind"], message=chk["failure"]["message"],
+                **({"report": chk["failure"]["report"]} if chk["failure"].get("report") else {}))
 
 
 def _gist(message: str) -> str:
