@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import mkw_clock
 import mkw_common as C
 import mkw_golden
+import mkw_mismatch
 import mkw_program_work
 import mkw_run
 import mkw_sandbox
@@ -262,10 +263,13 @@ def compile_program(exported, in_avals):
     return jax.jit(exported.call).trace(*in_avals).lower().compile()
 
 
-def check(compiled, ref, golden: JudgeGolden, tol, plat, accept_dtype, cancel) -> tuple[list, dict | None]:
+def check(compiled, ref, golden: JudgeGolden, tol, plat, accept_dtype, cancel,
+          facts=None) -> tuple[list, dict | None]:
     """Runs the candidate's program and the reference's in both orders on every input set (fresh
-    device copies of the judge's read-only arrays each time) and compares with the golden outputs."""
-    checks, failure = [], None
+    device copies of the judge's read-only arrays each time) and compares with the golden outputs.
+    A wrong result carries the correctness report (mkw_mismatch) of its first failing run, with the
+    output blocks from the candidate's lowering facts."""
+    checks, failure, reports = [], None, {}
     for i, (seed, gold) in enumerate(zip(golden.seeds, golden.outputs)):
         cancel.check()
         entry = {"seed": seed, "ok": True, "runs": []}
@@ -284,10 +288,25 @@ def check(compiled, ref, golden: JudgeGolden, tol, plat, accept_dtype, cancel) -
             entry["runs"].append(run)
             if not run["ok"] and entry["ok"]:
                 entry.update(ok=False, kind=run["kind"], message=run["message"])
+                if cmp.get("kind") in ("mismatch", "nonfinite"):
+                    reports[seed] = _mismatch_report(c, gold, golden, i, seed, order, tol, plat, facts)
         checks.append(entry)
         if not entry["ok"] and failure is None:
             failure = {"kind": entry["kind"], "message": f"seed {seed}: {entry['message']}", "seed": seed}
+            if seed in reports:
+                failure["report"] = reports[seed]
     return checks, failure
+
+
+def _mismatch_report(cand, gold, golden: JudgeGolden, i, seed, order, tol, plat, facts) -> dict:
+    shapes = [list(g.shape) for g in gold]
+    try:
+        blocks = mkw_mismatch.output_blocks(facts or [], shapes)
+    except Exception:  # noqa: BLE001 - the report goes without block facts
+        blocks = {}
+    return mkw_mismatch.report(cand, gold, lambda dt: mkw_run.tolerances_for(dt, tol, plat), seed=seed,
+                               order=order, blocks=blocks,
+                               input_shapes=[list(x.shape) for x in golden.inputs[i] if hasattr(x, "shape")])
 
 
 def _run(fn, golden: JudgeGolden, i):

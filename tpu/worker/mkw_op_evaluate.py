@@ -116,7 +116,7 @@ def op_evaluate_split(req, cancel, progress) -> dict:
     res["compile_s"] = {"candidate": mkw_judge.elapsed(t0), "reference": gh.get("compile_s")}
     ref = mkw_judge.reference_callable(golden, plat)
     try:
-        checks, failure = mkw_judge.check(compiled, ref, golden, tol, plat, accept, cancel)
+        checks, failure = mkw_judge.check(compiled, ref, golden, tol, plat, accept, cancel, facts)
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
