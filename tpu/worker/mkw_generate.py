@@ -36,6 +36,7 @@ NO_TEMPLATE = "no_template"
 # helper's template not written yet) is skipped.
 TEMPLATES = (
     ("attention", "mkw_gen_attention", "generate"),
+    ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
