@@ -103,3 +103,40 @@ def test_gated_mlp_ragged_small_instance_is_correct(worker, tmp_path):
     assert r["class"] == "gated_mlp"
     # 100 rows, 200 deep, 300 hidden: every axis of both grids ends in a ragged block.
     _evaluate(worker, task, r, tmp_path, _set(r["source"], **MLP_SMALL_TILES))
+
+
+# ---------------------------------------------------------------------------
+# matmul_group_norm
+
+GN_SIZE = "M, K, C, GROUPS = 64, 256, 512, 8"
+GN_FULL = (GN_SIZE, "M, K, C, GROUPS = 8192, 4096, 8192, 32")
+# 10 groups of 64 channels with 4 groups a tile: the last column tile holds 2 groups and
+# garbage; 200 deep with 128-deep steps; 20 rows with 16-row tiles.
+GN_RAGGED = (GN_SIZE, "M, K, C, GROUPS = 20, 200, 640, 10")
+
+
+def test_group_norm_full_size_lowers(worker, tmp_path):
+    task = _task("linear_group_norm.py", GN_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_group_norm"
+    assert "GroupNorm over 32 groups of 256 channels" in r["description"]
+    _readable(r, ["BLOCK_M", "GROUPS_PER_TILE", "BLOCK_K"])
+    src = r["source"]
+    assert "eps=eps" in src and "v2 = _group_sum(" in src  # the static eps reaches the kernel
+    assert src.count("= _group_sum(") == 2  # jnp.var's recomputed mean is summed once
+    (call,) = _lower_again(worker, task, r, tmp_path, calls=1)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    bm, bk = call["operands"][0]["block_shape"]
+    bc = call["operands"][1]["block_shape"][1]
+    assert bc % 256 == 0 and bc % 128 == 0  # whole groups, lane-aligned
+    assert call["grid"] == [8192 // bm, 8192 // bc, 4096 // bk]
+    assert call["operands"][2]["block_shape"] == [bc, bc]  # the same-group indicator
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_group_norm_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("linear_group_norm.py", GN_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_group_norm"
+    _evaluate(worker, task, r, tmp_path,
+              _set(r["source"], BLOCK_M=16, GROUPS_PER_TILE=4, BLOCK_K=128))

@@ -37,6 +37,7 @@ NO_TEMPLATE = "no_template"
 TEMPLATES = (
     ("attention", "mkw_gen_attention", "generate"),
     ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
+    ("matmul_group_norm", "mkw_gen_group_norm", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
