@@ -140,3 +140,40 @@ def test_group_norm_ragged_small_instance_is_correct(worker, tmp_path):
     assert r["class"] == "matmul_group_norm"
     _evaluate(worker, task, r, tmp_path,
               _set(r["source"], BLOCK_M=16, GROUPS_PER_TILE=4, BLOCK_K=128))
+
+
+# ---------------------------------------------------------------------------
+# matmul_batch_norm
+
+BN_SIZE = "M, K, C = 64, 256, 256"
+BN_FULL = (BN_SIZE, "M, K, C = 4096, 8192, 8192")
+# 40 rows in 16-row tiles (the statistics must skip the last tile's 8 garbage rows), 200 deep,
+# 300 channels in 128-wide tiles.
+BN_RAGGED = (BN_SIZE, "M, K, C = 40, 200, 300")
+
+
+def test_batch_norm_full_size_lowers(worker, tmp_path):
+    task = _task("linear_batch_norm.py", BN_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_batch_norm"
+    assert "batch statistics over all 4096 rows" in r["description"]
+    _readable(r, ["BLOCK_M", "BLOCK_C", "BLOCK_K", "NORM_BLOCK_M", "NORM_BLOCK_C"])
+    src = r["source"]
+    # The centred sum of squares comes from the column sums; eps and the row count are
+    # the module's own (a shrunk instance has fewer rows).
+    assert "- 2.0 * " in src and "+ eps" in src and "float(m)" in src and "4096" not in \
+        src.split("def candidate")[1]
+    stats_call, norm_call = _lower_again(worker, task, r, tmp_path, calls=2)
+    assert stats_call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    assert norm_call["dimension_semantics"] == ["parallel", "parallel"]
+    bm, bk = stats_call["operands"][0]["block_shape"]
+    assert bm >= 256 and stats_call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_batch_norm_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("linear_batch_norm.py", BN_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_batch_norm"
+    _evaluate(worker, task, r, tmp_path,
+              _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16,
+                   NORM_BLOCK_C=128))

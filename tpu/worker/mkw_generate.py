@@ -38,6 +38,7 @@ TEMPLATES = (
     ("attention", "mkw_gen_attention", "generate"),
     ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
     ("matmul_group_norm", "mkw_gen_group_norm", "generate"),
+    ("matmul_batch_norm", "mkw_gen_batch_norm", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
