@@ -147,9 +147,9 @@ def test_group_norm_ragged_small_instance_is_correct(worker, tmp_path):
 
 BN_SIZE = "M, K, C = 64, 256, 256"
 BN_FULL = (BN_SIZE, "M, K, C = 4096, 8192, 8192")
-# 40 rows in 16-row tiles (the statistics must skip the last tile's 8 garbage rows), 200 deep,
+# 44 rows in 16-row tiles (the statistics must skip the last tile's 4 garbage rows), 200 deep,
 # 300 channels in 128-wide tiles.
-BN_RAGGED = (BN_SIZE, "M, K, C = 40, 200, 300")
+BN_RAGGED = (BN_SIZE, "M, K, C = 44, 200, 300")
 
 
 def test_batch_norm_full_size_lowers(worker, tmp_path):
