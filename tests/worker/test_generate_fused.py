@@ -177,3 +177,37 @@ def test_batch_norm_ragged_small_instance_is_correct(worker, tmp_path):
     _evaluate(worker, task, r, tmp_path,
               _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16,
                    NORM_BLOCK_C=128))
+
+
+# ---------------------------------------------------------------------------
+# conv2d
+
+CONV_SIZE = "N, CIN, H, W, COUT = 2, 8, 16, 16, 16"
+CONV_FULL = (CONV_SIZE, "N, CIN, H, W, COUT = 8, 32, 512, 512, 64")
+# 11 output rows in 4-row tiles: the last tile's window reaches past the image (padded) and
+# its store is clipped.
+CONV_RAGGED = (CONV_SIZE, "N, CIN, H, W, COUT = 1, 4, 11, 8, 8")
+
+
+def test_conv2d_nchw_full_size_lowers(worker, tmp_path):
+    task = _task("conv2d_bias_silu.py", CONV_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "conv2d"
+    assert r["description"].startswith("2-D convolution (8x32x512x512 * 3x3 window, 32->64")
+    _readable(r, ["BLOCK_H", "BLOCK_CO"])
+    src = r["source"]
+    assert "x.transpose(0, 2, 3, 1)" in src and "out.transpose(0, 3, 1, 2)" in src
+    assert "pl.Element(bh + kh - 1)" in src and "acc_ref[...] += jnp.dot(patch" in src
+    (call,) = _lower_again(worker, task, r, tmp_path, calls=1)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "parallel"]
+    bh = call["operands"][-1]["block_shape"][0] if len(call["operands"][-1]["block_shape"]) == 3 \
+        else call["operands"][-1]["block_shape"][1]
+    assert call["grid"][0] == 8 and call["grid"][1] == -(-512 // bh)
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_conv2d_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("conv2d_bias_silu.py", CONV_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "conv2d"
+    _evaluate(worker, task, r, tmp_path, _set(r["source"], BLOCK_H=4))

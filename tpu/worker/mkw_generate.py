@@ -39,6 +39,7 @@ TEMPLATES = (
     ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
     ("matmul_group_norm", "mkw_gen_group_norm", "generate"),
     ("matmul_batch_norm", "mkw_gen_batch_norm", "generate"),
+    ("conv2d", "mkw_gen_conv", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
