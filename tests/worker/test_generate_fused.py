@@ -85,7 +85,8 @@ def test_gated_mlp_full_size_lowers(worker, tmp_path):
     r = _generate(worker, task)
     assert r["class"] == "gated_mlp"
     assert r["description"].startswith("gated MLP (three projections): sigmoid gate")
-    assert any(n.startswith("chosen: two projections read the same input") for n in r["notes"])
+    assert r["why"].startswith("gated_mlp: two projections read the same input")
+    assert r["warnings"] == []
     _readable(r, list(MLP_SMALL_TILES))
     gate_up, down = _lower_again(worker, task, r, tmp_path, calls=2)
     # gate+up: x, w_gate, w_up in; two f32 accumulators; K last and "arbitrary".
@@ -211,3 +212,14 @@ def test_conv2d_ragged_small_instance_is_correct(worker, tmp_path):
     r = _generate(worker, task)
     assert r["class"] == "conv2d"
     _evaluate(worker, task, r, tmp_path, _set(r["source"], BLOCK_H=4))
+
+
+# ---------------------------------------------------------------------------
+# the task itself
+
+
+def test_degenerate_task_gets_a_warning(worker):
+    r = worker.request("generate", task=_task("degenerate_instance_norm.py"), timeout=300)
+    warnings = r["warnings"] if r["ok"] else r["error"].get("warnings", [])
+    assert warnings and all(w.startswith("degenerate task: `reduce_sum` (line 1") for w in warnings)
+    assert "size-1 axes [2, 3]" in warnings[0] and "64x256x1x1" in warnings[0]

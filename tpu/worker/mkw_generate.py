@@ -23,6 +23,7 @@ import time
 import jax
 import mkw_common as C
 import mkw_gen_common as G
+import mkw_gen_degenerate
 import mkw_gen_expr as E
 import mkw_gen_gpu as GPU
 import mkw_run
@@ -68,8 +69,14 @@ def op_generate(req, cancel, progress) -> dict:
         progress(stage="trace")
         ctx = build_context(task, entry, target, form)
         cancel.check()
+        warnings = mkw_gen_degenerate.warnings_for(ctx)
         progress(stage="match")
-        gen, tried = run_templates(ctx)
+        try:
+            gen, tried = run_templates(ctx)
+        except C.WorkerError as e:
+            if warnings:
+                e.extra["warnings"] = warnings
+            raise
         cancel.check()
         progress(stage="lower")
         lowering = lower_generated(gen, ctx, task, filename)
@@ -85,12 +92,24 @@ def op_generate(req, cancel, progress) -> dict:
             "lowering": lowering,
             "notes": gen.notes,
             "templates_tried": tried,
+            "why": _why(gen, tried),
+            "warnings": warnings,
             "target": target,
             "kernel_form": form,
             "task": task.describe(),
         }
     finally:
         task.close()
+
+
+def _why(gen, tried) -> str:
+    """Which class was chosen and why: the template's own `chosen:` note, else its place in
+    the order."""
+    for n in gen.notes:
+        if n.startswith("chosen: "):
+            return f"{gen.kernel_class}: {n[len('chosen: '):]}"
+    return (f"{gen.kernel_class}: the first template that covers the reference (tried in order: "
+            f"{', '.join(tried)})")
 
 
 def _target(t) -> dict:
