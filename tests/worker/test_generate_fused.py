@@ -195,7 +195,7 @@ def test_conv2d_nchw_full_size_lowers(worker, tmp_path):
     r = _generate(worker, task)
     assert r["class"] == "conv2d"
     assert r["description"].startswith("2-D convolution (8x32x512x512 * 3x3 window, 32->64")
-    _readable(r, ["BLOCK_H", "BLOCK_CO"])
+    _readable(r, ["BLOCK_PIXELS", "BLOCK_CO"])
     src = r["source"]
     assert "x.transpose(0, 2, 3, 1)" in src and "out.transpose(0, 3, 1, 2)" in src
     assert "pl.Element(bh + kh - 1)" in src and "acc_ref[...] += jnp.dot(patch" in src
@@ -211,7 +211,7 @@ def test_conv2d_ragged_small_instance_is_correct(worker, tmp_path):
     task = _task("conv2d_bias_silu.py", CONV_RAGGED)
     r = _generate(worker, task)
     assert r["class"] == "conv2d"
-    _evaluate(worker, task, r, tmp_path, _set(r["source"], BLOCK_H=4))
+    _evaluate(worker, task, r, tmp_path, _set(r["source"], BLOCK_PIXELS=4 * 8))  # 4 rows of 8
 
 
 # ---------------------------------------------------------------------------

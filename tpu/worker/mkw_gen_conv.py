@@ -7,7 +7,7 @@ channel (a bias `(C,)` or `(1, C, 1, 1)`) or scalars.
 
 Kernel: the entry views the input as NHWC and the weight as HWIO (transposes only when the
 reference's layout differs) and pads the image once (the reference's padding, plus rows so the
-last row tile's window stays inside). Grid (N, Ho/BH, Co/BCO), all "parallel". One step reads a
+last row tile's window stays inside). Grid (N, Ho/BH, Co/BCO), all "parallel", BH = BLOCK_PIXELS // Wo. One step reads a
 window of BH + KH - 1 input rows (`pl.Element` rows: windows of consecutive tiles overlap by
 KH - 1 rows) and computes BH output rows x all Wo columns x BCO channels: for each tap (dh, dw)
 of the kernel window, the shifted (BH*Wo, Cin) patch times the tap's (Cin, BCO) weight,
@@ -240,11 +240,11 @@ def generate(ctx):
         raise NoTemplate(f"one output row ({wo} wide, window {kh}x{kw}x{cin}) does not fit the "
                          "VMEM budget", ["conv_general_dilated"])
     bh, bco, plan_vmem = plan
-    constants = [("BLOCK_H", bh, "output rows of a tile (x all columns: the GEMM tile's rows)"),
+    constants = [("BLOCK_PIXELS", bh * wo, "output pixels of a tile: BLOCK_PIXELS // Wo rows"),
                  ("BLOCK_CO", bco, "output channels of a tile"),
                  ("VMEM_LIMIT_BYTES", F.vmem_limit(plan_vmem, ctx),
                   "scoped VMEM the kernel may use (its plan plus headroom)")]
-    tunables = {"BLOCK_H": sorted({max(1, bh // 2), bh, bh * 2}),
+    tunables = {"BLOCK_PIXELS": sorted({max(1, bh // 2) * wo, bh * wo, bh * 2 * wo}),
                 "BLOCK_CO": sorted(set(bco_opts))}
 
     x_name, w_name = ctx.name_of_invar(x), ctx.name_of_invar(w)
@@ -286,7 +286,7 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
     ent += ["n, h, w_in, cin = x_nhwc.shape",
             "kh, kw, _, cout = w_hwio.shape",
             f"ho, wo = h + {pad[0][0] + pad[0][1]} - kh + 1, w_in + {pad[1][0] + pad[1][1]} - kw + 1",
-            "bh = min(BLOCK_H, ho)",
+            "bh = max(1, min(BLOCK_PIXELS // wo, ho))  # output rows of a tile",
             "bco = BLOCK_CO if cout % BLOCK_CO == 0 else cout",
             "row_tiles = pl.cdiv(ho, bh)",
             "# The reference's padding, plus rows at the bottom so the last tile's window is inside.",
