@@ -167,14 +167,17 @@ def _match(ctx):
                          ["conv_general_dilated"])
     p = conv.params
     if len(x.aval.shape) != 4:
-        raise NoTemplate(f"a {len(x.aval.shape) - 2}-D convolution; the conv2d template covers "
-                         "2-D", ["conv_general_dilated"])
+        raise NoTemplate(f"conv_general_dilated over {len(x.aval.shape) - 2} spatial dims; the "
+                         "conv2d template covers 2-D", ["conv_general_dilated"])
     if tuple(p["window_strides"]) != (1, 1) or tuple(p["lhs_dilation"]) != (1, 1) or \
             tuple(p["rhs_dilation"]) != (1, 1):
-        raise NoTemplate("a strided, dilated or transposed convolution; the conv2d template "
-                         "covers unit strides", ["conv_general_dilated"])
+        raise NoTemplate(f"conv_general_dilated with strides {tuple(p['window_strides'])}, "
+                         f"input dilation {tuple(p['lhs_dilation'])} (transposed when > 1), "
+                         f"kernel dilation {tuple(p['rhs_dilation'])}: the conv2d template covers "
+                         "unit strides and no dilation", ["conv_general_dilated"])
     if p["feature_group_count"] != 1 or p["batch_group_count"] != 1:
-        raise NoTemplate("a grouped (or depthwise) convolution; not covered",
+        raise NoTemplate("conv_general_dilated with feature groups (grouped or depthwise); not "
+                         "covered",
                          ["conv_general_dilated"])
     pad = [tuple(int(a) for a in q) for q in p["padding"]]
     if any(a < 0 for q in pad for a in q):
