@@ -2,7 +2,7 @@
 import jax
 import jax.numpy as jnp
 
-CONFIG = {"name": "conv2d_nchw_bias_tanh", "batch": 16, "in_channels": 64, "out_channels": 128,
+CONFIG = {"name": "conv2d_nchw_bias_tanh", "batch": 8, "in_channels": 32, "out_channels": 64,
           "height": 256, "width": 256}
 
 
