@@ -2,8 +2,8 @@
 import jax
 import jax.numpy as jnp
 
-CONFIG = {"name": "conv2d_nchw_bias_tanh", "batch": 8, "in_channels": 32, "out_channels": 64,
-          "height": 256, "width": 256}
+CONFIG = {"name": "conv2d_nchw_bias_tanh", "batch": 2, "in_channels": 32, "out_channels": 64,
+          "height": 1024, "width": 1024}
 
 
 def create_inputs(dtype=jnp.float32):

@@ -2,7 +2,7 @@
 import jax
 import jax.numpy as jnp
 
-CONFIG = {"name": "conv2d_pointwise_gelu", "batch": 4, "height": 256, "width": 256,
+CONFIG = {"name": "conv2d_pointwise_gelu", "batch": 1, "height": 1024, "width": 1024,
           "c_in": 128, "c_out": 256}
 
 
