@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 # Initialization
 def get_inputs(dtype=jnp.float32):
-    batch, c_in, c_out, size = 8, 32, 64, 512
+    batch, c_in, c_out, size = 2, 32, 64, 1024
     kx, kw, kb = jax.random.split(jax.random.key(411), 3)
     x = jax.random.normal(kx, (batch, c_in, size, size), dtype=dtype)
     w = jax.random.normal(kw, (c_out, c_in, 3, 3), dtype=dtype) * (9 * c_in) ** -0.5

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 # Initialization
 def get_inputs(dtype=jnp.float32):
-    batch, height, width, c_in, c_out = 8, 512, 512, 32, 32
+    batch, height, width, c_in, c_out = 2, 1024, 1024, 32, 32
     kx, kw, kb = jax.random.split(jax.random.key(406), 3)
     x = jax.random.normal(kx, (batch, height, width, c_in), dtype=dtype)
     w = jax.random.normal(kw, (3, 3, c_in, c_out), dtype=dtype) * 0.04

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 # Initialization
 def get_inputs(dtype=jnp.float32):
-    batch, c_in, c_out, size, k = 16, 16, 32, 256, 5
+    batch, c_in, c_out, size, k = 2, 16, 32, 1024, 5
     kx, kw = jax.random.split(jax.random.key(407))
     x = jax.random.normal(kx, (batch, c_in, size, size), dtype=dtype)
     w = jax.random.normal(kw, (c_out, c_in, k, k), dtype=dtype) * (k * k * c_in) ** -0.5
