@@ -29,7 +29,7 @@ def test_reply_fields_and_progress(worker):
 
 
 @pytest.mark.parametrize("name, prim, line", [
-    ("conv_relu.py", "conv_general_dilated", 7),
+    ("conv_relu.py", "conv_general_dilated", 8),
     ("sort_scale.py", "sort", 7),
 ])
 def test_uncovered_primitive_gets_no_template(worker, name, prim, line):

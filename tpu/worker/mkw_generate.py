@@ -2,7 +2,8 @@
 
 task -> input shapes (no data) -> jax.make_jaxpr of the reference (Python-number inputs bound as
 static arguments) -> nested jit / custom_jvp / custom_vjp calls inlined -> GenContext -> the
-templates in order (attention, matmul_row_reduction, matmul_epilogue, rowwise, elementwise) ->
+templates in order (attention, gated_mlp, matmul_group_norm, matmul_batch_norm, conv2d,
+matmul_row_reduction, matmul_epilogue, rowwise, elementwise) ->
 the module is executed and lowered at the task's full shapes -> reply. The module is in the TPU
 form (Mosaic, lowered for TPU) or the GPU form (Triton, lowered for CUDA; mkw_gen_gpu), as the
 request's `kernel_form` says (default: the worker's platform).
@@ -23,6 +24,7 @@ import time
 import jax
 import mkw_common as C
 import mkw_gen_common as G
+import mkw_gen_degenerate
 import mkw_gen_expr as E
 import mkw_gen_gpu as GPU
 import mkw_run
@@ -36,6 +38,10 @@ NO_TEMPLATE = "no_template"
 # helper's template not written yet) is skipped.
 TEMPLATES = (
     ("attention", "mkw_gen_attention", "generate"),
+    ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
+    ("matmul_group_norm", "mkw_gen_group_norm", "generate"),
+    ("matmul_batch_norm", "mkw_gen_batch_norm", "generate"),
+    ("conv2d", "mkw_gen_conv", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
@@ -64,8 +70,14 @@ def op_generate(req, cancel, progress) -> dict:
         progress(stage="trace")
         ctx = build_context(task, entry, target, form)
         cancel.check()
+        warnings = mkw_gen_degenerate.warnings_for(ctx)
         progress(stage="match")
-        gen, tried = run_templates(ctx)
+        try:
+            gen, tried = run_templates(ctx)
+        except C.WorkerError as e:
+            if warnings:
+                e.extra["warnings"] = warnings
+            raise
         cancel.check()
         progress(stage="lower")
         lowering = lower_generated(gen, ctx, task, filename)
@@ -81,12 +93,24 @@ def op_generate(req, cancel, progress) -> dict:
             "lowering": lowering,
             "notes": gen.notes,
             "templates_tried": tried,
+            "why": _why(gen, tried),
+            "warnings": warnings,
             "target": target,
             "kernel_form": form,
             "task": task.describe(),
         }
     finally:
         task.close()
+
+
+def _why(gen, tried) -> str:
+    """Which class was chosen and why: the template's own `chosen:` note, else its place in
+    the order."""
+    for n in gen.notes:
+        if n.startswith("chosen: "):
+            return f"{gen.kernel_class}: {n[len('chosen: '):]}"
+    return (f"{gen.kernel_class}: the first template that covers the reference (tried in order: "
+            f"{', '.join(tried)})")
 
 
 def _target(t) -> dict:

@@ -1,0 +1,225 @@
+"""generate: the fused multi-kernel classes (gated_mlp, ...).
+
+Per class: at FULL size the generated module lowers for TPU (the op lowers it before it answers;
+the test lowers the returned text again through the lower op and reads its facts); at a small
+RAGGED size (no tile divides a dim) with small block constants, so every grid axis has an edge
+block, the module passes evaluate in interpret mode.
+"""
+
+import ast
+
+import pytest
+from worker_harness import read_task, task_path
+
+DIR = "generate_fused"
+SEED = [5]
+
+
+def _task(name, replace=None):
+    path = task_path(DIR, name)
+    if replace is None:
+        return {"form": "infile", "path": path}
+    text = read_task(DIR, name)
+    assert replace[0] in text, replace[0]
+    return {"form": "infile", "source": text.replace(*replace), "filename": path}
+
+
+def _generate(worker, task):
+    r = worker.request("generate", task=task, timeout=300)
+    assert r["ok"] is True, r.get("error", r)
+    assert r["lowering"]["ok"] is True
+    return r
+
+
+def _readable(r, constants):
+    tree = ast.parse(r["source"])
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
+    for c in constants:
+        assert c in assigned and r["tunables"][c], c
+    assert "VMEM_LIMIT_BYTES" in assigned and "vmem_limit_bytes=VMEM_LIMIT_BYTES" in r["source"]
+    assert "interpret=" not in r["source"] and "dimension_semantics=" in r["source"]
+
+
+def _lower_again(worker, task, r, tmp_path, calls):
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(r["source"], encoding="utf-8")
+    lo = worker.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
+                        target="tpu", timeout=300)
+    assert lo["ok"] is True, lo.get("error")
+    assert lo["lowered"] is True and lo["num_pallas_calls"] == calls
+    return lo["pallas_calls"]
+
+
+def _set(source, **consts):
+    lines = source.splitlines()
+    for name, value in consts.items():
+        hits = [i for i, line in enumerate(lines) if line.startswith(f"{name} = ")]
+        assert len(hits) == 1, name
+        lines[hits[0]] = f"{name} = {value!r}"
+    return "\n".join(lines) + "\n"
+
+
+def _evaluate(worker, task, r, tmp_path, source):
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(source, encoding="utf-8")
+    ev = worker.request("evaluate", task=task, source=source, filename=str(f), kernel=r["entry"],
+                        seeds=SEED, timing=False, timeout=300)
+    assert ev["ok"] is True, ev.get("error")
+    assert ev["correct"] is True, ev["failure"]
+    assert ev["run_mode"]["mode"] == "interpret", ev["run_mode"]
+    return ev
+
+
+# ---------------------------------------------------------------------------
+# gated_mlp
+
+MLP_SIZE = "T, D, F = 64, 256, 384"
+MLP_FULL = (MLP_SIZE, "T, D, F = 4096, 4096, 14336")
+MLP_RAGGED = (MLP_SIZE, "T, D, F = 50, 200, 300")
+MLP_SMALL_TILES = dict(BLOCK_M=16, BLOCK_F=128, BLOCK_K=128, BLOCK_M_DOWN=16, BLOCK_D=128,
+                       BLOCK_FK=128)
+
+
+def test_gated_mlp_full_size_lowers(worker, tmp_path):
+    task = _task("swiglu_mlp.py", MLP_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "gated_mlp"
+    assert r["description"].startswith("gated MLP (three projections): sigmoid gate")
+    assert r["why"].startswith("gated_mlp: two projections read the same input")
+    assert r["warnings"] == []
+    _readable(r, list(MLP_SMALL_TILES))
+    gate_up, down = _lower_again(worker, task, r, tmp_path, calls=2)
+    # gate+up: x, w_gate, w_up in; two f32 accumulators; K last and "arbitrary".
+    assert gate_up["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    bm, bk = gate_up["operands"][0]["block_shape"]
+    bf = gate_up["operands"][1]["block_shape"][1]
+    assert gate_up["grid"] == [8192 // bm, 14336 // bf, 4096 // bk]
+    assert min(bm, bf) >= 256 and gate_up["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+    assert down["grid"][2] == -(-14336 // down["operands"][0]["block_shape"][1])
+
+
+def test_gated_mlp_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("swiglu_mlp.py", MLP_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "gated_mlp"
+    # 100 rows, 200 deep, 300 hidden: every axis of both grids ends in a ragged block.
+    _evaluate(worker, task, r, tmp_path, _set(r["source"], **MLP_SMALL_TILES))
+
+
+# ---------------------------------------------------------------------------
+# matmul_group_norm
+
+GN_SIZE = "M, K, C, GROUPS = 64, 256, 512, 8"
+GN_FULL = (GN_SIZE, "M, K, C, GROUPS = 8192, 4096, 8192, 32")
+# 10 groups of 64 channels with 4 groups a tile: the last column tile holds 2 groups and
+# garbage; 200 deep with 128-deep steps; 20 rows with 16-row tiles.
+GN_RAGGED = (GN_SIZE, "M, K, C, GROUPS = 20, 200, 640, 10")
+
+
+def test_group_norm_full_size_lowers(worker, tmp_path):
+    task = _task("linear_group_norm.py", GN_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_group_norm"
+    assert "GroupNorm over 32 groups of 256 channels" in r["description"]
+    _readable(r, ["BLOCK_M", "GROUPS_PER_TILE", "BLOCK_K"])
+    src = r["source"]
+    assert "eps=eps" in src and "v2 = _group_sum(" in src  # the static eps reaches the kernel
+    assert src.count("= _group_sum(") == 2  # jnp.var's recomputed mean is summed once
+    (call,) = _lower_again(worker, task, r, tmp_path, calls=1)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    bm, bk = call["operands"][0]["block_shape"]
+    bc = call["operands"][1]["block_shape"][1]
+    assert bc % 256 == 0 and bc % 128 == 0  # whole groups, lane-aligned
+    assert call["grid"] == [8192 // bm, 8192 // bc, 4096 // bk]
+    assert call["operands"][2]["block_shape"] == [bc, bc]  # the same-group indicator
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_group_norm_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("linear_group_norm.py", GN_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_group_norm"
+    _evaluate(worker, task, r, tmp_path,
+              _set(r["source"], BLOCK_M=16, GROUPS_PER_TILE=4, BLOCK_K=128))
+
+
+# ---------------------------------------------------------------------------
+# matmul_batch_norm
+
+BN_SIZE = "M, K, C = 64, 256, 256"
+BN_FULL = (BN_SIZE, "M, K, C = 4096, 8192, 8192")
+# 44 rows in 16-row tiles (the statistics must skip the last tile's 4 garbage rows), 200 deep,
+# 300 channels in 128-wide tiles.
+BN_RAGGED = (BN_SIZE, "M, K, C = 44, 200, 300")
+
+
+def test_batch_norm_full_size_lowers(worker, tmp_path):
+    task = _task("linear_batch_norm.py", BN_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_batch_norm"
+    assert "batch statistics over all 4096 rows" in r["description"]
+    _readable(r, ["BLOCK_M", "BLOCK_C", "BLOCK_K", "NORM_BLOCK_M", "NORM_BLOCK_C"])
+    src = r["source"]
+    # The centred sum of squares comes from the column sums; eps and the row count are
+    # the module's own (a shrunk instance has fewer rows).
+    assert "- 2.0 * " in src and "+ eps" in src and "float(m)" in src and "4096" not in \
+        src.split("def candidate")[1]
+    stats_call, norm_call = _lower_again(worker, task, r, tmp_path, calls=2)
+    assert stats_call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    assert norm_call["dimension_semantics"] == ["parallel", "parallel"]
+    bm, bk = stats_call["operands"][0]["block_shape"]
+    assert bm >= 256 and stats_call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_batch_norm_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("linear_batch_norm.py", BN_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_batch_norm"
+    _evaluate(worker, task, r, tmp_path,
+              _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16,
+                   NORM_BLOCK_C=128))
+
+
+# ---------------------------------------------------------------------------
+# conv2d
+
+CONV_SIZE = "N, CIN, H, W, COUT = 2, 8, 16, 16, 16"
+CONV_FULL = (CONV_SIZE, "N, CIN, H, W, COUT = 8, 32, 512, 512, 64")
+# 11 output rows in 4-row tiles: the last tile's window reaches past the image (padded) and
+# its store is clipped.
+CONV_RAGGED = (CONV_SIZE, "N, CIN, H, W, COUT = 1, 4, 11, 8, 8")
+
+
+def test_conv2d_nchw_full_size_lowers(worker, tmp_path):
+    task = _task("conv2d_bias_silu.py", CONV_FULL)
+    r = _generate(worker, task)
+    assert r["class"] == "conv2d"
+    assert r["description"].startswith("2-D convolution (8x32x512x512 * 3x3 window, 32->64")
+    _readable(r, ["BLOCK_PIXELS", "BLOCK_CO"])
+    src = r["source"]
+    assert "x.transpose(0, 2, 3, 1)" in src and "out.transpose(0, 3, 1, 2)" in src
+    assert "pl.Element(bh + kh - 1)" in src and "acc_ref[...] += jnp.dot(patch" in src
+    (call,) = _lower_again(worker, task, r, tmp_path, calls=1)
+    assert call["dimension_semantics"] == ["parallel", "parallel", "parallel"]
+    bh = call["operands"][-1]["block_shape"][0] if len(call["operands"][-1]["block_shape"]) == 3 \
+        else call["operands"][-1]["block_shape"][1]
+    assert call["grid"][0] == 8 and call["grid"][1] == -(-512 // bh)
+    assert call["vmem_bytes_per_step"] <= 16 * 1024 * 1024
+
+
+def test_conv2d_ragged_small_instance_is_correct(worker, tmp_path):
+    task = _task("conv2d_bias_silu.py", CONV_RAGGED)
+    r = _generate(worker, task)
+    assert r["class"] == "conv2d"
+    _evaluate(worker, task, r, tmp_path, _set(r["source"], BLOCK_PIXELS=4 * 8))  # 4 rows of 8
+
+
+# ---------------------------------------------------------------------------
+# the task itself
+
+
+def test_degenerate_task_gets_a_warning(worker):
+    r = worker.request("generate", task=_task("degenerate_instance_norm.py"), timeout=300)
+    warnings = r["warnings"] if r["ok"] else r["error"].get("warnings", [])
+    assert warnings and all(w.startswith("degenerate task: `reduce_sum` (line 1") for w in warnings)
+    assert "size-1 axes [2, 3]" in warnings[0] and "64x256x1x1" in warnings[0]
