@@ -223,6 +223,8 @@ class _Plan:
                  f"dtype), or {self.m}; a last block past the {self.m} rows is masked")]
         self.vmem = step(chosen)
         self.limit_vmem = max(step(b) for b in cands)  # vmem_limit_bytes covers the tunables
+        notes.append(f"{chosen}-row blocks: {G.mib(self.vmem)} of VMEM per step (budget "
+                     f"{G.mib(budget)})")
         return chosen, cands, notes, self.vmem
 
     def _blocks_gpu(self, inputs, outs):
