@@ -488,3 +488,14 @@ def block_helpers(*code: str) -> str:
     if "_ragged_block(" in text:
         out += RAGGED_BLOCK_HELPER
     return out
+
+
+# Peak dense bf16 FLOP/s and HBM bytes/s per JAX device of each generation
+# (knowledge/data/tpu_generations.json; f32 matmuls at the default precision run at the bf16 peak).
+GENERATION_ROOFLINE = {"v4": (275e12, 1200e9), "v5e": (197e12, 819e9), "v5p": (459e12, 2765e9),
+                       "v6e": (918e12, 1638e9), "v7": (2307e12, 7380e9)}
+
+
+def target_roofline(target: dict) -> tuple[float, float]:
+    """(peak FLOP/s, HBM bytes/s) of the target's generation; v5e's for an unknown name."""
+    return GENERATION_ROOFLINE.get(generation_of(target.get("name")), GENERATION_ROOFLINE["v5e"])

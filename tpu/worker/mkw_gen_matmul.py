@@ -19,9 +19,12 @@ import mkw_gen_common as G
 import mkw_gen_expr as E
 from mkw_gen_common import NoTemplate
 
-# Bytes of HBM traffic one grid step costs in fixed overhead (about 0.35 us at ~820 GB/s):
-# the block chooser weighs per-step overhead against re-fetching operands.
-STEP_OVERHEAD_BYTES = 300_000
+# The fixed cost of one grid step (DMA issue, pipeline bookkeeping).
+STEP_SECONDS = 0.35e-6
+# Plans modelled within this fraction of the fastest count as equally fast.
+COST_SLACK = 0.03
+# f32 temporaries over the output tile the epilogue keeps live besides the accumulator.
+EPILOGUE_TEMPS = 2
 MAX_BLOCK = 2048
 
 
@@ -294,17 +297,24 @@ def _vmem(ms, blocks, out_block, bm, bn, bk):
     for b in blocks:
         ins.append(((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype))
     outs = [((bm, bn if out_block.cols_full else 1), out_block.dtype)]
-    return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)])
+    # Scratch: the f32 accumulator, and the epilogue's f32 temporaries over the tile.
+    return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)] * (1 + EPILOGUE_TEMPS))
 
 
-def _cost(ms, bm, bn, bk):
+def _cost(ctx, ms, out_block, bm, bn, bk):
+    """Modelled seconds: each grid step takes the longer of its MXU work and its operand DMA
+    (at the target's peak and HBM bandwidth) plus the fixed step cost; the first step's loads
+    and the last tile's write are not overlapped. So tiles grow until a step's arithmetic
+    intensity clears the ridge, and no further than the exposed first and last steps allow."""
+    peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
     ws = G.itemsize(ms.rhs.var.aval.dtype)
+    os_ = G.itemsize(out_block.dtype) * (bn if out_block.cols_full else 1)
     m, n, k = ms.m, ms.n, ms.k
-    gm, gn = -(-m // bm), -(-n // bn)  # a ragged last tile costs a whole step
-    traffic = m * k * xs * gn + k * n * ws * gm
-    steps = gm * gn * (k // bk)
-    return traffic + steps * STEP_OVERHEAD_BYTES
+    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk  # a ragged last tile costs a whole step
+    load = bm * bk * xs + bk * bn * ws
+    step = max(2 * bm * bn * bk / peak, (load + bm * os_ / gk) / bw) + STEP_SECONDS
+    return max(1, ms.nbatch) * gm * gn * gk * step + (load + bm * os_) / bw
 
 
 def _row_align(ms, blocks, out_block) -> int:
@@ -320,17 +330,20 @@ def _choose(ctx, ms, blocks, out_block, reduction):
     w_sub = G.sublane_multiple(ms.rhs.var.aval.dtype)
     k_c = _candidates(ms.k, max(G.LANE, w_sub))
     budget = ctx.vmem_budget
-    best = None
+    plans = []
     for bm in m_c:
         for bn in n_c:
             for bk in k_c:
                 v = _vmem(ms, blocks, out_block, bm, bn, bk)
-                if v > budget:
-                    continue
-                c = _cost(ms, bm, bn, bk)
-                key = (c, -(bm * bn), -bk)
-                if best is None or key < best[0]:
-                    best = (key, _Plan(bm, bn, bk, v, c))
+                if v <= budget:
+                    plans.append(_Plan(bm, bn, bk, v, _cost(ctx, ms, out_block, bm, bn, bk)))
+    best = None
+    if plans:
+        # Within COST_SLACK of the best modelled time, the plan with the least VMEM (headroom
+        # for Mosaic's temporaries, and what an expert keeps: tiles just past the ridge).
+        top = min(p.cost for p in plans) * (1 + COST_SLACK)
+        best = (None, min((p for p in plans if p.cost <= top),
+                          key=lambda p: (p.vmem, p.cost, -(p.bm * p.bn), -p.bk)))
     if best is None:
         smallest = _vmem(ms, blocks, out_block, m_c[0], n_c[0], k_c[0])
         what = (f"a full output row (N={ms.n}, needed by the row reduction)" if reduction
