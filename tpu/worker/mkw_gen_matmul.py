@@ -25,6 +25,7 @@ STEP_SECONDS = 0.35e-6
 COST_SLACK = 0.03
 # f32 temporaries over the output tile the epilogue keeps live besides the accumulator.
 EPILOGUE_TEMPS = 2
+ROW_REDUCTION_TEMPS = 7
 MAX_BLOCK = 2048
 
 
@@ -297,10 +298,10 @@ def _vmem(ms, blocks, out_block, bm, bn, bk, reduction=False):
     for b in blocks:
         ins.append(((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype))
     outs = [((bm, bn if out_block.cols_full else 1), out_block.dtype)]
-    # Scratch: the f32 accumulator, and (an epilogue over an output tile) the epilogue's f32
-    # temporaries. A row reduction's output is the accumulator's row: measured on v5e, Mosaic
-    # compiles linear_softmax's 512 x 8192 x 512 plan within the limit without extra room.
-    temps = 0 if reduction else EPILOGUE_TEMPS
+    # Scratch: the f32 accumulator and the epilogue's f32 temporaries over the tile. A row
+    # reduction keeps several whole-row temporaries live (v5e: linear_logsumexp at 512 x 8192 x
+    # 256 used 147 MiB, about seven (512, 8192) f32 arrays beyond its blocks).
+    temps = ROW_REDUCTION_TEMPS if reduction else EPILOGUE_TEMPS
     return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)] * (1 + temps))
 
 
