@@ -17,10 +17,54 @@ import textwrap
 import jax.numpy as jnp
 import numpy as np
 
-DEFAULT_TARGET = {"name": "v5e", "vmem_limit_bytes": 16 * 1024 * 1024}
-# The VMEM a generated kernel may plan for: the target's limit less headroom for Mosaic's own
-# internal scratch and the semaphores/DMA descriptors it adds.
+MIB = 1024 * 1024
+# Physical VMEM per TensorCore of each generation (knowledge/data/tpu_generations.json, from
+# JAX's TpuInfo; a unit test keeps the two equal). The 16/32 MiB scoped limit is only a default:
+# a generated kernel plans against the physical VMEM and sets vmem_limit_bytes to its plan.
+GENERATION_VMEM = {"v4": 16 * MIB, "v5e": 128 * MIB, "v5p": 64 * MIB, "v6e": 128 * MIB,
+                   "v7": 64 * MIB}
+GENERATION_ALIASES = {"tpu v4": "v4", "v4p": "v4", "tpu v4 pod": "v4", "v5 lite": "v5e",
+                      "v5litepod": "v5e", "v5lite": "v5e", "tpu v5 lite": "v5e", "tpu v5e": "v5e",
+                      "v5": "v5p", "tpu v5": "v5p", "tpu v5p": "v5p", "trillium": "v6e",
+                      "v6 lite": "v6e", "tpu v6 lite": "v6e", "tpu v6e": "v6e", "v7x": "v7",
+                      "tpu7x": "v7", "tpu7": "v7", "ironwood": "v7"}
+DEFAULT_TARGET = {"name": "v5e"}
+# The VMEM a generated kernel may plan for: the capacity less headroom for Mosaic's own internal
+# scratch (the epilogue's temporaries, semaphores, DMA descriptors).
 VMEM_HEADROOM = 0.75
+# vmem_limit_bytes = the plan x this + VMEM_LIMIT_SLACK (Mosaic's temporaries), within capacity.
+VMEM_LIMIT_FACTOR = 1.25
+VMEM_LIMIT_SLACK = 4 * MIB
+
+
+def generation_of(name) -> str | None:
+    """The generation key ("v5e"...) a target name or device kind names, else None."""
+    if not isinstance(name, str):
+        return None
+    key = name.strip().lower()
+    return key if key in GENERATION_VMEM else GENERATION_ALIASES.get(key)
+
+
+def target_vmem_capacity(target: dict) -> int:
+    """The VMEM a kernel for this target can use: an explicit target.vmem_limit_bytes, else the
+    generation's physical VMEM per core, else 16 MiB (an unknown generation: the safe default)."""
+    v = target.get("vmem_limit_bytes")
+    if v:
+        return int(v)
+    return GENERATION_VMEM.get(generation_of(target.get("name")), 16 * MIB)
+
+
+def target_vmem_limit(target: dict) -> int:
+    return target_vmem_capacity(target)
+
+
+def vmem_limit_for(plan_bytes: int, capacity: int) -> int:
+    """The vmem_limit_bytes a kernel sets for a plan of `plan_bytes` per step: the plan with room
+    for Mosaic's temporaries, whole MiB, at least 16 MiB (the default scoped limit, never
+    lowered) and at most the capacity."""
+    want = int(plan_bytes * VMEM_LIMIT_FACTOR) + VMEM_LIMIT_SLACK
+    want = -(-want // MIB) * MIB
+    return max(min(want, capacity), min(16 * MIB, capacity))
 LANE = 128
 # Block sizes the generators prefer, largest first: MXU-friendly, and big enough that the
 # per-step overhead (about 0.35 us) is small against the step's work.
@@ -111,7 +155,8 @@ class GenContext:
 
     @property
     def vmem_limit(self) -> int:
-        return int(self.target.get("vmem_limit_bytes") or DEFAULT_TARGET["vmem_limit_bytes"])
+        """The VMEM capacity the kernel plans against (target_vmem_capacity)."""
+        return target_vmem_capacity(self.target)
 
     @property
     def vmem_budget(self) -> int:
@@ -281,14 +326,15 @@ def literal(value) -> str:
 
 
 def compiler_params_code(semantics, ctx: GenContext, vmem_needed: int | None = None) -> str:
-    """`pltpu.CompilerParams(...)` text. vmem_limit_bytes is passed only when the plan needs
-    more than the default scoped VMEM (16 MiB)."""
+    """`pltpu.CompilerParams(...)` text, with vmem_limit_bytes always set from the plan
+    (vmem_limit_for): the scoped default (16 MiB on v5e) is only a default."""
     sem = ", ".join(f'"{s}"' for s in semantics)
     if len(semantics) == 1:
         sem += ","
     extra = ""
-    if vmem_needed is not None and vmem_needed > 16 * 1024 * 1024:
-        extra = f", vmem_limit_bytes={ctx.vmem_limit}"
+    if vmem_needed is not None:
+        limit = vmem_limit_for(vmem_needed, ctx.vmem_limit)
+        extra = f", vmem_limit_bytes={limit // MIB} * 1024 * 1024"
     return f"pltpu.CompilerParams(dimension_semantics=({sem}){extra})"
 
 
@@ -373,3 +419,83 @@ def _fit_block(block, dim, align):
             return b
     return dim
 '''
+
+
+_PRECISION_RANK = {"DEFAULT": 0, "HIGH": 1, "HIGHEST": 2}
+
+
+def mosaic_precision_code(precisions) -> str | None:
+    """The `precision=` text for the kernel's dots from the reference's dot precisions (None
+    when Mosaic's default serves). Mosaic takes DEFAULT or HIGHEST only (it rejects HIGH and
+    per-operand pairs), so the strongest asked for is kept and HIGH becomes HIGHEST: never less
+    precise than the reference."""
+    rank = 0
+    for p in precisions:
+        if p is None:
+            continue
+        parts = p if isinstance(p, (tuple, list)) else (p,)
+        for x in parts:
+            name = getattr(x, "name", str(x))
+            if name in _PRECISION_RANK:
+                rank = max(rank, _PRECISION_RANK[name])
+            elif "F32" in name.upper() and "BF16" not in name.upper():
+                rank = 2  # an f32 dot algorithm preset
+    return "jax.lax.Precision.HIGHEST" if rank else None
+
+
+# Emitted beside FIT_BLOCK_HELPER where the grid's last tile may be ragged (an axis whose rows or
+# columns are computed independently: Pallas masks the out-of-bounds part of the last block).
+RAGGED_BLOCK_HELPER = '''
+
+def _ragged_block(block, dim, align):
+    """Tile size along an axis whose last tile may be partial (the grid is pl.cdiv(dim, tile)):
+    a divisor of `dim` at least half of `block` when there is one, else `block` itself."""
+    if dim <= block:
+        return dim
+    top = block - block % align
+    for b in range(top, max(top // 2, align) - 1, -align):
+        if dim % b == 0:
+            return b
+    return top
+'''
+
+
+def ragged_candidates(dim: int, align: int, sizes=(128, 256, 512, 1024, 2048)) -> list[int]:
+    """Tile sizes for an axis whose last tile may be partial: the aligned divisors of `dim`, the
+    whole dim, and (when `dim` has few good divisors) the usual sizes below it."""
+    out = set(block_candidates(dim, align))
+    out |= {s for s in sizes if s % align == 0 and s < dim}
+    return sorted(out)
+
+
+def ragged_pick(block: int, dim: int, align: int) -> int:
+    """What the emitted `_ragged_block` returns (the generator plans with the same tile)."""
+    if dim <= block:
+        return dim
+    top = block - block % align
+    for b in range(top, max(top // 2, align) - 1, -align):
+        if dim % b == 0:
+            return b
+    return top
+
+
+def block_helpers(*code: str) -> str:
+    """The block-size helpers (FIT_BLOCK_HELPER, RAGGED_BLOCK_HELPER) the given code calls."""
+    text = "".join(code)
+    out = ""
+    if "_fit_block(" in text:
+        out += FIT_BLOCK_HELPER
+    if "_ragged_block(" in text:
+        out += RAGGED_BLOCK_HELPER
+    return out
+
+
+# Peak dense bf16 FLOP/s and HBM bytes/s per JAX device of each generation
+# (knowledge/data/tpu_generations.json; f32 matmuls at the default precision run at the bf16 peak).
+GENERATION_ROOFLINE = {"v4": (275e12, 1200e9), "v5e": (197e12, 819e9), "v5p": (459e12, 2765e9),
+                       "v6e": (918e12, 1638e9), "v7": (2307e12, 7380e9)}
+
+
+def target_roofline(target: dict) -> tuple[float, float]:
+    """(peak FLOP/s, HBM bytes/s) of the target's generation; v5e's for an unknown name."""
+    return GENERATION_ROOFLINE.get(generation_of(target.get("name")), GENERATION_ROOFLINE["v5e"])

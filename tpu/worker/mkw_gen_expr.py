@@ -532,6 +532,11 @@ class Region:
             a = "row_len"
             self.uses_row_len = True
         expr = table[name].format(a, b)
+        if name == "div" and _float_dtype(out.aval.dtype) and not is_literal(ins[1]) and \
+                self.rank and self.held(ins[0])[-1] and not self.held(ins[1])[-1]:
+            # A row divided by a per-row value (softmax's sum, a norm): one reciprocal per row,
+            # then multiplies, not a divide per element.
+            expr = f"{a} * (1.0 / {b})"
         if all(is_literal(v) for v in ins):
             expr = f"jnp.asarray({expr}, {G.dtype_code(out.aval.dtype)})"
         self._assign(e, expr)

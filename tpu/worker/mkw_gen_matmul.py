@@ -19,9 +19,13 @@ import mkw_gen_common as G
 import mkw_gen_expr as E
 from mkw_gen_common import NoTemplate
 
-# Bytes of HBM traffic one grid step costs in fixed overhead (about 0.35 us at ~820 GB/s):
-# the block chooser weighs per-step overhead against re-fetching operands.
-STEP_OVERHEAD_BYTES = 300_000
+# The fixed cost of one grid step (DMA issue, pipeline bookkeeping).
+STEP_SECONDS = 0.35e-6
+# Plans modelled within this fraction of the fastest count as equally fast.
+COST_SLACK = 0.03
+# f32 temporaries over the output tile the epilogue keeps live besides the accumulator.
+EPILOGUE_TEMPS = 2
+ROW_REDUCTION_TEMPS = 7
 MAX_BLOCK = 2048
 
 
@@ -268,11 +272,12 @@ def _monotonic(region, v) -> bool:
 # ---------------------------------------------------------------------------
 # Block sizes.
 
-def _candidates(dim: int, align: int) -> list[int]:
+def _candidates(dim: int, align: int, ragged: bool = False) -> list[int]:
     """Tile sizes worth trying for a dim: powers of two below 128 that are multiples of the
-    sublane tile, multiples of 128 up to MAX_BLOCK, all dividing the dim; or the whole dim."""
+    sublane tile, multiples of 128 up to MAX_BLOCK, all dividing the dim (or, on an axis whose
+    last tile may be ragged, not dividing it); or the whole dim."""
     out = []
-    for b in G.block_candidates(dim, align):
+    for b in (G.ragged_candidates(dim, align) if ragged else G.block_candidates(dim, align)):
         small_power_of_two = b < 128 and (b & (b - 1)) == 0
         if small_power_of_two or (b <= MAX_BLOCK and (b == dim or b % 128 == 0)):
             out.append(b)
@@ -286,23 +291,34 @@ class _Plan:
         self.bm, self.bn, self.bk, self.vmem, self.cost = bm, bn, bk, vmem, cost
 
 
-def _vmem(ms, blocks, out_block, bm, bn, bk):
+def _vmem(ms, blocks, out_block, bm, bn, bk, reduction=False):
     x_blk = ((bm, bk), ms.lhs.var.aval.dtype)
     w_blk = (((bn, bk) if ms.w_transposed else (bk, bn)), ms.rhs.var.aval.dtype)
     ins = [x_blk, w_blk]
     for b in blocks:
         ins.append(((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype))
     outs = [((bm, bn if out_block.cols_full else 1), out_block.dtype)]
-    return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)])
+    # Scratch: the f32 accumulator and the epilogue's f32 temporaries over the tile. A row
+    # reduction keeps several whole-row temporaries live (v5e: linear_logsumexp at 512 x 8192 x
+    # 256 used 147 MiB, about seven (512, 8192) f32 arrays beyond its blocks).
+    temps = ROW_REDUCTION_TEMPS if reduction else EPILOGUE_TEMPS
+    return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)] * (1 + temps))
 
 
-def _cost(ms, bm, bn, bk):
+def _cost(ctx, ms, out_block, bm, bn, bk):
+    """Modelled seconds: each grid step takes the longer of its MXU work and its operand DMA
+    (at the target's peak and HBM bandwidth) plus the fixed step cost; the first step's loads
+    and the last tile's write are not overlapped. So tiles grow until a step's arithmetic
+    intensity clears the ridge, and no further than the exposed first and last steps allow."""
+    peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
     ws = G.itemsize(ms.rhs.var.aval.dtype)
+    os_ = G.itemsize(out_block.dtype) * (bn if out_block.cols_full else 1)
     m, n, k = ms.m, ms.n, ms.k
-    traffic = m * k * xs * (n // bn) + k * n * ws * (m // bm)
-    steps = (m // bm) * (n // bn) * (k // bk)
-    return traffic + steps * STEP_OVERHEAD_BYTES
+    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk  # a ragged last tile costs a whole step
+    load = bm * bk * xs + bk * bn * ws
+    step = max(2 * bm * bn * bk / peak, (load + bm * os_ / gk) / bw) + STEP_SECONDS
+    return max(1, ms.nbatch) * gm * gn * gk * step + (load + bm * os_) / bw
 
 
 def _row_align(ms, blocks, out_block) -> int:
@@ -313,24 +329,27 @@ def _row_align(ms, blocks, out_block) -> int:
 
 def _choose(ctx, ms, blocks, out_block, reduction):
     sub = _row_align(ms, blocks, out_block)
-    m_c = _candidates(ms.m, sub)
-    n_c = [ms.n] if reduction else _candidates(ms.n, G.LANE)
+    m_c = _candidates(ms.m, sub, ragged=True)
+    n_c = [ms.n] if reduction else _candidates(ms.n, G.LANE, ragged=True)
     w_sub = G.sublane_multiple(ms.rhs.var.aval.dtype)
     k_c = _candidates(ms.k, max(G.LANE, w_sub))
     budget = ctx.vmem_budget
-    best = None
+    plans = []
     for bm in m_c:
         for bn in n_c:
             for bk in k_c:
-                v = _vmem(ms, blocks, out_block, bm, bn, bk)
-                if v > budget:
-                    continue
-                c = _cost(ms, bm, bn, bk)
-                key = (c, -(bm * bn), -bk)
-                if best is None or key < best[0]:
-                    best = (key, _Plan(bm, bn, bk, v, c))
+                v = _vmem(ms, blocks, out_block, bm, bn, bk, reduction)
+                if v <= budget:
+                    plans.append(_Plan(bm, bn, bk, v, _cost(ctx, ms, out_block, bm, bn, bk)))
+    best = None
+    if plans:
+        # Within COST_SLACK of the best modelled time, the plan with the least VMEM (headroom
+        # for Mosaic's temporaries, and what an expert keeps: tiles just past the ridge).
+        top = min(p.cost for p in plans) * (1 + COST_SLACK)
+        best = (None, min((p for p in plans if p.cost <= top),
+                          key=lambda p: (p.vmem, p.cost, -(p.bm * p.bn), -p.bk)))
     if best is None:
-        smallest = _vmem(ms, blocks, out_block, m_c[0], n_c[0], k_c[0])
+        smallest = _vmem(ms, blocks, out_block, m_c[0], n_c[0], k_c[0], reduction)
         what = (f"a full output row (N={ms.n}, needed by the row reduction)" if reduction
                 else "the smallest valid tiles")
         raise NoTemplate(f"{what} does not fit the VMEM budget: {G.mib(smallest)} per step with "
@@ -341,13 +360,20 @@ def _choose(ctx, ms, blocks, out_block, reduction):
     plan = best[1]
 
     def fits(bm, bn, bk):
-        return _vmem(ms, blocks, out_block, bm, bn, bk) <= budget
+        return _vmem(ms, blocks, out_block, bm, bn, bk, reduction) <= budget
 
     tun = {"BLOCK_M": [b for b in m_c if fits(b, plan.bn, plan.bk)],
            "BLOCK_K": [b for b in k_c if fits(plan.bm, plan.bn, b)]}
     if not reduction:
         tun["BLOCK_N"] = [b for b in n_c if fits(plan.bm, b, plan.bk)]
-    return plan, {k: G.around(v, getattr(plan, "b" + k[-1].lower())) for k, v in tun.items()}
+    tun = {k: G.around(v, getattr(plan, "b" + k[-1].lower())) for k, v in tun.items()}
+    # vmem_limit_bytes covers the largest plan of the tunable space (the autotuner varies one
+    # constant at a time from the first plan).
+    plan.limit_vmem = max([plan.vmem] + [
+        _vmem(ms, blocks, out_block, *(b if name == "BLOCK_" + a.upper() else getattr(plan, "b" + a)
+                                       for a in "mnk"), reduction)
+        for name, vals in tun.items() for b in vals])
+    return plan, tun
 
 
 # ---------------------------------------------------------------------------
@@ -390,8 +416,9 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     xv = f"{x_name}_ref[...]" + (f".astype({G.dtype_code(ms.lhs.convert)})" if ms.lhs.convert else "")
     wv = f"{w_name}_ref[...]" + (f".astype({G.dtype_code(ms.rhs.convert)})" if ms.rhs.convert else "")
     prec = ""
-    if ms.precision is not None:
-        prec = f", precision={_precision_code(ms.precision)}"
+    prec_code = G.mosaic_precision_code([ms.precision])
+    if prec_code is not None:
+        prec = f", precision={prec_code}"
     if ms.w_transposed:
         dot = (f"jax.lax.dot_general(\n        {xv}, {wv}, (((1,), (1,)), ((), ())),\n"
                f"        preferred_element_type=jnp.{ms.acc_dtype}{prec})")
@@ -424,9 +451,11 @@ def _matmul_kernel({sig}):
 '''
 
     # --- entry
-    fits = [f"bm = _fit_block(BLOCK_M, m, {sub})",
+    # Output rows (and, without a row reduction, columns) are independent: their last tile may
+    # be ragged (Pallas masks it). K is summed over: its tile divides K.
+    fits = [f"bm = _ragged_block(BLOCK_M, m, {sub})",
             "bn = n  # the whole row: the epilogue reduces over it" if reduction
-            else "bn = _fit_block(BLOCK_N, n, 128)",
+            else "bn = _ragged_block(BLOCK_N, n, 128)",
             f"bk = _fit_block(BLOCK_K, k, {k_align})"]
     if batched:
         operand_specs = ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
@@ -444,9 +473,9 @@ def _matmul_kernel({sig}):
         kernel=G.static_partial("_matmul_kernel", ctx, statics), out_shape=view.shape,
         grid=f"({', '.join(view.grid + ['k // bk'])})", in_specs=specs, out_spec=view.spec,
         options=[f"scratch_shapes=[pltpu.VMEM((bm, bn), jnp.{ms.acc_dtype})]",
-                 f"compiler_params={_wrap_params(G.compiler_params_code(sem, ctx, plan.vmem))}"],
+                 f"compiler_params={_wrap_params(G.compiler_params_code(sem, ctx, plan.limit_vmem))}"],
         args=args, final=view.final)
-    entry = entry_code(ctx, lines, call)
+    entry = entry_code(ctx, lines, call, ragged=True)
     constants = [("BLOCK_M", plan.bm, "rows of the output tile")]
     if not reduction:
         constants.append(("BLOCK_N", plan.bn, "columns of the output tile"))
@@ -454,7 +483,7 @@ def _matmul_kernel({sig}):
     kclass = "matmul_row_reduction" if reduction else "matmul_epilogue"
     description = describe(ms, region, blocks)
     source, imports, body = G.write_module(description=description, ctx=ctx, kernel_class=kclass,
-                                           constants=constants, code=G.FIT_BLOCK_HELPER + kernel + entry)
+                                           constants=constants, code=G.block_helpers(kernel, entry) + kernel + entry)
     notes = [(f"tiles {plan.bm}x{plan.bn}x{plan.bk}: {G.mib(plan.vmem)} of VMEM per step "
               f"(budget {G.mib(ctx.vmem_budget)})")]
     if reduction:
@@ -548,17 +577,21 @@ def output_view(ms, out, out_block, grid_ids: str) -> OutputView:
             ("batch + (m, 1)" if keepdims else "batch + (m,)")
         return OutputView(f"jax.ShapeDtypeStruct((nb, m, {ocols}), {odt})",
                           f"pl.BlockSpec((None, bm, {obn}), lambda {grid_ids}: (b, i, {oj}))",
-                          ["nb", "m // bm", "n // bn"], final)
+                          ["nb", "pl.cdiv(m, bm)", "pl.cdiv(n, bn)"], final)
     final = "lead + (n,)" if out_block.cols_full else ("lead + (1,)" if keepdims else "lead")
     return OutputView(f"jax.ShapeDtypeStruct((m, {ocols}), {odt})",
                       f"pl.BlockSpec((bm, {obn}), lambda {grid_ids}: (i, {oj}))",
-                      ["m // bm", "n // bn"], final)
+                      ["pl.cdiv(m, bm)", "pl.cdiv(n, bn)"], final)
 
 
-def entry_code(ctx, lines, call: str) -> str:
-    """The entry function: `lines`, the check that the tiles divide the matmul, the `call`."""
-    check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
-             '    f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
+def entry_code(ctx, lines, call: str, ragged: bool = False) -> str:
+    """The entry function: `lines`, the check that the tiles divide the matmul (only K's when
+    the M and N tiles may be ragged), the `call`."""
+    if ragged:
+        check = 'assert k % bk == 0, f"the {bk}-deep tile does not divide K={k}"'
+    else:
+        check = ('assert m % bm == 0 and n % bn == 0 and k % bk == 0, (\n'
+                 '    f"tiles {bm}x{bn}x{bk} do not divide the matmul {m}x{n}x{k}")')
     body = "\n".join(lines) + "\n" + check + "\n" + call
     return f'''
 

@@ -205,7 +205,8 @@ class _Plan:
             return G.step_vmem(ins, os, temps)
 
         budget = self.ctx.vmem_budget
-        cands = [b for b in G.block_candidates(self.m, align, cap=MAX_BLOCK_ROWS) if step(b) <= budget]
+        cands = [b for b in G.ragged_candidates(self.m, align, sizes=(8, 16, 32, 64, 128, 256, 512))
+                 if b <= MAX_BLOCK_ROWS and step(b) <= budget]
         if not cands:
             smallest = min(G.block_candidates(self.m, align))
             raise G.NoTemplate(
@@ -219,8 +220,11 @@ class _Plan:
         chosen = max(comfy)
         cands = G.around(cands, chosen)
         notes = [(f"BLOCK_ROWS must be a multiple of {align} (the sublane tile of the narrowest "
-                 f"dtype) dividing {self.m}, or {self.m}")]
+                 f"dtype), or {self.m}; a last block past the {self.m} rows is masked")]
         self.vmem = step(chosen)
+        self.limit_vmem = max(step(b) for b in cands)  # vmem_limit_bytes covers the tunables
+        notes.append(f"{chosen}-row blocks: {G.mib(self.vmem)} of VMEM per step (budget "
+                     f"{G.mib(budget)})")
         return chosen, cands, notes, self.vmem
 
     def _blocks_gpu(self, inputs, outs):
@@ -284,7 +288,7 @@ class _Plan:
         e += [f"lead, n = {x}.shape[:-1], {x}.shape[-1]",
              f"m = {x}.size // n",
              ("block_rows = _fit_pow2(BLOCK_ROWS, m)" if ctx.form == "gpu" else
-              f"block_rows = _fit_block(BLOCK_ROWS, m, {self.align})")]
+              f"block_rows = _ragged_block(BLOCK_ROWS, m, {self.align})")]  # rows independent
         specs, args = [], []
         for var, name, dom in inputs:
             nm = _ident(name)
@@ -318,20 +322,20 @@ class _Plan:
         e += ["out = pl.pallas_call(",
               f"    {kern},",
               f"    out_shape={oshapes[0] if one else '[' + ', '.join(oshapes) + ']'},",
-              "    grid=(m // block_rows,),",
+              "    grid=(pl.cdiv(m, block_rows),),",
               "    in_specs=[" + ",\n              ".join(specs) + "],",
               f"    out_specs={ospecs[0] if one else '[' + ', '.join(ospecs) + ']'},",
               f"    compiler_params={self._params_code()},",
               f")({', '.join(args)})"]
         e.append("return " + _return_text(ctx, rets))
         entry = f"def {ctx.entry}({ctx.signature}):\n" + G.indent("\n".join(e))
-        helper = GPU.FIT_POW2_HELPER if ctx.form == "gpu" else G.FIT_BLOCK_HELPER
+        helper = GPU.FIT_POW2_HELPER if ctx.form == "gpu" else G.block_helpers(entry)
         return helper + "\n\n" + kernel + "\n\n\n" + entry + "\n"
 
     def _params_code(self) -> str:
         if self.ctx.form == "gpu":
             return "plgpu.CompilerParams(num_warps=NUM_WARPS)"
-        return G.compiler_params_code(("parallel",), self.ctx, self.vmem)
+        return G.compiler_params_code(("parallel",), self.ctx, self.limit_vmem)
 
 
 def _return_text(ctx, rets) -> str:
