@@ -354,7 +354,7 @@ def generate(ctx):
     def cost_a(bm, bc, bk):
         mb, cb, kb = -(-ms.m // bm), -(-ms.n // bc), -(-ms.k // bk)
         return (ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
-                + mb * cb * kb * MM.STEP_OVERHEAD_BYTES)
+                + mb * cb * kb * F.STEP_OVERHEAD_BYTES)
 
     pa = F.choose_tiles(ms.m, ms.n, ms.k, sub, k_align, vmem_a, cost_a, ctx.vmem_budget)
     if pa is None:

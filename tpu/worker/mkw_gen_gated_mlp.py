@@ -129,7 +129,7 @@ def generate(ctx):
     def cost1(bm, bf, bk):
         mb, fb, kb = (-(-ms.m // bm), -(-ms.n // bf), -(-ms.k // bk))
         traffic = ms.m * ms.k * G.itemsize(x_dt) * fb + 2 * ms.k * ms.n * G.itemsize(w_dt) * mb
-        return traffic + mb * fb * kb * MM.STEP_OVERHEAD_BYTES
+        return traffic + mb * fb * kb * F.STEP_OVERHEAD_BYTES
 
     p1 = F.choose_tiles(ms.m, ms.n, ms.k, sub, k_align, vmem1, cost1, budget)
     if p1 is None:
@@ -159,7 +159,7 @@ def generate(ctx):
         def cost2(bm, bd, bk):
             mb, db, kb = (-(-ms.m // bm), -(-d_out // bd), -(-ms.n // bk))
             traffic = ms.m * ms.n * G.itemsize(h_dt) * db + ms.n * d_out * G.itemsize(wd_dt) * mb
-            return traffic + mb * db * kb * MM.STEP_OVERHEAD_BYTES
+            return traffic + mb * db * kb * F.STEP_OVERHEAD_BYTES
 
         sub2 = max(G.sublane_multiple(h_dt), G.sublane_multiple(out_dt))
         p2 = F.choose_tiles(ms.m, d_out, ms.n, sub2, dk_align, vmem2, cost2, budget)

@@ -245,7 +245,7 @@ def generate(ctx):
         traffic = ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
         # the group sums are extra MXU work: weigh them as bytes at the ridge (~240 flops/B)
         extra = 2 * ms.m * ms.n * bc * em.group_sums // 240
-        return traffic + extra + mb * cb * kb * MM.STEP_OVERHEAD_BYTES
+        return traffic + extra + mb * cb * kb * F.STEP_OVERHEAD_BYTES
 
     best = None
     for bc in _tile_options(ms.n, gsize):
