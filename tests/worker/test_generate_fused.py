@@ -8,7 +8,6 @@ block, the module passes evaluate in interpret mode.
 
 import ast
 
-import pytest
 from worker_harness import read_task, task_path
 
 DIR = "generate_fused"
@@ -84,8 +83,8 @@ def _evaluate(worker, task, r, tmp_path, source):
 MLP_SIZE = "T, D, F = 64, 256, 384"
 MLP_FULL = (MLP_SIZE, "T, D, F = 4096, 4096, 14336")
 MLP_RAGGED = (MLP_SIZE, "T, D, F = 50, 200, 300")
-MLP_SMALL_TILES = dict(BLOCK_M=16, BLOCK_F=128, BLOCK_K=128, BLOCK_M_DOWN=16, BLOCK_D=128,
-                       BLOCK_FK=128)
+MLP_SMALL_TILES = {"BLOCK_M": 16, "BLOCK_F": 128, "BLOCK_K": 128, "BLOCK_M_DOWN": 16, "BLOCK_D": 128,
+                       "BLOCK_FK": 128}
 
 
 def test_gated_mlp_full_size_lowers(worker, tmp_path):
@@ -175,7 +174,7 @@ def test_batch_norm_full_size_lowers(worker, tmp_path):
     stats_call, norm_call = _lower_again(worker, task, r, tmp_path, calls=2)
     assert stats_call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
     assert norm_call["dimension_semantics"] == ["parallel", "parallel"]
-    bm, bk = stats_call["operands"][0]["block_shape"]
+    bm, _bk = stats_call["operands"][0]["block_shape"]
     assert bm >= 256 and stats_call["vmem_bytes_per_step"] <= _vmem_limit(r)
 
 
