@@ -35,11 +35,14 @@ EXPORT_PLATFORM = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
 
 def main(sock, notes: list[str]) -> int:
     sys.stdout = sys.stderr
-    os.chdir(tempfile.mkdtemp(prefix="maxkernel-candidate-"))
     try:
         req, _ = mkw_wire.recv(sock, time.monotonic() + 60, what="the judge")
     except mkw_wire.WireError:
         return 3
+    # The judge made this folder and removes it once the child is gone, whatever the child did.
+    workdir = req.get("workdir")
+    os.chdir(workdir if isinstance(workdir, str) and os.path.isdir(workdir)
+             else tempfile.mkdtemp(prefix="maxkernel-candidate-"))
     stage = {"name": "start"}
     try:
         role = req.get("role")

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 import mkw_common as C
@@ -89,8 +91,9 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[
     The child's whole process group is killed afterwards, whatever happened."""
     pid, sock = _zygote.fork()
     deadline = time.monotonic() + (wall_s or WALL_SECONDS)
+    workdir = tempfile.mkdtemp(prefix="maxkernel-candidate-")
     try:
-        mkw_wire.send(sock, request, [])
+        mkw_wire.send(sock, dict(request, workdir=workdir), [])
         return mkw_wire.recv(sock, deadline, cancel=cancel, what="the candidate's process")
     except mkw_wire.WireError as e:
         raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
@@ -100,6 +103,7 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[
             os.killpg(pid, signal.SIGKILL)  # the child is its own session and group leader
         except OSError:
             pass
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _recv_exact(sock, n, deadline):
