@@ -30,8 +30,9 @@ std::string marker_of(const fs::path& dir) {
 class TimingLaneTest : public WorkerHostTest {
  protected:
   // An evaluate of the scale_add task whose candidate, when first traced, marks `mine` as
-  // started, waits up to `wait_s` for `other` to start, and records whether it did and its pid
-  // (as the name of a folder in `mine`.log).
+  // started, waits up to `wait_s` for `other` to start, and records whether it did and which
+  // worker ran it (as the name of a folder in `mine`.log). The candidate runs in a child forked
+  // from its worker's zygote (docs/worker-protocol.md), so its parent's pid names the worker.
   json evaluate_request(const std::string& mine, const std::string& other, int wait_s) {
     const auto path = [&](const std::string& name) {
       return json((scratch_ / name).string()).dump();
@@ -51,7 +52,7 @@ class TimingLaneTest : public WorkerHostTest {
         "            time.sleep(0.01)\n"
         "        os.makedirs(os.path.join(" +
         path(mine + ".log") + ", '%d %d' % (os.path.exists(" + path(other + ".start") +
-        "), os.getpid())))\n";
+        "), os.getppid())))\n";
     return {{"op", "evaluate"},
             {"source", scale_add_with(prelude)},
             {"filename", (scratch_ / (mine + ".py")).string()},
