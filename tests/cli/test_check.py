@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
 GOOD = sorted((CORPUS / "good").glob("*.py"))
 BAD = sorted((CORPUS / "bad").glob("*.py"))
+EXPERT = sorted((CORPUS / "expert").glob("*.py"))  # kernels in the style of expert code
 EXPECT = re.compile(r"#\s*expect:\s*((?:MK\d{3}[ ,]*)+)")
 
 
@@ -69,7 +70,7 @@ def test_text_format_lines():
 def test_folder_is_searched_recursively():
     result = check("--format", "json", CORPUS)
     data = json.loads(result.stdout)
-    assert len(data["files"]) == len(GOOD) + len(BAD) + 1  # + verify_corpus.py
+    assert len(data["files"]) == len(GOOD) + len(BAD) + len(EXPERT) + 1  # + verify_corpus.py
     assert data["summary"]["kernels"] >= len(GOOD) + len(BAD)
     assert result.returncode == 1
 
