@@ -26,8 +26,7 @@ def first_run(bench_store):
         "--python",
         venv_python(),
         "--store",
-        bench_store,
-        "--no-cache",
+        bench_store,  # a fresh store: nothing to read; this run writes the verdicts the next reads
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
