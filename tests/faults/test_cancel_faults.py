@@ -51,8 +51,14 @@ def run_until_a_worker_spins(tmp_path, kernel, candidate):
     for line in proc.stderr:
         if "| node 0 " in line:  # the baseline is done; the stuck candidate comes next
             break
-    wait_until(lambda: spinning(worker_processes(store)), 120, "a worker spinning in the candidate")
-    return proc, worker_processes(store), store
+    wait_until(lambda: spinning(run_processes(store)), 120, "a worker spinning in the candidate")
+    return proc, run_processes(store), store
+
+
+def run_processes(store):
+    """The run's workers, and their zygotes and candidate children (the candidate runs in a child
+    forked from its worker's zygote, and spins there)."""
+    return worker_processes(store) + worker_processes(store, b"mkw_zygote.py")
 
 
 def cancel_and_time(proc, workers, store):
@@ -60,7 +66,7 @@ def cancel_and_time(proc, workers, store):
     proc.send_signal(signal.SIGINT)
     cancelled_at = time.monotonic()
     try:
-        wait_until(lambda: not [p for p in workers if p in worker_processes(store)],
+        wait_until(lambda: not [p for p in workers if p in run_processes(store)],
                    GRACE_S + MARGIN_S, "every worker of the run to be gone")
     except AssertionError:
         return None
@@ -71,8 +77,11 @@ def stop_everything(proc, store):
     if proc.poll() is None:
         proc.kill()
         proc.wait()
-    for pid in worker_processes(store):
-        os.kill(pid, signal.SIGKILL)
+    for pid in run_processes(store):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def test_a_cancelled_run_kills_a_worker_stuck_in_a_candidate_within_three_seconds(tmp_path, kernel):

@@ -124,7 +124,7 @@ def test_a_killed_run_resumes_without_evaluating_a_finished_node_again(workspace
     _tmp, kernel, store = workspace
     args = [maxkernel(), "optimize", str(kernel), "--python", python(), "--store", str(store),
             "--mode", "graph", "--search", "beam", "--branches", "2", "--concurrency", "1",
-            "--budget", "evaluations=6,iterations=10", "--no-report"]
+            "--budget", "evaluations=6,iterations=10", "--roofline", "0", "--no-report"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run_id = None
     kill_after = random.Random().randint(1, 4)  # evaluated nodes seen before the kill

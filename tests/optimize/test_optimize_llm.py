@@ -84,7 +84,7 @@ def test_each_graph_strategy_on_a_recording(tmp_path, strategy):
     r = subprocess.run([maxkernel(), "optimize", str(kernel), "--python", python(), "--store",
                         str(tmp_path / "store.sqlite"), "--llm", f"replay:{fixture}", "--mode",
                         "graph", "--search", strategy, "--branches", "2", "--budget",
-                        "evaluations=5,iterations=10", "--format", "json", "--no-report"],
+                        "evaluations=5,iterations=10", "--roofline", "0", "--format", "json", "--no-report"],
                        check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -26,6 +26,7 @@ CHANNEL_FD = 3
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _PR_SET_DUMPABLE = 4
+_PR_SET_PDEATHSIG = 1
 
 # Soft limits of every child (MAXKERNEL_CANDIDATE_LIMITS overrides them): address space (XLA
 # reserves several GiB of it, so not below ~6 GiB), CPU seconds, core files.
@@ -74,6 +75,15 @@ def _leave_network() -> str:
     return "network isolated (own network namespace)"
 
 
+def _die_with_parent() -> None:
+    """SIGKILL when the parent goes: a worker killed by its host (a cancel, a timeout) takes its
+    zygote with it, and the zygote its candidate, which would otherwise spin on alone."""
+    parent = os.getppid()
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent went before the signal was armed
+        os._exit(0)
+
+
 def _become_child(chan: int) -> None:
     os.setsid()  # its own session and process group: the judge kills the group at the end
     os.dup2(chan, CHANNEL_FD)
@@ -86,6 +96,7 @@ def _become_child(chan: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     notes = [_leave_network()]
     notes.append("limits " + ", ".join(_apply_limits(_limits())))
+    _die_with_parent()  # armed after the namespace change, which would clear it
     sock = socket.socket(fileno=CHANNEL_FD)
     code = mkw_child.main(sock, notes)
     os._exit(code)
@@ -93,6 +104,7 @@ def _become_child(chan: int) -> None:
 
 def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
+    _die_with_parent()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     while True:
