@@ -9,7 +9,8 @@ from conftest import ROOT, free_port
 KERNEL = ROOT / "tests" / "optimize" / "kernels" / "scale_rows.py"
 # Graph search, parallel lineages: two evaluations are in flight at once (concurrency 2).
 SEARCH = ("--mode", "graph", "--search", "parallel", "--beam", "2", "--branches", "2",
-          "--concurrency", "2", "--no-cache", "--no-report", "--format", "json")
+          "--concurrency", "2", "--no-cache", "--no-report", "--format", "json",
+          "--roofline", "0")  # the evaluation budget, not the roofline, ends these searches
 
 
 def local_host(name, python_exe):
