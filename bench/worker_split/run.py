@@ -1,6 +1,7 @@
 """The cost of the judge/candidate split per evaluation (issue 36): one warm worker, N evaluations
 of the same correct in-file candidate with explicit seeds (so the frozen reference is reused, as
 in a search or a bench run), timing off; prints the median and p90 of the wall time per evaluate.
+With --fresh-seeds the requests name no seeds, so each draws new ones (as the optimize loop does).
 
     python3 bench/worker_split/run.py [--worker tpu/worker/maxkernel_worker.py] [--n 12]
 
@@ -25,6 +26,8 @@ def main():
     ap.add_argument("--worker", default=os.path.join(ROOT, "tpu", "worker", "maxkernel_worker.py"))
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     ap.add_argument("--n", type=int, default=12)
+    ap.add_argument("--fresh-seeds", action="store_true",
+                    help="no seeds in the request: the worker draws new ones each time (as a search does)")
     a = ap.parse_args()
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     p = subprocess.Popen([a.python, a.worker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -34,7 +37,9 @@ def main():
 
     def evaluate(i):
         req = {"id": i, "op": "evaluate", "task": {"form": "infile", "path": TASK}, "source": source,
-               "filename": TASK, "seeds": [1, 2, 3], "timing": False}
+               "filename": TASK, "timing": False}
+        if not a.fresh_seeds:
+            req["seeds"] = [1, 2, 3]
         t0 = time.perf_counter()
         p.stdin.write((json.dumps(req) + "\n").encode())
         p.stdin.flush()
@@ -54,7 +59,7 @@ def main():
     p.stdin.close()
     p.wait(timeout=60)
     p90 = walls[min(len(walls) - 1, round(0.9 * (len(walls) - 1)))]
-    out = {"worker": a.worker, "n": a.n, "first_s": round(first, 3), "median_s": round(statistics.median(walls), 3),
+    out = {"worker": a.worker, "n": a.n, "fresh_seeds": a.fresh_seeds, "first_s": round(first, 3), "median_s": round(statistics.median(walls), 3),
            "p90_s": round(p90, 3), "min_s": round(walls[0], 3), "max_s": round(walls[-1], 3),
            "loadavg": os.getloadavg(), "last_phases": phases[-1]}
     print(json.dumps(out))

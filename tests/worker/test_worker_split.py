@@ -157,3 +157,49 @@ def test_the_candidate_has_no_network_and_its_own_limits(worker):
     assert any(n.startswith("limits address_space_mb=") for n in notes)
     if os.path.exists("/proc/self/ns/net") and "isolated (own" in notes[0]:
         assert notes[0] == "network isolated (own network namespace)"
+
+
+def _children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def test_the_reference_child_is_kept_for_fresh_seeds():
+    """A search draws fresh seeds for each evaluation: the task's reference child is kept (it loaded
+    the task and compiled the reference once) and answers each new seed list; if it dies, the next
+    evaluation starts a fresh one and loses nothing. A candidate that is the task's own file (its
+    code runs in the reference's child at import) never leaves that child behind."""
+    w = WorkerProcess()
+    try:
+        path = task_path("infile", "scale_add.py")
+
+        def evaluate(variant="\n# a variant of the file, as a search writes them\n"):
+            r = w.request("evaluate", timeout=120, task={"form": "infile", "path": path},
+                          source=read_task("infile", "scale_add.py") + variant, filename=path, timing=False)
+            assert r["ok"] is True and r["correct"] is True, r
+            return r
+
+        own = [evaluate(variant=""), evaluate(variant="")]
+        assert [r["judge"]["reference_from"] for r in own] == ["fresh child", "fresh child"]
+        first, second = evaluate(), evaluate()
+        assert first["judge"]["reference_from"] == "fresh child"
+        assert second["judge"]["reference_from"] == "kept child"
+        assert first["seeds"] != second["seeds"]
+        zygote = [p for p in _children(w.proc.pid) if b"mkw_zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
+        assert len(zygote) == 1
+        kept = [p for p in _children(zygote[0]) if _alive(p)]
+        assert len(kept) == 1  # the candidates' children are gone; the reference's stays
+        os.kill(kept[0], 9)
+        third = evaluate()
+        assert third["judge"]["reference_from"] == "fresh child"
+        assert evaluate()["judge"]["reference_from"] == "kept child"
+    finally:
+        w.close()

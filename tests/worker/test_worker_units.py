@@ -82,3 +82,47 @@ def test_message_hints():
     hints = mkw_common.message_hints('error: loc("/x/k.py":12:5) bad; also /x/k.py:30', "/x/k.py", 40)
     assert [(h["line"], h["column"]) for h in hints] == [(12, 5), (30, 1)]
     assert mkw_common.message_hints("Mosaic failed at line 7", "/x/k.py", 10)[0]["line"] == 7
+
+
+def test_input_description_round_trips_the_call():
+    """The reference's child describes where its arrays sit (mkw_input_wire); the candidate's
+    child rebuilds the same call from the description and the arrays."""
+    import mkw_input_wire
+    import numpy as np
+    a, b, c = np.zeros(3), np.ones((2, 2)), np.arange(4)
+    full_args = (a, [b, 3, None], {"scale": 0.5, "w": c})
+    desc = mkw_input_wire.describe(full_args, {"mode": "fast", "n": 2}, [a, b, c])
+    fresh = [np.full(3, 7.0), np.full((2, 2), 8.0), np.arange(4) + 1]
+    args, kwargs = mkw_input_wire.rebuild(desc, fresh)
+    assert args[0] is fresh[0] and args[1][0] is fresh[1] and args[2]["w"] is fresh[2]
+    assert args[1][1:] == [3, None] and type(args[1]) is list and args[2]["scale"] == 0.5
+    assert kwargs == {"mode": "fast", "n": 2}
+
+
+def test_input_description_refuses_what_it_cannot_say():
+    import mkw_input_wire
+    import numpy as np
+    a = np.zeros(3)
+    assert mkw_input_wire.describe((a, np.float32(2.0)), {}, [a]) is None  # a numpy scalar static
+    assert mkw_input_wire.describe((a,), {}, [a, np.ones(2)]) is None  # an array it never met
+    desc = mkw_input_wire.describe((a,), {}, [a])
+    with pytest.raises(ValueError):
+        mkw_input_wire.rebuild(desc, [])  # fewer arrays than named
+    with pytest.raises(ValueError):
+        mkw_input_wire.rebuild(desc, [a, a])  # an array left out
+    with pytest.raises(ValueError):
+        mkw_input_wire.rebuild({"args": [{"a": 0}, {"a": 0}], "kwargs": []}, [a])  # one array twice
+    with pytest.raises(ValueError):
+        mkw_input_wire.rebuild({"args": [{"x": 1}], "kwargs": []}, [])
+
+
+def test_the_zygote_warms_without_starting_the_backend():
+    """The zygote forks every child: a JAX backend started before the fork would hand each child
+    a copy of its threads' locks. Warming must trace with abstract values only."""
+    import subprocess
+    code = ("import mkw_zygote, sys; mkw_zygote.warm(); "
+            "import jax._src.pallas.mosaic.interpret as m; "
+            "sys.exit(3 if mkw_zygote.backend_started() else 0)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "tpu", "worker"),
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -11,6 +11,7 @@ Every answer is data (mkw_wire); the judge decides what it means."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -21,8 +22,10 @@ import jax
 import mkw_clock
 import mkw_common as C
 import mkw_cost
+import mkw_extra_shapes
 import mkw_facts
 import mkw_golden
+import mkw_input_wire
 import mkw_prepared
 import mkw_run
 import mkw_shrink
@@ -31,12 +34,15 @@ import mkw_trace
 import mkw_wire
 
 EXPORT_PLATFORM = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
+# The first run only looks for the interpreter's errors, its speed is never read: XLA's CPU
+# backend compiles it with LLVM's cheap settings (about a quarter less compile time).
+FIRST_RUN_XLA = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
 def main(sock, notes: list[str]) -> int:
     sys.stdout = sys.stderr
     try:
-        req, _ = mkw_wire.recv(sock, time.monotonic() + 60, what="the judge")
+        req, blobs_in = mkw_wire.recv(sock, time.monotonic() + 60, what="the judge")
     except mkw_wire.WireError:
         return 3
     # The judge made this folder and removes it once the child is gone, whatever the child did.
@@ -44,10 +50,37 @@ def main(sock, notes: list[str]) -> int:
     os.chdir(workdir if isinstance(workdir, str) and os.path.isdir(workdir)
              else tempfile.mkdtemp(prefix="maxkernel-candidate-"))
     stage = {"name": "start"}
+    if req.get("role") != "reference":
+        return _answer(sock, notes, stage, lambda: _candidate(req, stage, blobs_in))
+    ref = []
+
+    def first():
+        ref.append(_Reference(req, stage))
+        return ref[0].answer(req["seeds"], stage, first=True, extra_shapes=req.get("extra_shapes"))
+
+    code = _answer(sock, notes, stage, first)
+    # Kept by the judge (`serve`): more seeds of the same task, until the judge closes the socket.
+    while code == 0 and ref and req.get("serve"):
+        try:
+            more, _ = mkw_wire.recv(sock, time.monotonic() + 10 ** 7, what="the judge")
+        except mkw_wire.WireError:
+            return 0
+        seeds = more.get("seeds")
+        if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) for x in seeds):
+            return 3
+        code = _answer(sock, notes, stage, functools.partial(ref[0].answer, seeds, stage, first=False,
+                                                             extra_shapes=more.get("extra_shapes")))
+    return code
+
+
+def _answer(sock, notes, stage, work) -> int:
+    """Sends what `work` returns, or the error it raised; 0 when the answer went out, 5 when it
+    was an error (a child that failed once is not asked again)."""
+    failed = True
     try:
-        role = req.get("role")
-        header, blobs = (_reference if role == "reference" else _candidate)(req, stage)
+        header, blobs = work()
         header["sandbox"] = notes
+        failed = False
     except C.WorkerError as e:
         header, blobs = {"error": e.to_json()}, []
     except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt, SystemExit, MemoryError included
@@ -61,7 +94,7 @@ def main(sock, notes: list[str]) -> int:
         mkw_wire.send(sock, _jsonable(header), blobs)
     except (OSError, TypeError, ValueError):
         return 4
-    return 0
+    return 5 if failed else 0
 
 
 def _jsonable(obj):
@@ -99,7 +132,8 @@ def _first_run(bound, s0, facts, req, plat, prep):
         return
     try:
         with mode.context():
-            jax.block_until_ready(jax.jit(bound)(*s0.args, **s0.kwargs))
+            compiled = jax.jit(bound).trace(*s0.args, **s0.kwargs).lower().compile(compiler_options=FIRST_RUN_XLA)
+            jax.block_until_ready(compiled(*s0.args, **s0.kwargs))
     except Exception as e:  # noqa: BLE001
         mode.reset()
         if mkw_run.looks_unsupported(e):
@@ -115,42 +149,82 @@ def _first_run(bound, s0, facts, req, plat, prep):
         raise err from None
 
 
-def _reference(req, stage):
-    plat = mkw_run.platform()
-    stage["name"] = "load"
-    task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
-    mkw_shrink.configure(task, req.get("shrink"))
-    stage["name"] = "reference"
-    golden = mkw_golden.Golden(task, req["seeds"], plat, _mode(req, plat), C.CancelToken())
-    metas, blobs = [], []
+def _sets(golden, blobs: list[bytes]) -> list[dict]:
+    """Each input set's inputs and the reference's outputs as array metas, their bytes appended
+    to `blobs` in the same order."""
     sets = []
     for s, outs in zip(golden.sets, golden.outputs):
-        ins = [mkw_wire.to_blob(x) for x in s.leaves()]
-        entry = {"seed": s.seed, "inputs": [mkw_wire.array_meta(jax.numpy.asarray(x)) for x in s.leaves()],
-                 "outputs": [mkw_wire.array_meta(o) for o in outs]}
-        sets.append(entry)
-        blobs += ins + [mkw_wire.to_blob(o) for o in outs]
-    s0 = golden.sets[0]
-    bound = s0.bind(task.reference_fn)
-    header = {"task": task.describe(), "instance": mkw_shrink.describe(task),
-              "instance_label": mkw_shrink.label(task), "tolerances": task.tolerances,
-              "accept_dtype_difference": bool(task.accept_dtype_difference), "sets": sets,
-              "warnings": list(golden.warnings) + list(getattr(task, "load_warnings", []) or []),
-              "compile_s": golden.compile_s, "reference_frozen": bool(task.reference_frozen)}
-    metas.append(len(blobs))
-    try:
-        mod, kept, _ = _export(bound, s0.args, s0.kwargs, EXPORT_PLATFORM.get(plat, plat))
-        header["program"] = {"blob": len(blobs), "kept": kept}
-        blobs.append(mod)
-    except Exception as e:  # noqa: BLE001 - the reference is then not timed
-        header["program_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-    try:
-        mod, kept, _ = _export(bound, s0.args, s0.kwargs, "tpu")
-        header["target_program"] = {"blob": len(blobs), "kept": kept, "platform": "tpu"}
-        blobs.append(mod)
-    except Exception as e:  # noqa: BLE001
-        header["target_program_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-    return header, blobs
+        sets.append({"seed": s.seed, "inputs": [mkw_wire.array_meta(jax.numpy.asarray(x)) for x in s.leaves()],
+                     "outputs": [mkw_wire.array_meta(o) for o in outs]})
+        blobs += [mkw_wire.to_blob(x) for x in s.leaves()] + [mkw_wire.to_blob(o) for o in outs]
+    return sets
+
+
+class _Reference:
+    """The task's reference in this child: loaded once; the first answer carries its programs,
+    later answers (the judge keeps this child for more seeds of the same task) only the input
+    sets and outputs, the compiled reference reused."""
+
+    def __init__(self, req, stage):
+        self.plat = mkw_run.platform()
+        self.mode = _mode(req, self.plat)
+        stage["name"] = "load"
+        self.task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
+        mkw_shrink.configure(self.task, req.get("shrink"))
+        self.compiled: dict = {}  # the compiled reference by signature (the task's own shape, extra shapes)
+
+    def answer(self, seeds, stage, first: bool, extra_shapes=None):
+        stage["name"] = "reference"
+        task, plat = self.task, self.plat
+        golden = mkw_golden.Golden(task, seeds, plat, self.mode, C.CancelToken(), compiled=self.compiled)
+        blobs: list[bytes] = []
+        s0 = golden.sets[0]
+        header = {"task": task.describe(), "instance": mkw_shrink.describe(task),
+                  "instance_label": mkw_shrink.label(task), "tolerances": task.tolerances,
+                  "accept_dtype_difference": bool(task.accept_dtype_difference),
+                  "sets": _sets(golden, blobs),
+                  "warnings": list(golden.warnings) + list(getattr(task, "load_warnings", []) or []),
+                  "compile_s": golden.compile_s, "reference_frozen": bool(task.reference_frozen),
+                  "signature": golden.signature,
+                  "inputs_structure": mkw_input_wire.describe(s0.full_args, s0.full_kwargs, s0.leaves())}
+        if first:
+            self._programs(s0, header, blobs)
+        parsed = mkw_extra_shapes.parse_request(extra_shapes)
+        if parsed and parsed[0]:
+            header["extra"] = self._extra(parsed[0], seeds[0], blobs)
+        return header, blobs
+
+    def _extra(self, cases, seed, blobs) -> list[dict]:
+        """Per extra shape (mkw_extra_shapes): its result so far, and the input set and the
+        reference's outputs at its shape, or a `not_checked` result."""
+        sizes = mkw_extra_shapes.task_sizes(self.task)
+        out = []
+        for case in cases:
+            result, golden = mkw_extra_shapes.resolve_case(case, self.task, sizes, [seed], self.mode, self.plat,
+                                                           C.CancelToken(), compiled=self.compiled)
+            entry = {"result": result}
+            if golden is not None:
+                s0 = golden.sets[0]
+                entry["sets_blob"] = len(blobs)  # where its arrays start among the answer's blobs
+                entry.update(sets=_sets(golden, blobs),
+                             inputs_structure=mkw_input_wire.describe(s0.full_args, s0.full_kwargs, s0.leaves()))
+            out.append(entry)
+        return out
+
+    def _programs(self, s0, header, blobs):
+        bound = s0.bind(self.task.reference_fn)
+        try:
+            mod, kept, _ = _export(bound, s0.args, s0.kwargs, EXPORT_PLATFORM.get(self.plat, self.plat))
+            header["program"] = {"blob": len(blobs), "kept": kept}
+            blobs.append(mod)
+        except Exception as e:  # noqa: BLE001 - the reference is then not timed
+            header["program_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        try:
+            mod, kept, _ = _export(bound, s0.args, s0.kwargs, "tpu")
+            header["target_program"] = {"blob": len(blobs), "kept": kept, "platform": "tpu"}
+            blobs.append(mod)
+        except Exception as e:  # noqa: BLE001
+            header["target_program_error"] = f"{type(e).__name__}: {str(e)[:300]}"
 
 
 def _donated(closed):
@@ -165,7 +239,26 @@ def _donated(closed):
     return None
 
 
-def _candidate(req, stage):
+def _judge_inputs(given, blobs):
+    """An input set of the judge's (the reference's child drew it), rebuilt into the task's call;
+    None when the judge sent none or it does not fit (the child then draws its own)."""
+    if not isinstance(given, dict) or not isinstance(given.get("arrays"), list) or \
+            len(given["arrays"]) != len(blobs) or not isinstance(given.get("seed"), int):
+        return None
+    try:
+        arrays = [jax.numpy.asarray(mkw_wire.from_blob(m, b)) for m, b in zip(given["arrays"], blobs)]
+        args, kwargs = mkw_input_wire.rebuild(given.get("structure"), arrays)
+    except (ValueError, mkw_wire.WireError):
+        return None
+    s = mkw_run.InputSet(given["seed"], args, kwargs, [])
+    if [id(x) for x in s.leaves()] != [id(x) for x in arrays]:
+        return None  # the statics split differently here: draw them
+    return s
+
+
+def _candidate(req, stage, blobs_in=()):
+    if req.get("extra_inputs") is not None:
+        return _candidate_extra(req, stage, blobs_in)
     plat = mkw_run.platform()
     last = [time.perf_counter()]
     phases = {}
@@ -180,7 +273,7 @@ def _candidate(req, stage):
     task = prep.task
     mkw_shrink.configure(task, req.get("shrink"))
     stage["name"] = "trace"
-    s0 = mkw_run.make_input_set(task, 0)
+    s0 = _judge_inputs(req.get("inputs"), blobs_in) or mkw_run.make_input_set(task, 0)
     bound = s0.bind(prep.entry)
     _, closed = mkw_trace.trace_candidate(bound, s0.args, s0.kwargs, prep.filename, prep.source)
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
@@ -200,23 +293,11 @@ def _candidate(req, stage):
     mark("first_run_s")
     prep.watch.check("the first run")
     stage["name"] = "export"
-    mode = _run_context(plat, req.get("interpret_mode"))
-    if plat == "gpu" and any(f.get("compiler_params") == "tpu" for f in facts):
-        mode = mkw_run.RunMode("interpret", "hlo", plat, mkw_run.TPU_KERNEL_ON_GPU)
+    mode = _export_mode(plat, req, facts)
     header["run_mode"] = mode.to_json()
     blobs = []
     t0 = time.perf_counter()
-    try:
-        with mode.context():
-            mod, kept, outs = _export(bound, s0.args, s0.kwargs, EXPORT_PLATFORM.get(plat, plat))
-    except Exception as e:  # noqa: BLE001
-        if "host_callback" in str(e) or "callback" in type(e).__name__.lower():
-            raise C.WorkerError(
-                "refused", f"{os.path.basename(prep.filename)}: the candidate's program calls back into Python "
-                           f"on the host (jax.pure_callback, io_callback, debug callbacks): the judge runs only "
-                           f"XLA and the kernels [host-callback]", rule="host-callback", locations=[]) from None
-        raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
-                               prefix="the candidate's program could not be exported") from None
+    mod, kept, outs = _export_run(bound, s0, mode, plat, prep)
     header["export_s"] = time.perf_counter() - t0
     header["program"] = {"blob": 0, "kept": kept, "outputs": outs}
     blobs.append(mod)
@@ -230,5 +311,62 @@ def _candidate(req, stage):
     prep.watch.check("exporting")
     mkw_clock.INTEGRITY.verify()
     mark("export_s")
+    prep.close()
+    return header, blobs
+
+
+def _export_mode(plat, req, facts):
+    mode = _run_context(plat, req.get("interpret_mode"))
+    if plat == "gpu" and any(f.get("compiler_params") == "tpu" for f in facts):
+        mode = mkw_run.RunMode("interpret", "hlo", plat, mkw_run.TPU_KERNEL_ON_GPU)
+    return mode
+
+
+def _export_run(bound, s, mode, plat, prep):
+    """The program the judge runs on this host, exported at the input set `s`."""
+    try:
+        with mode.context():
+            return _export(bound, s.args, s.kwargs, EXPORT_PLATFORM.get(plat, plat))
+    except Exception as e:  # noqa: BLE001
+        if "host_callback" in str(e) or "callback" in type(e).__name__.lower():
+            raise C.WorkerError(
+                "refused", f"{os.path.basename(prep.filename)}: the candidate's program calls back into Python "
+                           f"on the host (jax.pure_callback, io_callback, debug callbacks): the judge runs only "
+                           f"XLA and the kernels [host-callback]", rule="host-callback", locations=[]) from None
+        raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
+                               prefix="the candidate's program could not be exported") from None
+
+
+def _candidate_extra(req, stage, blobs_in):
+    """The candidate at the task's extra shapes (mkw_extra_shapes), after its own shape passed in
+    the judge: per shape the judge sent an input set for, the interpreter's first run and the
+    program exported there, or the error the candidate met (the judge reports it for that shape)."""
+    plat = mkw_run.platform()
+    stage["name"] = "load"
+    prep = mkw_prepared.Prepared(req)
+    mkw_shrink.configure(prep.task, req.get("shrink"))
+    header, blobs, k = {"extra_programs": []}, [], 0
+    for given in req["extra_inputs"] if isinstance(req["extra_inputs"], list) else []:
+        n = len(given.get("arrays") or []) if isinstance(given, dict) else 0
+        s, k = _judge_inputs(given, blobs_in[k:k + n]), k + n
+        if s is None:
+            header["extra_programs"].append({"error": {"kind": C.RUNTIME, "message": "no inputs for this shape"}})
+            continue
+        stage["name"] = "trace"
+        try:
+            bound = s.bind(prep.entry)
+            _, closed = mkw_trace.trace_candidate(bound, s.args, s.kwargs, prep.filename, prep.source)
+            facts = mkw_facts.all_facts(closed, filename=prep.filename)
+            stage["name"] = "run"
+            _first_run(bound, s, facts, req, plat, prep)
+            stage["name"] = "export"
+            mod, kept, outs = _export_run(bound, s, _export_mode(plat, req, facts), plat, prep)
+        except C.WorkerError as e:
+            header["extra_programs"].append({"error": e.to_json()})
+            continue
+        header["extra_programs"].append({"program": {"blob": len(blobs), "kept": kept, "outputs": outs}})
+        blobs.append(mod)
+        prep.watch.check("the extra shapes")
+    mkw_clock.INTEGRITY.verify()
     prep.close()
     return header, blobs

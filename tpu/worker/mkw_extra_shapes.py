@@ -10,15 +10,15 @@ or the reference cannot run at a shape, that shape is reported as not checked, w
 never guessed at.
 
 Each shape is checked on one seed (the request's first), in both orders, exactly like the
-task's own shape (mkw_check). With `required` (the default) a failure at any shape makes the
-verdict incorrect and names the shape; without it the results are only reported (a host learns
-which shapes the kernel as written passes).
+task's own shape. With `required` (the default) a failure at any shape makes the verdict
+incorrect and names the shape; without it the results are only reported (a host learns which
+shapes the kernel as written passes). The reference's child resolves each case (resolve_case);
+the judge checks the candidate's program there (mkw_judge_extra) and reports (summarize).
 """
 
 from __future__ import annotations
 
 import jax
-import mkw_check
 import mkw_common as C
 import mkw_golden
 import mkw_run
@@ -70,25 +70,18 @@ def label(result: dict) -> str:
     return f"`{result['name']}` (inputs {text})" if text else f"`{result['name']}`"
 
 
-def check(parsed, prep, golden, mode, plat, cancel, own_shape_correct: bool):
-    """(the response's `extra_shapes` report, the verdict's failure or None)."""
-    cases, required = parsed
-    report = {"required": required, "cases": [], "passed": 0, "failed": 0, "not_checked": 0,
-              "none": None}
-    if not own_shape_correct:
-        report["none"] = "not checked: the candidate already fails at the task's own shape"
-        return report, None
-    if not cases:
-        report["none"] = "no extra shapes were asked for"
-        return report, None
-    task = prep.task
-    task_sizes = sorted({int(d) for x in jax.tree_util.tree_leaves(mkw_run.abstract_value(task))
-                         if mkw_run.is_data(x) for d in x.shape})
-    seeds = [golden.sets[0].seed]
+def unchecked(required: bool, own_shape_correct: bool) -> dict:
+    """The report when no case is checked: the own shape fails, or no case was asked for."""
+    return {"required": required, "cases": [], "passed": 0, "failed": 0, "not_checked": 0,
+            "none": "no extra shapes were asked for" if own_shape_correct else
+            "not checked: the candidate already fails at the task's own shape"}
+
+
+def summarize(required: bool, results: list[dict]):
+    """(the `extra_shapes` report, the verdict's failure or None) from each case's result."""
+    report = {"required": required, "cases": [], "passed": 0, "failed": 0, "not_checked": 0, "none": None}
     failure = None
-    for case in cases:
-        cancel.check()
-        result = _check_case(case, task, task_sizes, prep, seeds, mode, plat, cancel)
+    for result in results:
         report["cases"].append(result)
         report[result["status"]] += 1
         if result["status"] == "failed" and required and failure is None:
@@ -104,39 +97,42 @@ def check(parsed, prep, golden, mode, plat, cancel, own_shape_correct: bool):
     return report, failure
 
 
-def _check_case(case, task, task_sizes, prep, seeds, mode, plat, cancel) -> dict:
-    smap = {d: v for d, v in case["sizes"].items() if d in task_sizes}
+def task_sizes(task) -> list[int]:
+    return sorted({int(d) for x in jax.tree_util.tree_leaves(mkw_run.abstract_value(task))
+                   if mkw_run.is_data(x) for d in x.shape})
+
+
+def resolve_case(case, task, sizes, seeds, mode, plat, cancel, compiled: dict | None = None):
+    """(the case's result so far, the reference's Golden at its shape), or (a `not_checked`
+    result, None) when the case changes nothing or the task cannot run there."""
+    smap = {d: v for d, v in case["sizes"].items() if d in sizes}
     result = {"name": case["name"], "sizes": {str(d): v for d, v in smap.items()}, "input_shapes": None}
     if case.get("why"):
         result["reason"] = case["why"]
     if not smap or all(d == v for d, v in smap.items()):
-        return dict(result, status="not_checked",
-                    why=f"it changes none of the task's input sizes {task_sizes}")
+        return dict(result, status="not_checked", why=f"it changes none of the task's input sizes {sizes}"), None
     shrunk = getattr(task.shrink, "size_map", {})
     # Sizes the shape leaves alone stay at the request's instance (shrunk, or the task's own).
-    full_map = {d: smap.get(d, shrunk.get(d, d)) for d in task_sizes}
+    full_map = {d: smap.get(d, shrunk.get(d, d)) for d in sizes}
     try:
         instance = mkw_shrink.Resized(task, full_map, strict=True)
         result["input_shapes"] = instance.input_shapes()
-        golden, _ = mkw_golden.frozen(task, seeds, plat, mode, cancel, instance=instance)
+        golden, _ = mkw_golden.frozen(task, seeds, plat, mode, cancel, instance=instance, compiled=compiled)
     except mkw_shrink.CannotResize as e:
-        return dict(result, status="not_checked", why=str(e))
+        return dict(result, status="not_checked", why=str(e)), None
     except C.WorkerError as e:
         if e.kind != C.TASK:
             raise
-        return dict(result, status="not_checked", why=e.message.splitlines()[0][:300])
-    try:
-        chk = mkw_check.check_candidate(prep.entry, golden, mode, plat, task.tolerances, cancel,
-                                        prep.filename, prep.source)
-    except C.WorkerError as e:
-        if e.kind not in _CANDIDATE_ERRORS:
-            raise
-        return dict(result, status="failed", kind=e.kind,
-                    message=f"the candidate does not run there: {_gist(e.message) or e.kind}")
-    if chk["correct"]:
-        return dict(result, status="passed")
-    return dict(result, status="failed", kind=chk["failure"]["kind"], message=chk["failure"]["message"],
-                **({"report": chk["failure"]["report"]} if chk["failure"].get("report") else {}))
+        return dict(result, status="not_checked", why=e.message.splitlines()[0][:300]), None
+    return result, golden
+
+
+def candidate_failed(result: dict, e: C.WorkerError) -> dict:
+    """The case's result when the candidate cannot trace, lower, compile or run at its shape."""
+    if e.kind not in _CANDIDATE_ERRORS:
+        raise e
+    return dict(result, status="failed", kind=e.kind,
+                message=f"the candidate does not run there: {_gist(e.message) or e.kind}")
 
 
 def _gist(message: str) -> str:

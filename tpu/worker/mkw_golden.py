@@ -126,7 +126,10 @@ class Golden:
     """The frozen reference: input sets and the reference's outputs,
     computed before any candidate code is executed."""
 
-    def __init__(self, task, seeds, plat, mode, cancel, instance=None):
+    def __init__(self, task, seeds, plat, mode, cancel, instance=None, compiled: dict | None = None):
+        """`compiled`: the task's compiled references by signature, kept in this process (the
+        reference's child serving more seeds): reused when the new sets' arrays and static
+        arguments have a signature seen before, and the new one added."""
         self.task = task
         self.sets: list[mkw_run.InputSet] = []
         self.outputs: list[list[np.ndarray]] = []
@@ -139,11 +142,17 @@ class Golden:
             self.sets.append(s)
             self.warnings.extend(s.warnings)
         a0, k0 = self.sets[0].args, self.sets[0].kwargs
+        self.signature = _signature(self.sets[0])
         try:
             with mode.context():
                 t0 = time.perf_counter()
-                ref = self.sets[0].bind(task.reference_fn)
-                self.ref_compiled = jax.jit(ref).trace(*a0, **k0).lower().compile()
+                if compiled is not None and self.signature in compiled:
+                    self.ref_compiled = compiled[self.signature]
+                else:
+                    ref = self.sets[0].bind(task.reference_fn)
+                    self.ref_compiled = jax.jit(ref).trace(*a0, **k0).lower().compile()
+                    if compiled is not None:
+                        compiled[self.signature] = self.ref_compiled
                 self.compile_s = time.perf_counter() - t0
                 for s in self.sets:
                     cancel.check()
@@ -166,7 +175,18 @@ class Golden:
             return mkw_run.to_host(self.ref_compiled(*a, **k))
 
 
-def frozen(task, seeds, plat, mode, cancel, instance=None):
+def _signature(s: mkw_run.InputSet) -> str:
+    """What a compiled reference depends on: the arrays' types and the static arguments."""
+    def leaf(x):
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            return repr(x)
+        return tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False))
+
+    avals = jax.tree_util.tree_map(leaf, (s.args, s.kwargs))
+    return repr((avals, sorted(s.statics.items(), key=lambda kv: str(kv[0]))))
+
+
+def frozen(task, seeds, plat, mode, cancel, instance=None, compiled: dict | None = None):
     """(Golden, reused): the cached one for this task, seeds, mode and instance (None: the
     request's own, task.shrink; else an extra shape's, mkw_shrink.Resized), else a new one."""
     key = key_for(task, seeds, plat, mode, instance)
@@ -174,7 +194,7 @@ def frozen(task, seeds, plat, mode, cancel, instance=None):
     if golden is not None:
         golden.task = task
         return golden, True
-    golden = Golden(task, seeds, plat, mode, cancel, instance)
+    golden = Golden(task, seeds, plat, mode, cancel, instance, compiled=compiled)
     store(key, golden)
     if warning:
         golden.warnings.append(warning)

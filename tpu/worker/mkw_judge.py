@@ -34,10 +34,14 @@ _CACHE: collections.OrderedDict = collections.OrderedDict()  # key -> JudgeGolde
 class JudgeGolden:
     """The reference's answer as the judge keeps it: read-only host arrays, and its programs."""
 
-    def __init__(self, header: dict, blobs: list[bytes]):
+    def __init__(self, header: dict, blobs: list[bytes], programs: ReferencePrograms | None = None):
         self.header = header
+        self.origin = "fresh child"  # or "kept child" (a kept reference answered), "cache"
+        self.extra: list = []  # per extra shape: (result so far, JudgeGolden or None), see golden_for
         self.seeds, self.inputs, self.outputs = [], [], []
-        k = 0
+        k = header.get("sets_blob", 0)
+        if not isinstance(k, int) or not 0 <= k <= len(blobs):
+            raise C.WorkerError(C.INTERNAL, "the reference's process sent a malformed answer")
         for s in header.get("sets") or []:
             ins, outs = [], []
             for meta in s["inputs"]:
@@ -51,13 +55,33 @@ class JudgeGolden:
             self.outputs.append(outs)
         if not self.inputs:
             raise C.WorkerError(C.INTERNAL, "the reference's process sent no input sets")
-        self.ref_program = _blob(header.get("program"), blobs)
-        self.ref_target = _blob(header.get("target_program"), blobs)
-        self.ref_work = None
-        self.ref_compiled = None
+        # The reference's programs: this answer's, or those of the kept child's first answer.
+        self.programs = programs or ReferencePrograms(_blob(header.get("program"), blobs),
+                                                      _blob(header.get("target_program"), blobs))
+
+    def inputs_for_candidate(self) -> tuple[dict | None, list[bytes]]:
+        """The first input set as the candidate's child gets it (mkw_input_wire): its description
+        and arrays, or (None, []) when the reference's child could not describe it."""
+        structure = self.header.get("inputs_structure")
+        if structure is None:
+            return None, []
+        return ({"seed": self.seeds[0], "structure": structure,
+                 "arrays": [mkw_wire.array_meta(a) for a in self.inputs[0]]},
+                [mkw_wire.to_blob(a) for a in self.inputs[0]])
 
     def device_inputs(self, i):
         return [jnp.asarray(a) for a in self.inputs[i]]
+
+
+class ReferencePrograms:
+    """The reference's exported programs and what the judge derives from them once: its work
+    count and its compiled callable. Shared by every input set of one kept reference."""
+
+    def __init__(self, program, target):
+        self.program = program
+        self.target = target
+        self.work = None
+        self.compiled = None
 
 
 def _blob(desc, blobs):
@@ -70,12 +94,14 @@ def _blob(desc, blobs):
 
 
 def _cache_key(req, seeds, plat) -> str | None:
-    """Only explicit seeds of a task that is not the buffer itself are shared (as mkw_golden)."""
+    """Only explicit seeds of a task that is not the buffer itself are shared (as mkw_golden);
+    with `seeds` None, the key of the task alone (its kept reference)."""
     task = req.get("task") or {}
-    if not req.get("seeds") or (task.get("form") == "infile" and task.get("source") is None
-                                and task.get("path") is None):
+    if (seeds is not None and not req.get("seeds")) or (
+            task.get("form") == "infile" and task.get("source") is None and task.get("path") is None):
         return None
-    h = hashlib.sha256(json.dumps([task, seeds, plat, req.get("interpret_mode"), req.get("shrink"),
+    extra = req.get("extra_shapes") if seeds is not None else None
+    h = hashlib.sha256(json.dumps([task, seeds, extra, plat, req.get("interpret_mode"), req.get("shrink"),
                                    bool(jax.config.jax_enable_x64), jax.__version__], sort_keys=True,
                                   default=str).encode())
     for v in task.values():
@@ -95,15 +121,121 @@ def _path_stamp(path):
         return ""
 
 
-def golden_for(req, seeds, plat, cancel) -> tuple[JudgeGolden, bool]:
+class _KeptReference:
+    """A task's reference child kept for the next evaluations (a search or a bench run draws fresh
+    seeds for each): it loaded the task and compiled the reference once and answers each new
+    list of seeds with inputs and outputs. Task code runs there, never candidate code (an in-file
+    task's reference is its own file's, keyed by that file's content)."""
+
+    def __init__(self):
+        self.child = mkw_sandbox.KeptChild()
+        self.programs = None
+        self.signature = None
+
+
+_KEPT: collections.OrderedDict = collections.OrderedDict()  # task key -> _KeptReference
+try:
+    KEPT_REFERENCES = max(0, int(os.environ.get("MAXKERNEL_WORKER_KEPT_REFERENCES", "2")))
+except ValueError:
+    KEPT_REFERENCES = 2
+
+
+def _drop_kept(key):
+    kept = _KEPT.pop(key, None)
+    if kept is not None:
+        kept.child.close()
+
+
+def _task_is_candidate(req) -> bool:
+    """An in-file task whose text is the candidate's own (the Test lens on a file): its reference's
+    child runs candidate code at import, so it is never kept past the evaluation. A search's
+    variants of the file differ from it; their task is the user's file."""
+    task = req.get("task") or {}
+    if task.get("form") != "infile":
+        return False
+    text = task.get("source")
+    if not isinstance(text, str):
+        try:
+            with open(task.get("path") or "", encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, ValueError):
+            return True
+    return req.get("source") is None or req.get("source") == text
+
+
+def _extra_goldens(header, blobs) -> list:
+    """Per extra shape: (its result so far, the reference's JudgeGolden there or None)."""
+    out = []
+    for entry in header.get("extra") or []:
+        result = entry.get("result") if isinstance(entry, dict) else None
+        if not isinstance(result, dict) or not isinstance(result.get("name"), str):
+            raise C.WorkerError(C.INTERNAL, "the reference's process sent a malformed extra shape")
+        out.append((result, JudgeGolden(entry, blobs, ReferencePrograms(None, None)) if entry.get("sets") else None))
+    return out
+
+
+def _kept_answer(key, fields, seeds, cancel, extra_shapes=None):
+    """(header, blobs, programs or None) from the task's kept reference, starting one if needed;
+    None when this task's reference is not kept."""
+    kept = _KEPT.get(key)
+    if kept is not None and kept.child.alive():
+        _KEPT.move_to_end(key)
+        try:
+            header, blobs = kept.child.ask({"seeds": seeds, "extra_shapes": extra_shapes}, cancel=cancel)
+        except mkw_sandbox.ChildFailed as e:
+            _drop_kept(key)
+            if e.kind == C.CANCELLED:
+                raise
+            header = None
+        if header is not None and not header.get("error") and header.get("signature") == kept.signature:
+            header["reference_from"] = "kept child"
+            return header, blobs, kept.programs
+        _drop_kept(key)  # an error, or new shapes: a fresh child answers (and says what went wrong)
+    _drop_kept(key)
+    kept = _KeptReference()
+    try:
+        header, blobs = kept.child.ask(dict(fields, role="reference", seeds=seeds, serve=True,
+                                            extra_shapes=extra_shapes), cancel=cancel)
+    except BaseException:
+        kept.child.close()
+        raise
+    if header.get("error") or not header.get("reference_frozen"):
+        kept.child.close()
+        return header, blobs, None
+    programs = ReferencePrograms(_blob(header.get("program"), blobs), _blob(header.get("target_program"), blobs))
+    kept.programs, kept.signature = programs, header.get("signature")
+    _KEPT[key] = kept
+    while len(_KEPT) > KEPT_REFERENCES:
+        _drop_kept(next(iter(_KEPT)))
+    return header, blobs, programs
+
+
+def close_kept() -> None:
+    for key in list(_KEPT):
+        _drop_kept(key)
+
+
+def golden_for(req, seeds, plat, cancel, extra_shapes=None) -> tuple[JudgeGolden, bool]:
+    """The reference's answer for `seeds` (and at the request's `extra_shapes`, passed as the
+    request holds them: the reference's child resolves them against the task's sizes)."""
     key = _cache_key(req, seeds, plat) if mkw_golden.MAX_ENTRIES else None
     if key is not None and key in _CACHE:
         _CACHE.move_to_end(key)
+        _CACHE[key].origin = "cache"
         return _CACHE[key], True
     fields = {k: req[k] for k in ("task", "source", "filename", "shrink", "interpret_mode") if k in req}
-    header, blobs = mkw_sandbox.run_child(dict(fields, role="reference", seeds=seeds), cancel=cancel)
+    task_key = _cache_key(req, None, plat) if mkw_golden.MAX_ENTRIES and KEPT_REFERENCES and \
+        not _task_is_candidate(req) else None
+    if task_key is not None:
+        header, blobs, programs = _kept_answer(task_key, fields, seeds, cancel, extra_shapes)
+    else:
+        header, blobs = mkw_sandbox.run_child(dict(fields, role="reference", seeds=seeds, extra_shapes=extra_shapes),
+                                              cancel=cancel)
+        programs = None
     _raise_error(header)
-    golden = JudgeGolden(header, blobs)
+    golden = JudgeGolden(header, blobs, programs)
+    golden.extra = _extra_goldens(header, blobs)
+    golden.origin = header.get("reference_from") or "fresh child"
     if key is not None and golden.header.get("reference_frozen"):
         _CACHE[key] = golden
         while len(_CACHE) > mkw_golden.MAX_ENTRIES:
@@ -223,13 +355,14 @@ def judge_target(cand_target, golden: JudgeGolden, in_avals, claimed=None) -> tu
 
 
 def _ref_work(golden: JudgeGolden, in_avals):
-    if golden.ref_work is None and golden.ref_target is not None:
-        module, kept, _ = golden.ref_target
+    progs = golden.programs
+    if progs.work is None and progs.target is not None:
+        module, kept, _ = progs.target
         try:
-            golden.ref_work = mkw_program_work.count(program_text(wrap_program(module, kept, in_avals, [], "cpu")))
+            progs.work = mkw_program_work.count(program_text(wrap_program(module, kept, in_avals, [], "cpu")))
         except ProgramRefused:
-            golden.ref_work = None
-    return golden.ref_work
+            progs.work = None
+    return progs.work
 
 
 def roofline_reference(golden: JudgeGolden, in_avals) -> dict:
@@ -343,15 +476,16 @@ def input_avals(golden: JudgeGolden):
 
 def reference_callable(golden: JudgeGolden, plat):
     """The reference's compiled program, compiled once per kept reference."""
-    if golden.ref_compiled is None:
-        golden.ref_compiled = _reference_callable(golden, plat) or False
-    return golden.ref_compiled or None
+    progs = golden.programs
+    if progs.compiled is None:
+        progs.compiled = _reference_callable(golden, plat) or False
+    return progs.compiled or None
 
 
 def _reference_callable(golden: JudgeGolden, plat):
-    if golden.ref_program is None:
+    if golden.programs.program is None:
         return None
-    module, kept, _ = golden.ref_program
+    module, kept, _ = golden.programs.program
     ins = input_avals(golden)
     outs = [jax.ShapeDtypeStruct(o.shape, o.dtype) for o in golden.outputs[0]]
     try:

@@ -86,14 +86,16 @@ class Zygote:
 _zygote = Zygote()
 
 
-def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[dict, list[bytes]]:
-    """Runs one child with `request` (its role and fields) and returns its answer (header, blobs).
+def run_child(request: dict, wall_s: float | None = None, cancel=None,
+              blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
+    """Runs one child with `request` (its role and fields, and `blobs` of data for it) and returns
+    its answer (header, blobs).
     The child's whole process group is killed afterwards, whatever happened."""
     pid, sock = _zygote.fork()
     deadline = time.monotonic() + (wall_s or WALL_SECONDS)
     workdir = tempfile.mkdtemp(prefix="maxkernel-candidate-")
     try:
-        mkw_wire.send(sock, dict(request, workdir=workdir), [])
+        mkw_wire.send(sock, dict(request, workdir=workdir), list(blobs))
         return mkw_wire.recv(sock, deadline, cancel=cancel, what="the candidate's process")
     except mkw_wire.WireError as e:
         raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
@@ -104,6 +106,43 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None) -> tuple[
         except OSError:
             pass
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+class KeptChild:
+    """A child the judge keeps for more questions (the task's reference serving more seeds): one
+    fork, then one answer per `ask`. Anything that goes wrong kills it; the owner then drops it."""
+
+    def __init__(self):
+        self.pid, self.sock = _zygote.fork()
+        self.workdir = tempfile.mkdtemp(prefix="maxkernel-reference-")
+        self.asked = 0
+
+    def ask(self, request: dict, wall_s: float | None = None, cancel=None,
+            blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
+        deadline = time.monotonic() + (wall_s or WALL_SECONDS)
+        try:
+            first = {"workdir": self.workdir} if not self.asked else {}
+            self.asked += 1
+            mkw_wire.send(self.sock, dict(request, **first), list(blobs))
+            return mkw_wire.recv(self.sock, deadline, cancel=cancel, what="the reference's process")
+        except (mkw_wire.WireError, OSError) as e:
+            self.close()
+            if isinstance(e, mkw_wire.WireError):
+                raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
+            raise ChildFailed(C.RUNTIME, f"the reference's process is gone ({e})") from None
+
+    def alive(self) -> bool:
+        return self.sock is not None
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _recv_exact(sock, n, deadline):

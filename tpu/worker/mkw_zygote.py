@@ -16,11 +16,52 @@ import sys
 
 # Everything the child needs, imported before the first fork (the per-candidate saving).
 import jax
-import jax.numpy  # noqa: F401
+import jax.numpy
 import mkw_child
 import numpy  # noqa: F401
 from jax.experimental import pallas  # noqa: F401
 from jax.experimental.pallas import tpu  # noqa: F401
+
+
+def warm() -> None:
+    """What every child would otherwise do first, done once here: the modules JAX and Pallas
+    import lazily on their first trace and lowering, and one trace of a Pallas kernel in each
+    interpret mode (abstract values only: the JAX backend must not start before the fork)."""
+    import importlib
+    for name in ("jax._src.pallas.mosaic.pallas_call_registration", "jax._src.pallas.mosaic.interpret",
+                 "jax.extend", "jax.experimental.multihost_utils", "jaxlib.mlir.dialects.mhlo",
+                 "jax.experimental.mosaic.gpu"):  # this one fails without absl; its parts stay loaded
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - a module this install lacks is imported by no child either
+            continue
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+
+    def call(x):
+        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+                              in_specs=[spec], out_specs=spec)(x)
+
+    x = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+    for mode in (True, pltpu.InterpretParams(uninitialized_memory="nan")):
+        try:
+            with pltpu.force_tpu_interpret_mode(mode):
+                jax.make_jaxpr(call)(x)
+            jax.make_jaxpr(lambda seed: jax.random.normal(jax.random.key(seed), (8, 128)))(
+                jax.ShapeDtypeStruct((), jnp.uint32))
+        except Exception:  # noqa: BLE001, S112 - warming is an optimisation only
+            continue
+
+
+def backend_started() -> bool:
+    from jax._src import xla_bridge
+    return bool(getattr(xla_bridge, "_backends", None))
+
 
 CHANNEL_FD = 3
 _CLONE_NEWUSER = 0x10000000
@@ -105,6 +146,10 @@ def _become_child(chan: int) -> None:
 def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
     _die_with_parent()
+    warm()
+    if backend_started():  # forking a started backend's threads is unsafe: start each child cold
+        sys.stderr.write("[maxkernel-zygote] warming started the JAX backend; the zygote is not used\n")
+        os._exit(0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     while True:
