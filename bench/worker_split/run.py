@@ -33,7 +33,9 @@ def main():
     p = subprocess.Popen([a.python, a.worker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, env=env)
     with open(TASK, encoding="utf-8") as f:
-        source = f.read()
+        # A variant of the task's file, as a search's candidates are (the file's own text would be
+        # the task itself, whose reference child is never kept).
+        source = f.read() + "\n# a candidate variant\n"
 
     def evaluate(i):
         req = {"id": i, "op": "evaluate", "task": {"form": "infile", "path": TASK}, "source": source,

@@ -84,10 +84,8 @@ def test_target_stops_the_run_in_the_round_that_reaches_it(tmp_path):
 
 
 # No stop at the roofline: both runs go through the same rounds (the model puts these kernels at it).
-# No extra shapes: their verdicts come from the worker's own process, which the evaluation cache
-# never stores (only the judge's verdicts are cached, docs/worker-protocol.md).
-ARGS = ("--budget", "iterations=2", "--branches", "2", "--concurrency", "1", "--roofline", "0",
-        "--extra-shapes", "none")
+# Extra shapes are judged like the own shape (the judge's verdicts are the cached ones).
+ARGS = ("--budget", "iterations=2", "--branches", "2", "--concurrency", "1", "--roofline", "0")
 
 
 @pytest.fixture(scope="module")

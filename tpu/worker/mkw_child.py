@@ -364,7 +364,8 @@ def _candidate_extra(req, stage, blobs_in):
         except C.WorkerError as e:
             header["extra_programs"].append({"error": e.to_json()})
             continue
-        header["extra_programs"].append({"program": {"blob": len(blobs), "kept": kept, "outputs": outs}})
+        header["extra_programs"].append({"program": {"blob": len(blobs), "kept": kept, "outputs": outs},
+                                         "pallas_calls": facts})  # the blocks at this shape, for the report
         blobs.append(mod)
         prep.watch.check("the extra shapes")
     mkw_clock.INTEGRITY.verify()

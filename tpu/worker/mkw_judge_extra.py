@@ -62,8 +62,10 @@ def _judge_case(result, answer, progs, case_golden, facts, plat, tol, accept, ca
         return dict(result, status="failed", kind="shape_mismatch", message=f"seed {seed}: {e}")
     except mkw_judge.ProgramRefused as e:
         return dict(result, status="failed", kind="refused", message=str(e))
+    here = answer.get("pallas_calls")  # the candidate's facts at this shape (its grid there)
     try:
-        _, failure = mkw_judge.check(compiled, None, case_golden, tol, plat, accept, cancel, facts)
+        _, failure = mkw_judge.check(compiled, None, case_golden, tol, plat, accept, cancel,
+                                     here if isinstance(here, list) else facts)
     except C.WorkerError:
         raise
     except Exception as e:  # noqa: BLE001
