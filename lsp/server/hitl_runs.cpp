@@ -11,6 +11,7 @@
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/optimization_runs.h"
+#include "lsp/server/progress_cancel.h"
 #include "service/kernel_requests.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -266,13 +267,9 @@ json HitlRuns::diagnostics(const OpenDocument& doc) const {
 }
 
 bool HitlRuns::cancel_by_progress_token(const std::string& token) {
-  for (auto& [id, work] : host_work_) {
-    if (work.progress != token) continue;
-    work.cancelled->store(true);
-    spdlog::info("step by step: {} cancelled its {} work", id, token);
-    return true;
-  }
-  return false;
+  const std::string* id = server::cancel_by_progress_token(host_work_, token);
+  if (id) spdlog::info("step by step: {} cancelled its {} work", *id, token);
+  return id != nullptr;
 }
 
 // ----- phases -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/progress_cancel.h"
 #include "service/kernel_requests.h"
 #include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
@@ -234,13 +235,7 @@ void KernelRuns::on_save(OpenDocument& doc) {
 }
 
 bool KernelRuns::cancel_by_progress_token(const std::string& token) {
-  for (auto& [id, job] : jobs_) {
-    if (job.progress == token) {
-      job.cancelled->store(true);
-      return true;
-    }
-  }
-  return false;
+  return server::cancel_by_progress_token(jobs_, token) != nullptr;
 }
 
 bool KernelRuns::cancel_job(const std::string& job_id) {
