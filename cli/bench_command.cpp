@@ -22,7 +22,7 @@
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "knowledge/store.h"
-#include "source/syntax/normalize.h"
+#include "service/kernel_requests.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::cli {
@@ -108,20 +108,15 @@ report::BenchTaskResult evaluate_task(const SuiteTask& suite_task, tpu::KernelJo
     return result;
   }
   std::string reason;
-  auto task = tpu::locate_task(*suite_task.candidate, false, reason);
-  if (!task) {
+  const std::optional<tpu::KernelRequest> request =
+      service::kernel_request(*suite_task.candidate, *source, false, reason, std::nullopt, options);
+  if (!request) {
     result.failure = reason;
     return result;
   }
-  tpu::KernelRequest request;
-  request.file = *suite_task.candidate;
-  request.source = *source;
-  request.normalized_source = syntax::normalized_python_source(*source);
-  request.task = *task;
-  request.options = options;
 
   const auto started = std::chrono::steady_clock::now();
-  const tpu::JobResult job = jobs.test(request, use_cache);
+  const tpu::JobResult job = jobs.test(*request, use_cache);
   result.host_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.from_cache = job.from_cache;

@@ -21,6 +21,7 @@
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "knowledge/tpu_generations.h"
+#include "service/budget_defaults.h"
 #include "service/generation.h"
 #include "service/hosts.h"
 #include "service/searches.h"
@@ -378,9 +379,8 @@ int run_bench_optimize(const std::vector<std::string>& args) {
               << kBenchOptimizeUsage;
     return 2;
   }
-  agents::Budget defaults;
-  defaults.iterations = 3;
-  defaults.patience = 2;
+  const agents::Budget defaults =
+      service::default_budget(service::BudgetFront::Bench, options.mode);
   agents::Budget budget;
   try {
     budget = agents::Budget::parse(options.budget_spec, defaults);

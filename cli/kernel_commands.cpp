@@ -10,9 +10,9 @@
 #include "cli/host_session.h"
 #include "cli/source_file.h"
 #include "service/kernel_checks.h"
+#include "service/kernel_requests.h"
 #include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
-#include "source/syntax/normalize.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::cli {
@@ -188,35 +188,35 @@ int run_kernel_command(const std::string& command, const std::vector<std::string
   }
   std::signal(SIGPIPE, SIG_IGN);
 
-  tpu::KernelRequest request;
   const size_t sep = target_spec.find("::");
-  request.file = std::filesystem::absolute(target_spec.substr(0, sep));
-  if (sep != std::string::npos) request.kernel = target_spec.substr(sep + 2);
+  const std::filesystem::path path = std::filesystem::absolute(target_spec.substr(0, sep));
+  std::optional<std::string> kernel;
+  if (sep != std::string::npos) kernel = target_spec.substr(sep + 2);
   const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(target_name);
   if (!generation) {
     std::cerr << "maxkernel " << command << ": unknown TPU generation '" << target_name
               << "' (known: " << knowledge::known_generation_names() << ")\n";
     return 2;
   }
-  AnalysedFile file = analyse_file(request.file, *generation);
+  AnalysedFile file = analyse_file(path, *generation);
   if (!file.read_error.empty()) {
     std::cerr << "maxkernel " << command << ": " << file.read_error << "\n";
     return 2;
   }
-  request.source = file.text;
-  request.normalized_source = syntax::normalized_python_source(file.text);
+  json worker_options = json::object();
+  if (command == "lower") worker_options["target"] = native ? "native" : "tpu";
+  // Without a TPU attached, the worker then compiles the lowering for this generation with the
+  // TPU compiler (libtpu): Mosaic's and XLA's own refusals, and static cycles.
+  if (command == "lower" && !native) worker_options["generation"] = target_name;
+  if (!seeds.is_null()) worker_options["seeds"] = seeds;
   std::string reason;
-  auto task = tpu::locate_task(request.file, file.analysis.model.task.form() == "infile", reason);
-  if (!task) {
+  const std::optional<tpu::KernelRequest> made = service::kernel_request(
+      path, file.text, file.analysis.model.task.form() == "infile", reason, kernel, worker_options);
+  if (!made) {
     std::cerr << "maxkernel " << command << ": " << reason << "\n";
     return 2;
   }
-  request.task = *task;
-  if (command == "lower") request.options["target"] = native ? "native" : "tpu";
-  // Without a TPU attached, the worker then compiles the lowering for this generation with the
-  // TPU compiler (libtpu): Mosaic's and XLA's own refusals, and static cycles.
-  if (command == "lower" && !native) request.options["generation"] = target_name;
-  if (!seeds.is_null()) request.options["seeds"] = seeds;
+  const tpu::KernelRequest& request = *made;
 
   host_options.open_store = command == "test";
   std::string error;

@@ -19,6 +19,7 @@
 #include "cli/host_session.h"
 #include "cli/run_output.h"
 #include "cli/source_file.h"
+#include "service/budget_defaults.h"
 #include "service/generation.h"
 #include "service/hosts.h"
 #include "service/searches.h"
@@ -321,13 +322,8 @@ int run_optimize(const std::vector<std::string>& args) {
   OptimizeOptions options;
   if (auto status = parse_optimize_args(args, options)) return *status;
   std::string error;
-  agents::Budget defaults;
-  if (options.mode == "auto") {
-    defaults.iterations = 8;
-    defaults.patience = 3;
-  } else {
-    defaults.iterations = 3;
-  }
+  const agents::Budget defaults =
+      service::default_budget(service::BudgetFront::Optimize, options.mode);
   agents::Budget budget;
   try {
     budget = agents::Budget::parse(options.budget_spec, defaults);

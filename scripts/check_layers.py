@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "agents/rewrites": {"source/text", "source/syntax", "source/pallas", "agents/tuning"},
     "agents/subagents": {"source", "agents/llm", "agents/prompts", "agents/tuning"},
     "agents/orchestration": {"source", "knowledge", "tpu", "agents"},
-    "agents/report": {"knowledge", "agents"},
+    "agents/report": {"knowledge", "agents", "tpu/jobs"},  # tpu/jobs: the typed worker replies
     "service": {"source", "knowledge", "tpu", "agents"},
     "cli": {"source", "knowledge", "tpu", "agents", "service"},
     "lsp/server": {"source", "knowledge", "tpu", "agents", "service", "lsp/protocol"},

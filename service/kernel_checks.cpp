@@ -17,28 +17,14 @@ using tpu::text_at;
 
 namespace {
 
-// A field as the worker wrote it: JSON text ("null" when absent).
-std::string dump_of(const json& j, const char* key) {
-  return field(j, key).dump();
-}
-
-std::vector<SourceLocation> locations_of(const json& error) {
+std::vector<SourceLocation> locations_of(const tpu::ReplyFault& fault) {
   std::vector<SourceLocation> out;
-  const json& locations = field(error, "locations");
-  if (!locations.is_array()) return out;
-  for (const json& loc : locations) {
-    SourceLocation l;
-    l.line = static_cast<int>(integer_or(loc, "line"));
-    l.column = static_cast<int>(integer_or(loc, "column"));
-    l.message = text_at(loc, "message");
-    out.push_back(std::move(l));
-  }
+  for (const tpu::ReplyLocation& l : fault.locations) out.push_back({l.line, l.column, l.message});
   return out;
 }
 
-TimingStats stats_of(const json& s) {
-  return {number_or(s, "median_s"), number_or(s, "p10_s"), number_or(s, "p90_s"),
-          integer_or(s, "runs")};
+TimingStats stats_of(const tpu::TimedRuns& s) {
+  return {s.median_s.value_or(0), s.p10_s.value_or(0), s.p90_s.value_or(0), s.runs.value_or(0)};
 }
 
 std::string percent(double share) {
@@ -47,6 +33,7 @@ std::string percent(double share) {
   return buf;
 }
 
+// One entry of tpu::predict_pallas_calls (our own time model's output, not a worker reply).
 Prediction prediction_of(const json& p) {
   Prediction out;
   out.kernel = text_at(p, "kernel", "?");
@@ -65,30 +52,10 @@ Prediction prediction_of(const json& p) {
   return out;
 }
 
-LoweredCall lowered_call_of(const json& call) {
-  LoweredCall out;
-  out.kernel = text_at(call, "kernel", "?");
-  out.line = static_cast<int>(integer_or(field(call, "location"), "line"));
-  const json& grid = field(call, "grid");
-  out.grid = grid.is_null() ? "[]" : grid.dump();
-  const json& vmem = field(call, "vmem_bytes_per_step");
-  if (vmem.is_number()) out.vmem_bytes_per_step = vmem.get<int64_t>();
-  out.vmem_bytes_text = vmem.dump();
-  const json& operands = field(call, "operands");
-  if (operands.is_array()) {
-    for (const json& op : operands) {
-      out.operands.push_back({text_at(op, "role"), dump_of(op, "block_shape"),
-                              dump_of(op, "array_shape"), text_at(op, "dtype")});
-    }
-  }
-  out.facts = call;
-  return out;
-}
-
 // The reply's failure or error: the kernel's own fault, with the lines the worker names.
-void read_fault(const json& fault, KernelCheck& out) {
-  out.error_kind = text_at(fault, "kind");
-  out.error_message = text_at(fault, "message");
+void read_fault(const tpu::ReplyFault& fault, KernelCheck& out) {
+  out.error_kind = fault.kind;
+  out.error_message = fault.message;
   out.locations = locations_of(fault);
 }
 
@@ -97,7 +64,6 @@ bool host_failed(const tpu::WorkerReply& reply) {
 }
 
 void read_test(const tpu::JobResult& r, KernelCheck& out) {
-  const json& b = r.reply.body;
   Finding& s = out.summary;
   s.code = "MK200";
   s.source = "maxkernel (test)";
@@ -107,9 +73,10 @@ void read_test(const tpu::JobResult& r, KernelCheck& out) {
     s.message = "Test did not run on " + host + ": " + out.status + ": " + r.reply.message;
     return;
   }
-  if (!field(b, "ok").is_boolean() || !b["ok"].get<bool>()) {
+  const tpu::EvaluateReply b = tpu::read_evaluate_reply(r.reply.body);
+  if (!b.ok) {
     out.verdict = Verdict::Failed;
-    read_fault(field(b, "error"), out);
+    read_fault(b.error, out);
     const std::string kind = out.error_kind.empty() ? "error" : out.error_kind;
     s.severity = Severity::Error;
     s.message = "Test could not run (" + kind + "): " + out.error_message;
@@ -117,23 +84,19 @@ void read_test(const tpu::JobResult& r, KernelCheck& out) {
     out.hint = " test: " + kind;
     return;
   }
-  const json& seeds = field(b, "seeds");
-  if (seeds.is_array())
-    for (const json& seed : seeds) out.seeds.push_back(seed.dump());
-  const json& timing = field(b, "timing");
-  if (timing.is_object() && timing.contains("candidate")) {
+  out.seeds = b.seeds;
+  if (b.candidate) {
     TestTiming t;
-    t.time_kind = text_at(timing, "time_kind", text_at(b, "time_kind", "?"));
-    t.candidate = stats_of(timing["candidate"]);
-    if (timing.contains("reference")) t.reference = stats_of(timing["reference"]);
+    t.time_kind = !b.timing_kind.empty() ? b.timing_kind : !b.time_kind.empty() ? b.time_kind : "?";
+    t.candidate = stats_of(*b.candidate);
+    if (b.reference) t.reference = stats_of(*b.reference);
     out.timing = t;
   }
-  if (field(b, "speedup").is_number()) out.speedup = b["speedup"].get<double>();
+  out.speedup = b.speedup;
   const std::string cached = r.from_cache ? " (cached)" : "";
-  const json& correct = field(b, "correct");
-  if (!correct.is_boolean() || !correct.get<bool>()) {
+  if (!b.correct) {
     out.verdict = Verdict::Wrong;
-    read_fault(field(b, "failure"), out);
+    read_fault(b.failure, out);
     s.severity = Severity::Error;
     s.message = "Test failed on " + host + cached + " (" +
                 (out.error_kind.empty() ? "wrong" : out.error_kind) + "): " + out.error_message;
@@ -160,21 +123,22 @@ void read_test(const tpu::JobResult& r, KernelCheck& out) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2fx", *out.speedup);
     s.message += std::string("; ") + buf + " vs the reference";
-    out.hint = " " + cand + " · " + buf + " vs XLA · " + text_at(b, "device_kind", host);
+    out.hint =
+        " " + cand + " · " + buf + " vs XLA · " + (b.device_kind.empty() ? host : b.device_kind);
   } else {
     out.hint = " " + cand + " · " + host;
   }
 }
 
 void read_profile(const tpu::JobResult& r, KernelCheck& out) {
-  const json& b = r.reply.body;
+  const tpu::ProfileReply b = tpu::read_profile_reply(r.reply.body);
   Finding& s = out.summary;
   s.code = "MK201";
   s.source = "maxkernel (profile)";
   if (!r.reply.ok()) {
     if (!host_failed(r.reply)) {
       out.verdict = Verdict::Failed;
-      read_fault(field(b, "error"), out);
+      read_fault(b.error, out);
     }
     s.severity = Severity::Warning;
     s.message = "Profile did not run on " + out.host + ": " +
@@ -182,10 +146,9 @@ void read_profile(const tpu::JobResult& r, KernelCheck& out) {
     return;
   }
   out.verdict = Verdict::Passed;
-  const json& summary = field(b, "summary");
-  out.measured = text_at(summary, "measured");
-  out.pallas_share = number_or(summary, "pallas_share");
-  out.pallas_time_s = number_or(summary, "pallas_time_us") * 1e-6;
+  out.measured = b.measured;
+  out.pallas_share = b.pallas_share;
+  out.pallas_time_s = b.pallas_time_us * 1e-6;
   const std::string share = percent(out.pallas_share);
   s.severity = Severity::Information;
   s.message = "Profile on " + out.host + " (" + (out.measured.empty() ? "?" : out.measured) +
@@ -196,7 +159,6 @@ void read_profile(const tpu::JobResult& r, KernelCheck& out) {
 }
 
 void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuGeneration* target) {
-  const json& b = r.reply.body;
   Finding& s = out.summary;
   s.code = "MK100";
   s.source = "maxkernel (lower)";
@@ -205,20 +167,20 @@ void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuG
     s.message = "Lowering did not run on " + out.host + ": " + out.status + ": " + r.reply.message;
     return;
   }
-  const json& calls = field(b, "pallas_calls");
-  if (calls.is_array()) {
+  const tpu::LowerReply b = tpu::read_lower_reply(r.reply.body);
+  if (b.lists_calls) {
     out.lists_calls = true;
-    for (const json& call : calls) out.lowered.push_back(lowered_call_of(call));
+    out.lowered = b.calls;
     if (target) {
-      out.predicted = tpu::predict_pallas_calls(calls, *target, field(b, "cost"));
+      out.predicted = tpu::predict_pallas_calls(b.pallas_calls, *target, b.cost);
       for (const json& p : out.predicted) out.predictions.push_back(prediction_of(p));
     }
   }
-  if (!field(b, "ok").is_boolean() || !b["ok"].get<bool>()) {
+  if (!b.ok) {
     out.verdict = Verdict::Failed;
-    read_fault(field(b, "error"), out);
+    read_fault(b.error, out);
     s.severity = Severity::Error;
-    s.message = out.error_kind == "compile" && field(field(b, "error"), "compiled_by").is_string()
+    s.message = out.error_kind == "compile" && b.error.compiled_by
                     ? "the TPU compiler refused it: " + out.error_message
                     : "lowering for TPU failed (" +
                           (out.error_kind.empty() ? "error" : out.error_kind) +
@@ -232,9 +194,9 @@ void read_lower(const tpu::JobResult& r, KernelCheck& out, const knowledge::TpuG
     return;
   }
   out.verdict = Verdict::Passed;
-  out.lowered_for = text_at(b, "lowered_for", "?");
-  out.num_pallas_calls = static_cast<int>(integer_or(b, "num_pallas_calls"));
-  if (b.contains("cost")) out.cost = b["cost"].dump();
+  out.lowered_for = b.lowered_for.empty() ? "?" : b.lowered_for;
+  out.num_pallas_calls = b.num_pallas_calls;
+  if (!b.cost.is_null()) out.cost = b.cost.dump();
   s.severity = Severity::Information;
   s.message = "lowered for " + out.lowered_for + ": " + std::to_string(out.num_pallas_calls) +
               " pallas_call(s)";

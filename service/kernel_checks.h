@@ -18,6 +18,7 @@
 #include "service/kernel_diagnosis.h"
 #include "tpu/host/job_runner.h"
 #include "tpu/jobs/kernel_jobs.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::service {
 
@@ -43,20 +44,9 @@ struct TestTiming {
   std::optional<TimingStats> reference;
 };
 
-struct LoweredOperand {
-  std::string role, block_shape, array_shape, dtype;  // shapes as the worker wrote them
-};
-
-// One pallas_call as lowering saw it (exact, from the compiler).
-struct LoweredCall {
-  std::string kernel;
-  int line = 0;      // 1-based line of the call in the file; 0 when unknown
-  std::string grid;  // "[8, 4]"
-  std::optional<int64_t> vmem_bytes_per_step;
-  std::string vmem_bytes_text;  // as written, "null" when unknown
-  std::vector<LoweredOperand> operands;
-  nlohmann::json facts;  // the worker's facts, for the time model
-};
+// One pallas_call as lowering saw it (exact, from the compiler), and its operands.
+using LoweredOperand = tpu::LoweredOperand;
+using LoweredCall = tpu::LoweredCall;
 
 // The time model's prediction for one lowered pallas_call.
 struct Prediction {

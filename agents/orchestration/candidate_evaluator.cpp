@@ -8,7 +8,9 @@
 #include "agents/tuning/search_space.h"
 #include "knowledge/time_model.h"
 #include "source/syntax/normalize.h"
+#include "tpu/host/json_fields.h"
 #include "tpu/jobs/predictions.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::agents {
 
@@ -31,28 +33,21 @@ std::optional<double> predicted_total(const json& predictions) {
   return total;
 }
 
-// The median time of one side of a timing answer (null when not timed): the device time from
-// the profiler trace where the worker has one (what JAXBench and MaxKernel measure, out of the
-// candidate's reach), else the bound wall clock around blocked calls.
-json timed_median(const json& timing, const char* side) {
-  if (!timing.is_object() || !timing.contains(side) || !timing[side].is_object()) return json();
-  const json& t = timing[side];
-  if (t.contains("device") && t["device"].is_object() && t["device"].contains("median_s") &&
-      t["device"]["median_s"].is_number())
-    return t["device"]["median_s"];
-  return t.value("median_s", json());
+// The median time of one side of a timing answer (nullopt when not timed): the device time
+// from the profiler trace where the worker has one (what JAXBench and MaxKernel measure, out of
+// the candidate's reach), else the bound wall clock around blocked calls.
+std::optional<double> timed_median(const std::optional<tpu::TimedRuns>& side) {
+  if (!side) return std::nullopt;
+  return side->device_median_s ? side->device_median_s : side->median_s;
 }
 
 // The XLA work the candidate does outside its kernels (the worker's `work.candidate.outside`),
 // at the target's roofline: a program is predicted whole, so work moved out of the kernel is
 // paid for instead of vanishing from the score. 0 when the worker counted nothing outside.
-double outside_work_seconds(const json& lowered_body, const knowledge::TpuGeneration& target,
+double outside_work_seconds(const tpu::LowerReply& lowered, const knowledge::TpuGeneration& target,
                             json& metrics) {
-  const json outside = lowered_body.value("work", json::object())
-                           .value("candidate", json::object())
-                           .value("outside", json::object());
-  const double flops = outside.value("flops", 0.0);
-  const double bytes = outside.value("bytes", 0.0);
+  const double flops = lowered.outside_flops;
+  const double bytes = lowered.outside_bytes;
   if (flops <= 0 && bytes <= 0) return 0;
   knowledge::KernelCostFacts facts;
   facts.flops = flops;
@@ -67,31 +62,27 @@ double outside_work_seconds(const json& lowered_body, const knowledge::TpuGenera
 }
 
 // The model's per-call predictions of a lowering reply (its facts, XLA cost and work counts).
-json predictions_of(const json& lowered_body, const knowledge::TpuGeneration& target) {
-  return tpu::predict_pallas_calls(lowered_body.value("pallas_calls", json::array()), target,
-                                   lowered_body.value("cost", json()),
-                                   lowered_body.value("work", json()));
+json predictions_of(const tpu::LowerReply& lowered, const knowledge::TpuGeneration& target) {
+  return tpu::predict_pallas_calls(lowered.pallas_calls, target, lowered.cost, lowered.work);
 }
 
 // The score a kernel is ranked by on a host without a device: its calls' predictions and the XLA
 // work outside them (recorded in `metrics`); nullopt when a call lacks the facts.
-std::optional<double> model_score(const json& predictions, const json& lowered_body,
+std::optional<double> model_score(const json& predictions, const tpu::LowerReply& lowered,
                                   const knowledge::TpuGeneration& target, json& metrics) {
   const auto predicted = predicted_total(predictions);
   if (!predicted) return std::nullopt;
-  return *predicted + outside_work_seconds(lowered_body, target, metrics);
+  return *predicted + outside_work_seconds(lowered, target, metrics);
 }
 
 // The TPU compiler's prediction for a lowered program (libtpu's static cycles at the generation's
 // clock), when the worker compiled it for the target; recorded in `metrics`.
-std::optional<double> compiler_score(const json& lowered_body, json& metrics) {
-  const json tc = lowered_body.value("tpu_compile", json::object());
-  const json cand = tc.value("candidate", json::object());
-  if (cand.value("status", std::string()) != "compiled") return std::nullopt;
-  const json s = cand.value("predicted_s", json());
-  if (!s.is_number() || s.get<double>() <= 0) return std::nullopt;
-  metrics["tpu_compile"] = tc;
-  return s.get<double>();
+std::optional<double> compiler_score(const tpu::LowerReply& lowered, json& metrics) {
+  if (lowered.compile_status != "compiled") return std::nullopt;
+  const std::optional<double> s = lowered.compiled_predicted_s;
+  if (!s || *s <= 0) return std::nullopt;
+  metrics["tpu_compile"] = lowered.tpu_compile;
+  return s;
 }
 
 Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
@@ -106,9 +97,9 @@ Evaluation failure(std::string stage, std::string error, json locations = json::
 Evaluation from_reply_failure(const tpu::WorkerReply& reply, const std::string& stage) {
   if (reply.status == tpu::WorkerReply::Status::Cancelled) return failure("cancelled", "cancelled");
   if (reply.status == tpu::WorkerReply::Status::Failed) {
-    const json err = reply.body.value("error", json::object());
-    return failure(err.value("kind", stage), describe_worker_error(err),
-                   err.value("locations", json::array()));
+    const tpu::ReplyFault err = tpu::read_reply_fault(tpu::field(reply.body, "error"));
+    return failure(err.kind.empty() ? stage : err.kind, describe_worker_error(err),
+                   err.locations_as_written);
   }
   std::string why = std::string(tpu::to_string(reply.status)) + ": " + reply.message;
   if (!reply.stderr_tail.empty()) why += "\n" + reply.stderr_tail;
@@ -145,13 +136,16 @@ tpu::KernelRequest lowering_request(const EvaluationSetup& setup, const std::str
   return request;
 }
 
-std::string describe_worker_error(const json& error) {
-  std::string text = error.value("kind", std::string("error")) + ": " +
-                     error.value("message", std::string("(no message)"));
-  const json locations = error.value("locations", json::array());
-  if (locations.is_array() && !locations.empty() && locations[0].contains("line"))
-    text += " (line " + std::to_string(locations[0].value("line", 0)) + ")";
+std::string describe_worker_error(const tpu::ReplyFault& error) {
+  std::string text = (error.kind.empty() ? std::string("error") : error.kind) + ": " +
+                     (error.message.empty() ? std::string("(no message)") : error.message);
+  if (!error.locations.empty() && error.locations[0].line > 0)
+    text += " (line " + std::to_string(error.locations[0].line) + ")";
   return text;
+}
+
+std::string describe_worker_error(const json& error) {
+  return describe_worker_error(tpu::read_reply_fault(error));
 }
 
 std::string score_label(const std::string& time_kind, const knowledge::TpuGeneration& target) {
@@ -212,8 +206,8 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   // 1. The compile check: lowering for TPU raises the block-shape and Mosaic errors.
   const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, source), cancelled);
   if (!lowered.reply.ok()) return failed_job(lowered, "lowering", start);
-  const json facts = lowered.reply.body.value("pallas_calls", json::array());
-  if (facts.empty()) {
+  const tpu::LowerReply lowering = tpu::read_lower_reply(lowered.reply.body);
+  if (lowering.pallas_calls.empty()) {
     Evaluation e = failure("lowering", "the candidate has no pallas_call: it cannot be scored");
     e.host_seconds = seconds_since(start);
     return e;
@@ -234,58 +228,57 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
   if (!tested.reply.ok()) return failed_job(tested, "execution", start);
   Evaluation e;
   e.host = tested.host;
-  const json& body = tested.reply.body;
+  const tpu::EvaluateReply reply = tpu::read_evaluate_reply(tested.reply.body);
   e.cache_hit = tested.from_cache;
-  const json predictions = predictions_of(lowered.reply.body, target_);
-  e.metrics = {{"correct", body.value("correct", false)},
-               {"time_kind", body.value("time_kind", "")},
-               {"timing", body.value("timing", json::object())},
-               {"pallas_calls", facts},
+  const json predictions = predictions_of(lowering, target_);
+  // The worker's timing, seeds, run mode and instance go into the metrics as it wrote them.
+  e.metrics = {{"correct", reply.correct},
+               {"time_kind", reply.time_kind},
+               {"timing", reply.timing},
+               {"pallas_calls", lowering.pallas_calls},
                {"predictions", predictions},
-               {"speedup_vs_reference", body.value("speedup", json())},
-               {"seeds", body.value("seeds", json::array())},
-               {"run_mode", body.value("run_mode", json::object())},
+               {"speedup_vs_reference", reply.speedup ? json(*reply.speedup) : json()},
+               {"seeds", reply.seeds_json},
+               {"run_mode", reply.run_mode},
                // "shrunk" when correctness was checked on a smaller instance of the task.
-               {"instance", body.value("instance", json())}};
+               {"instance", reply.instance}};
   if (!e.host.empty()) e.metrics["host"] = e.host;  // which host of a pool evaluated it
-  if (body.contains("extra_shapes")) e.metrics["extra_shapes"] = body["extra_shapes"];
-  if (settling && body.value("correct", false)) {
+  if (!reply.extra_shapes.is_null()) e.metrics["extra_shapes"] = reply.extra_shapes;
+  if (settling && reply.correct) {
     // The set every later candidate is held to: what the kernel as written passes.
     std::lock_guard lock(shapes_mutex_);
-    setup_.extra_shapes->settle(body.value("extra_shapes", json()));
+    setup_.extra_shapes->settle(reply.extra_shapes);
     e.metrics["extra_shapes_set"] = setup_.extra_shapes->to_json();
   }
   // The task's minimum work (the worker's count of the reference), for the node's diagnosis.
-  if (const json ref = lowered.reply.body.value("work", json::object()).value("reference", json());
-      ref.is_object())
-    e.metrics["task_work"] = ref;
-  if (!body.value("correct", false)) {
+  if (lowering.task_work.is_object()) e.metrics["task_work"] = lowering.task_work;
+  if (!reply.correct) {
     e.status = NodeStatus::incorrect;
     e.stage = "correctness";
-    const json f = body.value("failure", json::object());
-    e.error = "incorrect: " + f.value("message", f.dump());
+    const tpu::ReplyFault& f = reply.failure;
+    e.error = "incorrect: " + (!f.message.empty()       ? f.message
+                               : f.as_written.is_null() ? json::object().dump()
+                                                        : f.as_written.dump());
     // Where and how the outputs differ (tpu/worker/mkw_mismatch.py), for the debugger and HITL.
-    if (f.contains("report") && f["report"].is_object())
-      e.metrics["correctness_report"] = f["report"];
+    if (f.report.is_object()) e.metrics["correctness_report"] = f.report;
   } else {
     e.status = NodeStatus::correct;
-    const std::string kind = body.value("time_kind", "");
-    const json median = timed_median(body.value("timing", json()), "candidate");
-    const json run_mode = body.value("run_mode", json::object());
-    if (kind == "device" && median.is_number()) {
-      e.score_s = median.get<double>();
+    const std::optional<double> median = timed_median(reply.candidate);
+    if (reply.time_kind == "device" && median) {
+      e.score_s = median;
       e.time_kind = "device";
-    } else if (run_mode.value("platform", std::string()) == "gpu") {
+    } else if (reply.platform == "gpu") {
       // A kernel interpreted on a GPU host (a TPU kernel there): neither its interpreter time nor
       // a TPU prediction compares with the kernels measured on the GPU. Correct, not scored.
-      e.metrics["unscored"] = run_mode.value(
-          "note", std::string("interpreted on a GPU host: not comparable with measured kernels"));
-    } else if (auto compiled = reference_not_compiled_
-                                   ? std::nullopt
-                                   : compiler_score(lowered.reply.body, e.metrics)) {
+      e.metrics["unscored"] =
+          reply.run_mode_note.empty()
+              ? std::string("interpreted on a GPU host: not comparable with measured kernels")
+              : reply.run_mode_note;
+    } else if (auto compiled =
+                   reference_not_compiled_ ? std::nullopt : compiler_score(lowering, e.metrics)) {
       e.score_s = compiled;
       e.time_kind = "compiled";
-    } else if (auto predicted = model_score(predictions, lowered.reply.body, target_, e.metrics)) {
+    } else if (auto predicted = model_score(predictions, lowering, target_, e.metrics)) {
       e.score_s = predicted;
       e.time_kind = "predicted";
     }
@@ -352,12 +345,12 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
       }
       const tpu::JobResult lowered = jobs_.lower(lowering_request(setup_, configured), cancelled);
       if (!lowered.reply.ok()) continue;
+      const tpu::LowerReply lowering = tpu::read_lower_reply(lowered.reply.body);
       json unused = json::object();
-      if (!reference_not_compiled_ && (score = compiler_score(lowered.reply.body, unused))) {
+      if (!reference_not_compiled_ && (score = compiler_score(lowering, unused))) {
         kind = "compiled";
       } else {
-        score = model_score(predictions_of(lowered.reply.body, target_), lowered.reply.body,
-                            target_, unused);
+        score = model_score(predictions_of(lowering, target_), lowering, target_, unused);
         if (score) kind = "predicted";
       }
     }
@@ -391,10 +384,11 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
                {"time_kind", body.value("time_kind", "")},
                {"timing", body.value("timing", json())}};
   // A CPU host answers "timing": null (nothing is timed there).
-  const json median = timed_median(body.value("timing", json()), "reference");
+  const std::optional<double> median =
+      timed_median(tpu::read_timed_runs(tpu::field(body, "timing"), "reference"));
   const json compiled = body.value("tpu_compile", json::object());
-  if (body.value("time_kind", "") == "device" && median.is_number()) {
-    e.score_s = median.get<double>();
+  if (body.value("time_kind", "") == "device" && median) {
+    e.score_s = median;
     e.time_kind = "device";
   } else if (compiled.value("status", std::string()) == "compiled" &&
              compiled.value("predicted_s", json()).is_number()) {

@@ -16,6 +16,7 @@
 #include "agents/orchestration/extra_shapes.h"
 #include "knowledge/tpu_generations.h"
 #include "tpu/jobs/kernel_jobs.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::agents {
 
@@ -87,7 +88,8 @@ class CandidateEvaluator final : public Evaluator {
 std::string score_label(const std::string& time_kind, const knowledge::TpuGeneration& target);
 
 // The worker error as one readable text: "lowering: <message> (line 12)".
-std::string describe_worker_error(const nlohmann::json& error);
+std::string describe_worker_error(const tpu::ReplyFault& error);
+std::string describe_worker_error(const nlohmann::json& error);  // a reply's "error" object
 
 // A failed or incorrect evaluation as the debugger reads it: its error, each location the
 // worker gave (line and message), and the correctness report (metrics.correctness_report.text).

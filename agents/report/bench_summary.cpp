@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/report/html.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::report {
 
@@ -11,16 +12,9 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> positive_number(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
-  const double value = object[key].get<double>();
-  if (!std::isfinite(value) || value <= 0) return std::nullopt;
+std::optional<double> positive(std::optional<double> value) {
+  if (!value || !std::isfinite(*value) || *value <= 0) return std::nullopt;
   return value;
-}
-
-std::string text_at(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return "";
-  return object[key].get<std::string>();
 }
 
 // Kinds of ok:false errors that still mean the candidate compiled (it failed while running).
@@ -32,40 +26,32 @@ bool compiled_despite_error(const std::string& kind) {
 
 void apply_evaluation(BenchTaskResult& task, const std::string& reply_body_json) {
   task.evaluated = true;
-  const json body = json::parse(reply_body_json, nullptr, false);
-  if (!body.is_object()) {
+  const json parsed = json::parse(reply_body_json, nullptr, false);
+  if (!parsed.is_object()) {
     task.failure = "the worker's reply is not a JSON object";
     return;
   }
-  if (!body.value("ok", false)) {
-    const json error = body.contains("error") && body["error"].is_object() ? body["error"] : json();
-    const std::string kind = text_at(error, "kind");
+  const tpu::EvaluateReply body = tpu::read_evaluate_reply(parsed);
+  if (!body.ok) {
+    const std::string& kind = body.error.kind;
     task.compiled = compiled_despite_error(kind);
-    task.failure = (kind.empty() ? "error" : kind) + ": " + text_at(error, "message");
+    task.failure = (kind.empty() ? "error" : kind) + ": " + body.error.message;
     return;
   }
   task.compiled = true;
-  task.correct =
-      body.contains("correct") && body["correct"].is_boolean() && body["correct"].get<bool>();
-  const json timing =
-      body.contains("timing") && body["timing"].is_object() ? body["timing"] : json();
-  task.time_kind = text_at(body, "time_kind");
-  if (task.time_kind.empty()) task.time_kind = text_at(timing, "time_kind");
-  if (timing.contains("candidate"))
-    task.candidate_median_s = positive_number(timing["candidate"], "median_s");
-  if (timing.contains("reference"))
-    task.reference_median_s = positive_number(timing["reference"], "median_s");
+  task.correct = body.correct;
+  task.time_kind = body.time_kind.empty() ? body.timing_kind : body.time_kind;
+  if (body.candidate) task.candidate_median_s = positive(body.candidate->median_s);
+  if (body.reference) task.reference_median_s = positive(body.reference->median_s);
   // Only device time is a kernel speedup; the worker's own speedup is null otherwise.
   if (task.correct && task.time_kind == "device") {
-    task.speedup = positive_number(body, "speedup");
+    task.speedup = positive(body.speedup);
     if (!task.speedup && task.candidate_median_s && task.reference_median_s)
       task.speedup = *task.reference_median_s / *task.candidate_median_s;
   }
   if (!task.correct) {
-    const json failure =
-        body.contains("failure") && body["failure"].is_object() ? body["failure"] : json();
-    const std::string kind = text_at(failure, "kind");
-    task.failure = (kind.empty() ? "incorrect" : kind) + ": " + text_at(failure, "message");
+    const std::string& kind = body.failure.kind;
+    task.failure = (kind.empty() ? "incorrect" : kind) + ": " + body.failure.message;
   }
 }
 

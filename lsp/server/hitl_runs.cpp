@@ -11,7 +11,8 @@
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/optimization_runs.h"
-#include "source/syntax/normalize.h"
+#include "lsp/server/progress_cancel.h"
+#include "service/kernel_requests.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::server {
@@ -266,13 +267,9 @@ json HitlRuns::diagnostics(const OpenDocument& doc) const {
 }
 
 bool HitlRuns::cancel_by_progress_token(const std::string& token) {
-  for (auto& [id, work] : host_work_) {
-    if (work.progress != token) continue;
-    work.cancelled->store(true);
-    spdlog::info("step by step: {} cancelled its {} work", id, token);
-    return true;
-  }
-  return false;
+  const std::string* id = server::cancel_by_progress_token(host_work_, token);
+  if (id) spdlog::info("step by step: {} cancelled its {} work", *id, token);
+  return id != nullptr;
 }
 
 // ----- phases -------------------------------------------------------------------------------
@@ -357,21 +354,17 @@ void HitlRuns::run_phase(SessionRecord s) {
   const bool infile = doc ? (doc->analyse(context_.target()).model.task.form() == "infile")
                           : (s.code.find("def reference(") != std::string::npos &&
                              s.code.find("def make_inputs(") != std::string::npos);
-  std::optional<json> task = path ? tpu::locate_task(*path, infile, reason) : std::nullopt;
+  // s.kernel names the kernel function; the task's entry point stays the default.
+  std::optional<tpu::KernelRequest> request =
+      path ? service::kernel_request(*path, s.code, infile, reason) : std::nullopt;
   std::string error;
-  std::shared_ptr<tpu::HostPool> h = task ? host(error) : nullptr;
-  if (!task || !h) {
+  std::shared_ptr<tpu::HostPool> h = request ? host(error) : nullptr;
+  if (!request || !h) {
     HitlPhaseOutcome out;
-    out.summary = phase_name + " cannot run: " + (task ? error : reason);
+    out.summary = phase_name + " cannot run: " + (request ? error : reason);
     finish_phase(id, phase, std::move(out));
     return;
   }
-  tpu::KernelRequest request;
-  request.file = *path;
-  request.source = s.code;
-  request.normalized_source = syntax::normalized_python_source(s.code);
-  // s.kernel names the kernel function; the task's entry point stays the default.
-  request.task = *task;
   const knowledge::TpuGeneration* target = &context_.target();
   const std::string code = s.code;
   const std::string kernel = s.kernel;
@@ -385,7 +378,7 @@ void HitlRuns::run_phase(SessionRecord s) {
   };
   HitlHostJob job;
   job.host = h.get();
-  job.request = request;
+  job.request = std::move(*request);
   job.code = code;
   job.kernel = kernel;
   job.run_id = s.run_id;

@@ -8,6 +8,8 @@
 
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/progress_cancel.h"
+#include "service/kernel_requests.h"
 #include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
@@ -104,14 +106,15 @@ std::shared_ptr<tpu::HostPool> KernelRuns::shared_host(std::string& error) {
   return made;
 }
 
-std::optional<json> KernelRuns::task_for(OpenDocument& doc, std::string& reason) const {
+std::optional<tpu::KernelRequest> KernelRuns::request_for(OpenDocument& doc, const json& options,
+                                                          std::string& reason) const {
   auto path = path_of_uri(doc.text.uri());
   if (!path) {
     reason = "only file:// documents can run on a host";
     return std::nullopt;
   }
   const bool infile = doc.analysis && doc.analysis->model.task.form() == "infile";
-  return tpu::locate_task(*path, infile, reason);
+  return service::kernel_request(*path, doc.text.text(), infile, reason, std::nullopt, options);
 }
 
 json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
@@ -122,8 +125,9 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   }
   const pallas::Kernel& kernel = doc.analysis->model.kernels[kernel_index];
   std::string reason;
-  auto task = task_for(doc, reason);
-  if (!task) throw rpc::RpcError(ec::kRequestFailed, reason);
+  const std::optional<tpu::KernelRequest> made = request_for(doc, json::object(), reason);
+  if (!made) throw rpc::RpcError(ec::kRequestFailed, reason);
+  const tpu::KernelRequest& request = *made;
   std::string error;
   std::shared_ptr<tpu::HostPool> h = shared_host(error);
   if (!h) throw rpc::RpcError(ec::kRequestFailed, error);
@@ -135,12 +139,6 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
       spdlog::warn("evaluation cache disabled: {}", e.what());
     }
   }
-
-  tpu::KernelRequest request;
-  request.file = *path_of_uri(doc.text.uri());
-  request.source = doc.text.text();
-  request.normalized_source = syntax::normalized_python_source(request.source);
-  request.task = *task;
 
   const std::string job_id = "job-" + std::to_string(next_job_++);
   const std::string title =
@@ -198,28 +196,23 @@ void KernelRuns::on_save(OpenDocument& doc) {
     lowering_[uri] = true;  // lower again with the newest text when the current run ends
     return;
   }
+  // Without a TPU attached, the worker compiles it for the target with the TPU compiler
+  // (libtpu): Mosaic's VMEM and layout refusals show on save like lowering errors.
+  const json options = {{"target", "tpu"}, {"generation", settings_.target}};
   std::string reason;
-  auto task = task_for(doc, reason);
-  if (!task) return;  // nothing to lower against: the static checks still run
+  std::optional<tpu::KernelRequest> request = request_for(doc, options, reason);
+  if (!request) return;  // nothing to lower against: the static checks still run
   std::string error;
   std::shared_ptr<tpu::HostPool> h = shared_host(error);
   if (!h || !h->all_local()) return;  // on-save lowering stays local
   lowering_[uri] = false;
-  tpu::KernelRequest request;
-  request.file = *path_of_uri(uri);
-  request.source = doc.text.text();
-  request.task = *task;
-  request.options["target"] = "tpu";
-  // Without a TPU attached, the worker compiles it for the target with the TPU compiler
-  // (libtpu): Mosaic's VMEM and layout refusals show on save like lowering errors.
-  request.options["generation"] = settings_.target;
   const int64_t version = doc.text.version();
   auto post = context_.post;
   // The model and lines of the saved text: an error naming an operand goes on its BlockSpec.
   pallas::PallasModel model = doc.analysis ? doc.analysis->model : pallas::PallasModel{};
   text::LineIndex lines = doc.text.lines();
-  pool_.submit([this, h, request, uri, version, post, model = std::move(model),
-                lines = std::move(lines)] {
+  pool_.submit([this, h, request = std::move(*request), uri, version, post,
+                model = std::move(model), lines = std::move(lines)] {
     service::KernelCheck check =
         service::run_kernel_check(service::KernelOp::Lower, *h, nullptr, request, {});
     for (service::Finding& f : check.line_findings)
@@ -242,13 +235,7 @@ void KernelRuns::on_save(OpenDocument& doc) {
 }
 
 bool KernelRuns::cancel_by_progress_token(const std::string& token) {
-  for (auto& [id, job] : jobs_) {
-    if (job.progress == token) {
-      job.cancelled->store(true);
-      return true;
-    }
-  }
-  return false;
+  return server::cancel_by_progress_token(jobs_, token) != nullptr;
 }
 
 bool KernelRuns::cancel_job(const std::string& job_id) {

@@ -85,7 +85,10 @@ class KernelRuns {
     std::string uri, kind, kernel_name, progress;
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
-  std::optional<nlohmann::json> task_for(OpenDocument& doc, std::string& reason) const;
+  // The worker request for the document's text (service::kernel_request); nullopt + reason when
+  // it is no file:// document or belongs to no task.
+  std::optional<tpu::KernelRequest> request_for(OpenDocument& doc, const nlohmann::json& options,
+                                                std::string& reason) const;
   std::string lowered_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                                const knowledge::TpuGeneration& target) const;
   std::string diagnosis_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const;

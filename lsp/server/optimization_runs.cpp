@@ -14,6 +14,8 @@
 #include "knowledge/store.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/progress_cancel.h"
+#include "service/budget_defaults.h"
 #include "service/searches.h"
 #include "tpu/jobs/kernel_jobs.h"
 
@@ -107,13 +109,7 @@ agents::ExpanderSetup editor_llm_setup(const std::string& llm_spec,
 }
 
 agents::Budget editor_budget(const std::string& mode, const json& settings) {
-  agents::Budget b;
-  if (mode == "auto") {
-    b.iterations = 6;
-    b.patience = 3;
-  } else {
-    b.iterations = 3;
-  }
+  agents::Budget b = service::default_budget(service::BudgetFront::Editor, mode);
   if (!settings.is_object()) return b;
   auto number = [&](const char* key, bool integer) -> std::optional<double> {
     if (!settings.contains(key) || settings[key].is_null()) return std::nullopt;
@@ -362,13 +358,7 @@ void OptimizationRuns::finish(const std::string& job_id, const std::string& uri,
 }
 
 bool OptimizationRuns::cancel_by_progress_token(const std::string& token) {
-  for (auto& [id, job] : jobs_) {
-    if (job.progress == token) {
-      job.cancelled->store(true);
-      return true;
-    }
-  }
-  return false;
+  return server::cancel_by_progress_token(jobs_, token) != nullptr;
 }
 
 void OptimizationRuns::cancel_all() {

@@ -6,6 +6,7 @@
 #include "knowledge/time_model.h"
 #include "tpu/host/content_hash.h"
 #include "tpu/jobs/predictions.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::tpu {
 
@@ -148,36 +149,34 @@ JobResult KernelJobs::test(const KernelRequest& request, bool use_cache,
   }
   result.reply = host_.run(Lane::Timing, base_request("evaluate", request), cancelled, std::nullopt,
                            on_progress, &result.host);
-  check_model(result);
+  const EvaluateReply reply = read_evaluate_reply(result.reply.body);
+  check_model(result, reply);
   // Only the judge's verdicts are cached (correct or not; a reply with `judge` comes from the
   // worker that ran the candidate in its own process); infrastructure failures are not. --no-cache
   // neither reads nor writes the store.
-  if (use_cache && store_ && !result.cache_key.empty() && result.reply.ok() &&
-      result.reply.body.contains("judge")) {
+  if (use_cache && store_ && !result.cache_key.empty() && result.reply.ok() && reply.judged) {
     store_->store_evaluation(result.cache_key, fingerprint, result.reply.body.dump());
   }
   return result;
 }
 
-void KernelJobs::check_model(JobResult& result) {
+void KernelJobs::check_model(JobResult& result, const EvaluateReply& reply) {
   // Only real device time on a TPU says anything about a TPU model.
-  json& b = result.reply.body;
-  if (!result.reply.ok() || !b.value("correct", false) ||
-      b.value("time_kind", std::string()) != "device")
-    return;
+  if (!result.reply.ok()) return;
+  if (!reply.correct || reply.time_kind != "device") return;
   const WorkerReply hello = host_.hello();
   const json generation = hello.body.value("tpu_generation", json());
   if (!generation.is_string()) return;
   const knowledge::TpuGeneration* target =
       knowledge::find_tpu_generation(generation.get<std::string>());
-  const json& timing = b.value("timing", json::object());
-  const double measured = timing.value("candidate", json::object()).value("median_s", 0.0);
+  const double measured = reply.candidate ? reply.candidate->median_s.value_or(0.0) : 0.0;
   if (!target || measured <= 0) return;
   double predicted = 0;
-  for (const json& p : predict_pallas_calls(b.value("pallas_calls", json::array()), *target)) {
+  for (const json& p : predict_pallas_calls(reply.pallas_calls, *target)) {
     if (!p.contains("predicted_s")) return;  // a kernel without facts: no honest total
     predicted += p["predicted_s"].get<double>();
   }
+  json& b = result.reply.body;
   b["model_check"] = {{"label", "predicted (model, " + target->name + ")"},
                       {"predicted_s", predicted},
                       {"measured_s", measured},

@@ -11,6 +11,7 @@
 
 #include "knowledge/store.h"
 #include "tpu/host/job_runner.h"
+#include "tpu/jobs/worker_replies.h"
 
 namespace mk::tpu {
 
@@ -91,7 +92,7 @@ class KernelJobs {
   // `fingerprint` gets the host's fingerprint it was made with.
   std::string cache_key(const KernelRequest& request, std::string& fingerprint);
   // Compares the time model with a device measurement and records both in the store.
-  void check_model(JobResult& result);
+  void check_model(JobResult& result, const EvaluateReply& reply);
 
   JobRunner& host_;
   knowledge::Store* store_;
