@@ -333,7 +333,8 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
     return out;
   }
   out.configs = static_cast<int>(tuned.results.size());
-  out.ranking = tuned.reply.body.value("ranking", json());
+  // No body when the tuning cache answered every configuration.
+  if (tuned.reply.body.is_object()) out.ranking = tuned.reply.body.value("ranking", json());
   for (const json& r : tuned.results) {
     if (r.value("status", "") == "ranked") ++out.unchecked;
     if (r.value("status", "") != "ok") continue;

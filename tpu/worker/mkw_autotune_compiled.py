@@ -26,20 +26,19 @@ def ranking(req, plat: str) -> dict:
     with why the compiler is not used)."""
     why = None
     gen = mkw_tpu_check.wanted(req, plat)
+    available, reason = mkw_tpu_compiler.available()
     if req.get("target", "tpu") != "tpu":
         why = f"target {req.get('target')!r}: the TPU compiler ranks TPU kernels only"
-    elif req.get("rank_by", "compiler") != "compiler":
-        why = f"rank_by {req.get('rank_by')!r} asked for"
     elif plat == "tpu":
         why = "a TPU is attached: configurations are measured"
     elif not req.get("generation"):
         why = "the request names no TPU generation"
     elif gen is None:
         why = "turned off (MAXKERNEL_TPU_COMPILE=0)"
-    else:
-        ok, reason = mkw_tpu_compiler.available()
-        if not ok:
-            why = reason
+    elif not available:
+        why = reason
+    elif req.get("rank_by", "compiler") != "compiler":
+        why = f"rank_by {req.get('rank_by')!r} asked for"
     if why is None:
         return {"basis": BASIS, "label": mkw_tpu_compiler.label(gen), "generation": gen}
     on_device = plat in ("tpu", "gpu")
