@@ -332,6 +332,10 @@ std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord
   if (params_.roofline_stop > 0 && run_.best_node && *run_.best_node != 0)
     for (const NodeRecord& n : nodes) {
       if (n.id != *run_.best_node) continue;
+      // The roofline is the model's (the task's bytes at the spec sheet's bandwidth): a device
+      // time or the model's prediction compares with it; the TPU compiler's static cycles are
+      // another basis (its memory-bound kernels sit above 100% of it), so they never stop a run.
+      if (n.time_kind == "compiled") break;
       const std::optional<double> fraction = n.metrics.roofline_fraction();
       if (fraction && *fraction >= params_.roofline_stop) {
         char buf[96];
