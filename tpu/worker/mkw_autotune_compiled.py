@@ -29,8 +29,8 @@ def ranking(req, plat: str) -> dict:
     available, reason = mkw_tpu_compiler.available()
     if req.get("target", "tpu") != "tpu":
         why = f"target {req.get('target')!r}: the TPU compiler ranks TPU kernels only"
-    elif plat == "tpu":
-        why = "a TPU is attached: configurations are measured"
+    elif plat in ("tpu", "gpu"):
+        why = f"a {plat.upper()} is attached: configurations are measured"
     elif not req.get("generation"):
         why = "the request names no TPU generation"
     elif gen is None:
