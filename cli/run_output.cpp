@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "agents/orchestration/score_kind.h"
 #include "agents/orchestration/selection.h"
 #include "agents/report/report_html.h"
 
@@ -33,12 +34,13 @@ std::string one_line(std::string s, size_t max) {
 std::optional<std::pair<double, std::optional<double>>> versus_xla(const agents::RunRecord& run,
                                                                    const agents::NodeRecord& best) {
   const std::optional<agents::XlaBaseline>& xla = run.params.xla;
-  if (!best.score_s || *best.score_s <= 0 || !xla || !xla->score_s ||
-      xla->time_kind != best.time_kind)
-    return std::nullopt;
+  if (!xla) return std::nullopt;
+  const auto speedup =
+      agents::same_kind_speedup(xla->score_s, xla->time_kind, best.score_s, best.time_kind);
+  if (!speedup) return std::nullopt;
   std::optional<double> roofline;
   if (xla->roofline_s) roofline = *xla->roofline_s / *best.score_s;
-  return std::make_pair(*xla->score_s / *best.score_s, roofline);
+  return std::make_pair(*speedup, roofline);
 }
 
 }  // namespace

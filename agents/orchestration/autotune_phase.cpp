@@ -48,6 +48,8 @@ AutotunePhase autotune_phase(Evaluator& evaluator, const std::string& code, int 
                   {"evaluated", t.evaluated}, {"cache_hits", t.cache_hits},
                   {"space", space},           {"best_config", t.best_config}};
   if (llm) phase.record["llm_values_added"] = widened->llm_values_added;
+  if (t.unchecked > 0) phase.record["unchecked"] = t.unchecked;
+  if (!t.ranking.is_null()) phase.record["ranking"] = t.ranking;
   if (t.best_s) phase.record["best_s"] = *t.best_s;
   if (!t.time_kind.empty()) phase.record["time_kind"] = t.time_kind;
   if (!t.error.empty()) phase.record["error"] = t.error;

@@ -309,8 +309,12 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
                                            const std::function<bool()>& cancelled) {
   TuningOutcome out;
   tpu::TuningResult tuned;
+  tpu::KernelRequest request = kernel_request(setup_, source);
+  // The worker ranks by the TPU compiler's cycles where it can; where the XLA root was not
+  // compiled, the run's scores are the model's, so the configurations are scored that way too.
+  if (reference_not_compiled_) request.options["rank_by"] = "run";
   try {
-    tuned = jobs_.autotune(kernel_request(setup_, source), space, cancelled);
+    tuned = jobs_.autotune(request, space, cancelled);
   } catch (const std::exception& e) {
     out.error = e.what();
     return out;
@@ -322,7 +326,10 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
     return out;
   }
   out.configs = static_cast<int>(tuned.results.size());
+  // No body when the tuning cache answered every configuration.
+  if (tuned.reply.body.is_object()) out.ranking = tuned.reply.body.value("ranking", json());
   for (const json& r : tuned.results) {
+    if (r.value("status", "") == "ranked") ++out.unchecked;
     if (r.value("status", "") != "ok") continue;
     ++out.correct;
     // Scored as evaluate scores a node, so the phase's choice agrees with the search's ranking.
@@ -331,9 +338,15 @@ TuningOutcome CandidateEvaluator::autotune(const std::string& source, const json
     const json timing = r.value("timing", json::object());
     const json median = timing.is_object() ? timing.value("median_s", json()) : json();
     const json run_mode = r.value("run_mode", json::object());
+    const json compiled_s = r.value("predicted_s", json());
     if (r.value("time_kind", "") == "device" && median.is_number()) {
       score = median.get<double>();
       kind = "device";
+    } else if (r.value("time_kind", "") == "compiled" && compiled_s.is_number() &&
+               compiled_s.get<double>() > 0 && !reference_not_compiled_) {
+      // Ranked by the TPU compiler in the worker: the compile that ranked it is its score.
+      score = compiled_s.get<double>();
+      kind = "compiled";
     } else if (run_mode.value("platform", std::string()) != "gpu") {
       // Interpret time never ranks: the model predicts this configuration from its lowering.
       std::string configured;

@@ -68,7 +68,9 @@ class CandidateEvaluator final : public Evaluator {
   nlohmann::json device_profile(const std::string& source,
                                 const std::function<bool()>& cancelled = {}) override;
   // The worker's autotune op over `space` (cached per configuration), each correct
-  // configuration scored as evaluate scores a node: device time, else the model's prediction.
+  // configuration scored as evaluate scores a node: device time, else the TPU compiler's
+  // prediction (the worker ranks by it from a compile each, with no run, and checks the best),
+  // else the model's.
   TuningOutcome autotune(const std::string& source, const nlohmann::json& space,
                          const std::function<bool()>& cancelled = {}) override;
   // The run's extra shapes as they stand (settled once the root has been evaluated).

@@ -32,21 +32,26 @@ struct Evaluation {
 struct ConfigScore {
   nlohmann::json config;
   double score_s = 0;
-  std::string time_kind;  // "device" | "predicted"
+  std::string time_kind;  // "device" | "compiled" | "predicted"
 };
 
 // One autotune phase over a kernel's space: which configuration scores best, on the search's own
-// score (device time, else the model's prediction from that configuration's lowering).
+// score (device time, else the TPU compiler's or the model's prediction for that configuration).
 struct TuningOutcome {
   std::string error;                // "" when the configurations were tried
   nlohmann::json best_config;       // null when none was correct
   std::optional<double> best_s;     // its score, lower is better
-  std::string time_kind;            // of best_s: "device" | "predicted"
+  std::string time_kind;            // of best_s: "device" | "compiled" | "predicted"
   int configs = 0;                  // configurations in the space
   int correct = 0;                  // of those, correct at the task's shapes
   int evaluated = 0;                // run by the worker this time
   int cache_hits = 0;               // answered from the tuning cache
   std::vector<ConfigScore> scores;  // every correct, scored configuration
+  // Ranked by the TPU compiler below the best: compiled and scored, never run (the worker checks
+  // the best-ranked configurations only, until one is correct).
+  int unchecked = 0;
+  // The worker's ranking basis ({"basis": "tpu_compiler" | "run", ...}); null when all cached.
+  nlohmann::json ranking;
 };
 
 class Evaluator {

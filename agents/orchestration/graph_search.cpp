@@ -16,6 +16,7 @@
 #include "agents/orchestration/autotune_phase.h"
 #include "agents/orchestration/candidate_evaluator.h"  // score_label
 #include "agents/orchestration/diagnosis.h"
+#include "agents/orchestration/score_kind.h"
 #include "agents/orchestration/selection.h"
 
 namespace mk::agents {
@@ -116,10 +117,10 @@ void GraphSearch::finish_node(NodeRecord& node, const Evaluation& evaluation) {
     if (node.status == NodeStatus::correct && node.score_s) node.speedup = 1.0;
     if (!evaluation.time_kind.empty())
       run_.score_kind = score_label(evaluation.time_kind, evaluator_.target());
-  } else if (node.status == NodeStatus::correct && node.score_s && baseline_score_ &&
-             *node.score_s > 0 && evaluation.time_kind == baseline_kind_) {
+  } else if (node.status == NodeStatus::correct) {
     // Only scores of one kind compare (the TPU compiler's cycles with the model's roofline do not).
-    node.speedup = *baseline_score_ / *node.score_s;
+    node.speedup =
+        same_kind_speedup(baseline_score_, baseline_kind_, node.score_s, evaluation.time_kind);
   }
   store_.update_node(node);
   run_.cost.add_evaluation(node.cost);
@@ -331,6 +332,10 @@ std::optional<std::string> GraphSearch::stop_reason(const std::vector<NodeRecord
   if (params_.roofline_stop > 0 && run_.best_node && *run_.best_node != 0)
     for (const NodeRecord& n : nodes) {
       if (n.id != *run_.best_node) continue;
+      // The roofline is the model's (the task's bytes at the spec sheet's bandwidth): a device
+      // time or the model's prediction compares with it; the TPU compiler's static cycles are
+      // another basis (its memory-bound kernels sit above 100% of it), so they never stop a run.
+      if (n.time_kind == "compiled") break;
       const std::optional<double> fraction = n.metrics.roofline_fraction();
       if (fraction && *fraction >= params_.roofline_stop) {
         char buf[96];

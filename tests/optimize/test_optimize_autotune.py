@@ -28,6 +28,9 @@ def test_a_second_run_on_the_same_kernel_tunes_no_configuration_twice(tmp_path):
     assert root["tuning"]["space"] == {"BLOCK_ROWS": [8, 16, 32]}
     assert root["tuning"]["correct"] == 3 and root["tuning"]["time_kind"] == "predicted"
     assert root["tuning"]["best_config"] == {"BLOCK_ROWS": 32}
+    # The tests run without the TPU compiler (tests/conftest.py): checked, then ranked by the model.
+    assert root["tuning"]["ranking"]["basis"] == "run"
+    assert root["tuning"]["ranking"]["compiler"] == "turned off (MAXKERNEL_TPU_COMPILE=0)"
     child = _tuned_child(out)
     assert child["parent"] == 0 and child["status"] == "correct"
     assert child["description"].startswith("autotune phase: BLOCK_ROWS=32 (best of 3 configurations")
@@ -44,6 +47,7 @@ def test_a_second_run_on_the_same_kernel_tunes_no_configuration_twice(tmp_path):
     assert again["cost"]["tuning_cache_hits"] == 3
     assert again["nodes"][0]["tuning"]["evaluated"] == 0
     assert again["nodes"][0]["tuning"]["best_config"] == {"BLOCK_ROWS": 32}
+    assert "ranking" not in again["nodes"][0]["tuning"]  # every configuration from the cache
     child_again = _tuned_child(again)
     assert child_again["code_hash"] == child["code_hash"]
     assert child_again["description"].endswith("3 from the tuning cache)")

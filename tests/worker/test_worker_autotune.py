@@ -29,6 +29,9 @@ def test_autotune_block_sizes(worker):
     assert r["best"]["config"] == r["results"][0]["config"]
     assert r["best"]["correct"] is True
     assert r["time_kind"] == "interpret" and r["speedup"] is None
+    # Without the TPU compiler (no generation asked for), today's ranking, labelled as such.
+    assert r["ranking"]["basis"] == "run" and "interpret" in r["ranking"]["label"]
+    assert r["ranking"]["compiler"] == "the request names no TPU generation"
     assert by_bs[8]["grid"] == [[8]] and by_bs[32]["grid"] == [[2]]
     done = [e["done"] for e in events if "done" in e]
     assert done == [1, 2, 3, 4]
@@ -65,9 +68,11 @@ def test_autotune_explicit_configs_are_tried_as_listed(worker):
     task = {"form": "infile", "path": task_path("infile", "scale_add.py")}
     source = read_task("infile", "scale_add.py")
     r = worker.request("autotune", task=task, source=source, filename=task_path("infile", "scale_add.py"),
-                       configs=[{"BLOCK_ROWS": 48}, {"BLOCK_ROWS": 32}], seeds=[4],
+                       configs=[{"BLOCK_ROWS": 48}, {"BLOCK_ROWS": 32}], seeds=[4], generation="v5e",
                        timing={"min_runs": 2, "min_seconds": 0.0}, timeout=180)
     assert r["ok"] is True, r
+    # The tests' workers run with the compiler off (tests/conftest.py): checked and timed instead.
+    assert r["ranking"]["basis"] == "run" and r["ranking"]["compiler"] == "turned off (MAXKERNEL_TPU_COMPILE=0)"
     assert r["total"] == 2
     assert {res["config"]["BLOCK_ROWS"]: res["status"] for res in r["results"]} == {32: "ok", 48: "incorrect"}
     bad = worker.request("autotune", task=task, source=source, configs=[], seeds=[4], timeout=60)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from worker_harness import ROOT, WorkerProcess, marker_line, read_task, task_path
@@ -76,6 +77,94 @@ def test_over_the_limit_is_too_large_to_estimate_and_the_worker_survives(worker)
     # The same worker compiles the next request with a fresh compiler child.
     _, r = _lower(worker, "scale_add.py", generation="v4")
     assert r["tpu_compile"]["candidate"]["status"] == "compiled", r["tpu_compile"]
+
+
+def test_autotune_ranks_by_the_compilers_cycles_and_checks_the_best_before_it_wins(worker):
+    # rows_tunable: 2048 rows compile to no program (scoped VMEM) though the interpreter runs them
+    # correctly and fastest; 384 rows compile but cover 1920 of the 2048 rows (wrong), and have the
+    # fewest cycles (less work); 256 is the fastest correct one.
+    name = "rows_tunable.py"
+    src = read_task("infile", name)
+    events = []
+    rid = worker.send("autotune", task={"form": "infile", "path": task_path("infile", name)}, source=src,
+                      filename=task_path("infile", name), space={"BLOCK_ROWS": [8, 64, 256, 384, 2048]},
+                      seeds=[4], generation="v5e")
+    r = worker.wait_for(rid, timeout=600, events=events)
+    assert r["ok"] is True, r
+    assert r["ranking"] == {"basis": "tpu_compiler", "label": "predicted (TPU compiler, v5e)",
+                            "generation": "v5e"}
+    assert r["time_kind"] == "compiled"
+    by = {res["config"]["BLOCK_ROWS"]: res for res in r["results"]}
+    over = by[2048]
+    assert over["status"] == "skipped" and over["stage"] == "compile", over
+    assert over["tpu_compile"]["error_kind"] == "vmem"
+    assert over["locations"][0]["line"] == marker_line(src, "PALLAS_CALL_LINE")
+    assert "run_mode" not in over  # refused without a run
+    cycles = {bs: by[bs]["cycles"] for bs in (8, 64, 256, 384)}
+    assert all(c > 0 for c in cycles.values()) and all(by[bs]["time_kind"] == "compiled" for bs in cycles)
+    assert cycles[384] < cycles[256] < cycles[64] < cycles[8], cycles
+    # Checked in the compiler's order until one is correct: 384 first (wrong), then 256.
+    checked = [e["config"]["BLOCK_ROWS"] for e in events if e.get("stage") == "checked"]
+    assert checked == [384, 256]
+    assert by[384]["status"] == "incorrect" and by[384]["run_mode"]["mode"] == "interpret"
+    assert r["best"]["config"] == {"BLOCK_ROWS": 256} and r["best"]["correct"] is True
+    assert r["best"]["predicted_s"] == pytest.approx(cycles[256] / 1.5e9)
+    # Ranked below the best: compiled, never run.
+    assert by[64]["status"] == by[8]["status"] == "ranked"
+    assert "run_mode" not in by[64] and "run_mode" not in by[8]
+    assert [res["config"]["BLOCK_ROWS"] for res in r["results"]] == [256, 64, 8, 384, 2048]
+
+
+def _compiler_children(worker_pid: int) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/status") as f:
+                ppid = next(int(line.split()[1]) for line in f if line.startswith("PPid:"))
+        except (OSError, StopIteration):
+            continue
+        if b"mkw_tpu_compile_child.py" in cmd and ppid == worker_pid:
+            pids.append(int(pid))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except OSError:
+        return False
+
+
+def test_a_cancelled_lower_kills_its_compile_at_once(worker):
+    # slow_compile's kernel takes the compiler minutes (65,536 grid steps).
+    name = "slow_compile.py"
+    sent = time.time()
+    rid = worker.send("lower", source=read_task("infile", name), filename=task_path("infile", name),
+                      task={"form": "infile"}, target="tpu", generation="v5e")
+    compiling = None
+    deadline = time.time() + 240
+    while compiling is None and time.time() < deadline:
+        for pid in _compiler_children(worker.proc.pid):
+            try:  # the module is written to the child's folder just before its compile starts
+                if os.stat(f"/proc/{pid}/cwd/module.bin").st_mtime >= sent:
+                    compiling = pid
+            except OSError:
+                pass
+        time.sleep(0.1)
+    assert compiling is not None, "the compile did not start"
+    time.sleep(1.0)
+    assert _alive(compiling)
+    asked = time.time()
+    c = worker.request("cancel", target_id=rid, timeout=30)
+    assert c["ok"] is True and c["state"] == "running", c
+    r = worker.wait_for(rid, timeout=30)
+    assert r["ok"] is False and r["error"]["kind"] == "cancelled", r
+    assert time.time() - asked < 10
+    assert not _alive(compiling)
+    assert worker.request("hello", timeout=60)["ok"] is True
 
 
 _OFFLINE = textwrap.dedent("""

@@ -1,10 +1,16 @@
-"""The `autotune` op: every configuration of a parameter space checked (mkw_check) and timed
-(mkw_timing) against one frozen reference, best first."""
+"""The `autotune` op: the configurations of a parameter space, best first.
+
+Where the TPU compiler can score them (a generation in the request, no TPU attached, libtpu
+installed; mkw_autotune_compiled), they are ranked by its static cycles from a compile each, with
+no run, and only the best are checked against the frozen reference until one is correct. Else
+every configuration is checked (mkw_check) and timed (mkw_timing), as on a device; the reply's
+`ranking` says which, and why the compiler was not used."""
 
 from __future__ import annotations
 
 import itertools
 
+import mkw_autotune_compiled
 import mkw_check
 import mkw_clock
 import mkw_common as C
@@ -61,8 +67,12 @@ def op_autotune(req, cancel, progress) -> dict:
             mkw_prepared.gate_candidate(src, fname or "<buffer>", task)  # every configuration has this text
         seeds = mkw_prepared.seeds_from(req, 2)
         pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
-        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
         target = req.get("target", "tpu")
+        ranking = mkw_autotune_compiled.ranking(req, plat)
+        if ranking["basis"] == mkw_autotune_compiled.BASIS:
+            return _rank_by_compiler(req, task, configs, seeds, pre_mode, plat, target, ranking, results,
+                                     cancel, progress, watch)
+        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
         progress(stage="started", total=len(configs), seeds=seeds)
         for i, cfg in enumerate(configs):
             cancel.check()
@@ -95,6 +105,7 @@ def op_autotune(req, cancel, progress) -> dict:
             "speedup": speedup,
             "time_kind": mode.time_kind,
             "run_mode": mode.to_json(),
+            "ranking": ranking,
             "warnings": golden.warnings,
         }
     except C.Cancelled as e:
@@ -104,13 +115,53 @@ def op_autotune(req, cancel, progress) -> dict:
         task.close()
 
 
+def _rank_by_compiler(req, task, configs, seeds, pre_mode, plat, target, ranking, results, cancel,
+                      progress, watch) -> dict:
+    """Compiles every configuration (no run), then checks the fewest-cycles ones until one is
+    correct (mkw_autotune_compiled)."""
+    gen = ranking["generation"]
+    full_args, full_kwargs = mkw_run.abstract_inputs(task)
+    progress(stage="started", total=len(configs), seeds=seeds, ranking=ranking["basis"])
+    for i, cfg in enumerate(configs):
+        cancel.check()
+        r = mkw_autotune_compiled.compile_one(req, task, cfg, full_args, full_kwargs, plat, gen, cancel, watch)
+        results.append(r)
+        progress(done=i + 1, total=len(configs), config=cfg, status=r["status"], cycles=r.get("cycles"))
+    ranked = [r for r in results if r["status"] == "ranked"]
+    golden = None
+    best = None
+    if ranked:
+        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
+
+        def check(cfg):
+            cancel.check()
+            return _autotune_one(req, task, cfg, golden, plat, target, cancel, watch, timed=False)
+
+        best = mkw_autotune_compiled.check_best(ranked, check, progress)
+    return {
+        "task": task.describe(),
+        "instance": mkw_shrink.describe(task),
+        "seeds": seeds,
+        "total": len(configs),
+        "results": _sort_results(results),
+        "best": best,
+        "reference_timing": None,
+        "speedup": None,
+        "time_kind": "compiled",
+        "run_mode": (golden.mode if golden is not None else pre_mode).to_json(),
+        "ranking": ranking,
+        "warnings": golden.warnings if golden is not None else [],
+    }
+
+
 def _sort_results(results):
-    rank = {"ok": 0, "incorrect": 1, "skipped": 2, "failed": 3}
-    return sorted(results, key=lambda r: (rank.get(r["status"], 9),
+    # `ranked`: compiled and scored, not run (ranked below the best that was checked).
+    rank = {"ok": 0, "ranked": 1, "incorrect": 2, "skipped": 3, "unscored": 4, "failed": 5}
+    return sorted(results, key=lambda r: (rank.get(r["status"], 9), r.get("cycles") or float("inf"),
                                           (r.get("timing") or {}).get("median_s") or float("inf")))
 
 
-def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None) -> dict:
+def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None, timed=True) -> dict:
     r = {"config": cfg, "status": "failed", "correct": False, "timing": None,
          "instance": mkw_shrink.label(task)}
     prep = None
@@ -151,6 +202,10 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None) -> d
             r.update(status="incorrect", failure=chk["failure"])
             return r
         r["correct"] = True
+        if not timed:
+            # Ranked by the TPU compiler already: interpret time would add nothing.
+            r["status"] = "ok"
+            return r
         cfg_t = mkw_run.timing_config(req.get("timing"), mode)
         t = mkw_timing.time_pair(chk["compiled"], golden, mode, cfg_t, cancel, with_reference=False, plat=plat)
         prep.watch.check("timing")

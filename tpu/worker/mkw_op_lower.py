@@ -86,7 +86,8 @@ def op_lower(req, cancel, progress) -> dict:
         if gen:
             cancel.check()
             try:
-                base["tpu_compile"] = mkw_tpu_check.check(entry, args, kwargs, facts, prep, gen, req)
+                base["tpu_compile"] = mkw_tpu_check.check(entry, args, kwargs, facts, prep, gen, req,
+                                                           cancel)
             except C.WorkerError as e:
                 e.extra.update(lowered=True, lowered_for=lowered_for, pallas_calls=facts)
                 raise

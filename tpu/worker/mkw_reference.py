@@ -72,7 +72,8 @@ def op_reference(req, cancel, progress) -> dict:
             # XLA's program compiled for the target by the TPU compiler: the baseline "vs XLA"
             # is scored from, the same way as the candidates' (mkw_tpu_check).
             args, kwargs = mkw_run.abstract_inputs(task)
-            res["tpu_compile"] = mkw_tpu_check.reference(task, args, kwargs, gen, req.get("compile_limits"))
+            res["tpu_compile"] = mkw_tpu_check.reference(task, args, kwargs, gen, req.get("compile_limits"),
+                                                        cancel)
             res["tpu_compile"]["label"] = mkw_tpu_compiler.label(gen)
             progress(stage="compiled", status=res["tpu_compile"].get("status"))
             cancel.check()

@@ -61,7 +61,17 @@ def _locations(error: str, facts, filename: str, source: str | None) -> list[dic
     return locs
 
 
-def reference(task, args, kwargs, generation: str, limits) -> dict:
+def _polled(cancel):
+    """The compiler polls a callable while it waits; a cancelled request kills its compile."""
+    return (lambda: cancel.cancelled) if cancel is not None else None
+
+
+def _raise_if_cancelled(res: dict) -> None:
+    if res.get("status") == "cancelled":
+        raise C.Cancelled()
+
+
+def reference(task, args, kwargs, generation: str, limits, cancel=None) -> dict:
     limits = limits if isinstance(limits, dict) else None
     # The reference's own source is in the key: an edited reference is compiled again.
     key = json.dumps([task.describe(), getattr(task.ref_module, "source", None), repr(args), repr(kwargs),
@@ -72,9 +82,11 @@ def reference(task, args, kwargs, generation: str, limits) -> dict:
         return hit
     try:
         ref, a, k, _ = mkw_run.bind_static(task.reference_fn, args, kwargs)
-        res = mkw_tpu_compiler.estimate(ref, a, generation, kwargs=k, limits=limits)
+        res = mkw_tpu_compiler.estimate(ref, a, generation, kwargs=k, limits=limits,
+                                        cancelled=_polled(cancel))
     except Exception as e:  # noqa: BLE001 - the baseline is reported, never fatal
         res = {"generation": generation, "status": "export_failed", "error": f"{type(e).__name__}: {e}"[:2000]}
+    _raise_if_cancelled(res)
     res = _slim(res)
     if res.get("status") in ("compiled", "refused"):
         with _cache_lock:
@@ -82,11 +94,14 @@ def reference(task, args, kwargs, generation: str, limits) -> dict:
     return res
 
 
-def check(entry, args, kwargs, facts, prep, generation: str, req) -> dict:
+def check(entry, args, kwargs, facts, prep, generation: str, req, cancel=None) -> dict:
     """The `tpu_compile` object of a lower reply; raises a `compile` WorkerError when the TPU
-    compiler refuses the candidate."""
+    compiler refuses the candidate, Cancelled when `cancel` is set during the compile."""
     limits = _limits(req)
-    cand = _slim(mkw_tpu_compiler.estimate(entry, args, generation, kwargs=kwargs, limits=limits))
+    cand = mkw_tpu_compiler.estimate(entry, args, generation, kwargs=kwargs, limits=limits,
+                                     cancelled=_polled(cancel))
+    _raise_if_cancelled(cand)
+    cand = _slim(cand)
     out = {"generation": generation, "label": mkw_tpu_compiler.label(generation), "candidate": cand}
     if cand["status"] == "refused":
         raise C.WorkerError(
@@ -97,7 +112,7 @@ def check(entry, args, kwargs, facts, prep, generation: str, req) -> dict:
             tpu_compile=out, compiled_by="tpu_compiler")
     if cand["status"] != "compiled" or req.get("compile_reference") is False:
         return out
-    ref = reference(prep.task, args, kwargs, generation, limits)
+    ref = reference(prep.task, args, kwargs, generation, limits, cancel)
     out["reference"] = ref
     if ref.get("cycles") and cand.get("cycles"):
         # Same compiler, same generation: the cycle ratio needs no clock.

@@ -3,8 +3,8 @@
 
 The public API (for the worker's ops and the kernel generators):
 
-    estimate(fn, arg_specs, generation="v5e", kwargs=None, limits=None) -> dict
-    estimate_exported(exported, generation="v5e", limits=None) -> dict
+    estimate(fn, arg_specs, generation="v5e", kwargs=None, limits=None, cancelled=None) -> dict
+    estimate_exported(exported, generation="v5e", limits=None, cancelled=None) -> dict
     available() -> (bool, reason)
 
 `fn` is a function of arrays (static arguments already bound); `arg_specs` are
@@ -21,6 +21,8 @@ the worker with it. The result's "status" is one of
   "too_large"    - over the time or memory limit ("too large to estimate"); the child was killed
                    and is restarted on the next call
   "crashed"      - libtpu ended the child (an abort): "reason" with its log's tail
+  "cancelled"    - `cancelled()` (a callable) turned true while waiting: the child was killed at
+                   once (a compile can run for minutes) and is restarted on the next call
   "unavailable"  - libtpu (or a piece it needs) is missing, or the generation has no topology:
                    "reason"; callers fall back to lowering only (jax.export) and say so
   "export_failed"- the program does not lower for TPU at all: "error"
@@ -128,7 +130,7 @@ def _rss(pid: int) -> int:
 class _Child:
     """One libtpu process; killed (and replaced later) when a compile goes over a limit."""
 
-    def __init__(self, profiled: bool):
+    def __init__(self, profiled: bool, cancelled=None):
         self.dir = tempfile.mkdtemp(prefix="maxkernel-tpu-compile-")
         dump = os.path.join(self.dir, "dump")
         os.mkdir(dump)
@@ -153,10 +155,12 @@ class _Child:
             [sys.executable, "-u", _CHILD_PATH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, cwd=self.dir)
         self.buf = b""
-        ready, _ = self._reply(START_TIMEOUT_S, None)
+        ready, why = self._reply(START_TIMEOUT_S, None, cancelled)
         if not ready or not ready.get("ready"):
             tail = self.log_tail()
             self.close()
+            if why and why[0] == "cancelled":
+                raise _CancelledStart()
             raise RuntimeError(f"the TPU compiler process did not start: {tail}")
         self.start_s = time.perf_counter() - t0
 
@@ -167,9 +171,9 @@ class _Child:
         except OSError:
             return ""
 
-    def _reply(self, time_s: float, memory_bytes: float | None):
-        """(reply, rss_peak), or (None, (status, reason)) when a limit is hit ("too_large") or the
-        child dies ("crashed")."""
+    def _reply(self, time_s: float, memory_bytes: float | None, cancelled=None):
+        """(reply, rss_peak), or (None, (status, reason)) when a limit is hit ("too_large"), the
+        child dies ("crashed") or the caller cancels ("cancelled")."""
         deadline = time.monotonic() + time_s
         peak = 0
         fd = self.proc.stdout.fileno()
@@ -180,6 +184,8 @@ class _Child:
                 if b"\n" in self.buf:
                     line, self.buf = self.buf.split(b"\n", 1)
                     return json.loads(line), peak
+                if cancelled is not None and cancelled():
+                    return None, ("cancelled", "cancelled by request")
                 rss = _rss(self.proc.pid)
                 peak = max(peak, rss)
                 if memory_bytes and rss > memory_bytes:
@@ -196,10 +202,11 @@ class _Child:
         finally:
             sel.close()
 
-    def compile(self, module_path: str, generation: str, lim: dict) -> tuple[dict | None, object]:
+    def compile(self, module_path: str, generation: str, lim: dict,
+                cancelled=None) -> tuple[dict | None, object]:
         self.proc.stdin.write((json.dumps({"module": module_path, "generation": generation}) + "\n").encode())
         self.proc.stdin.flush()
-        return self._reply(lim["time_s"], lim["memory_bytes"])
+        return self._reply(lim["time_s"], lim["memory_bytes"], cancelled)
 
     def close(self):
         if self.proc.poll() is None:
@@ -207,6 +214,10 @@ class _Child:
             self.proc.wait()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class _CancelledStart(Exception):
+    """The caller cancelled while libtpu was starting."""
 
 
 _lock = threading.Lock()
@@ -221,8 +232,19 @@ def shutdown() -> None:
         _children.clear()
 
 
-def estimate_exported(exported, generation: str = "v5e", limits: dict | None = None) -> dict:
-    """Compiles a jax.export.Exported (made with platforms=["tpu"]) for `generation`."""
+def _acquire(cancelled) -> bool:
+    """Takes the compiler's lock (one compile at a time per worker), or gives up when the caller
+    cancels while another request's compile holds it."""
+    while not _lock.acquire(timeout=POLL_S):
+        if cancelled is not None and cancelled():
+            return False
+    return True
+
+
+def estimate_exported(exported, generation: str = "v5e", limits: dict | None = None,
+                      cancelled=None) -> dict:
+    """Compiles a jax.export.Exported (made with platforms=["tpu"]) for `generation`. `cancelled`
+    (a callable, polled while waiting) stops the wait and kills the compile."""
     out: dict = {"generation": generation, "compiler": "libtpu"}
     ok, why = available()
     if not ok:
@@ -237,15 +259,20 @@ def estimate_exported(exported, generation: str = "v5e", limits: dict | None = N
         return {**out, "status": "unavailable", "reason": f"cannot serialise the program: {type(e).__name__}: {e}"}
     lim = limits_from(limits)
     profiled = generation in PROFILED
-    with _lock:
+    if not _acquire(cancelled):
+        return {**out, "status": "cancelled", "reason": "cancelled by request"}
+    try:
         child = _children.get(profiled)
         if child is not None and child.proc.poll() is not None:
             child.close()
             child = None
         if child is None:
             try:
-                child = _children[profiled] = _Child(profiled)
+                child = _children[profiled] = _Child(profiled, cancelled)
                 out["start_s"] = child.start_s
+            except _CancelledStart:
+                _children.pop(profiled, None)
+                return {**out, "status": "cancelled", "reason": "cancelled by request"}
             except Exception as e:  # noqa: BLE001
                 _children.pop(profiled, None)
                 return {**out, "status": "unavailable", "reason": str(e)[:2000]}
@@ -253,15 +280,17 @@ def estimate_exported(exported, generation: str = "v5e", limits: dict | None = N
         with open(path, "wb") as f:
             f.write(blob)
         t0 = time.perf_counter()
-        reply, extra = child.compile(path, generation, lim)
+        reply, extra = child.compile(path, generation, lim, cancelled)
         wall = time.perf_counter() - t0
         if reply is None:
-            # Over a limit, or dead: the child (and whatever it allocated) goes; the next call
-            # starts a fresh one.
+            # Over a limit, dead or cancelled: the child (and whatever it allocated) goes; the
+            # next call starts a fresh one.
             child.close()
             _children.pop(profiled, None)
             status, reason = extra
             return {**out, "status": status, "reason": reason, "limits": lim, "wall_s": wall}
+    finally:
+        _lock.release()
     out["wall_s"] = wall
     out["rss_peak_bytes"] = extra
     if not reply.get("ok"):
@@ -292,7 +321,8 @@ def export_for_tpu(fn, arg_specs, kwargs=None):
     return jax.export.export(jitted, platforms=["tpu"])(*specs, **kspecs)
 
 
-def estimate(fn, arg_specs, generation: str = "v5e", kwargs=None, limits: dict | None = None) -> dict:
+def estimate(fn, arg_specs, generation: str = "v5e", kwargs=None, limits: dict | None = None,
+             cancelled=None) -> dict:
     """Exports `fn` at `arg_specs` for TPU and compiles it for `generation` (see the module doc)."""
     ok, why = available()
     if not ok:
@@ -301,4 +331,4 @@ def estimate(fn, arg_specs, generation: str = "v5e", kwargs=None, limits: dict |
         exported = export_for_tpu(fn, arg_specs, kwargs)
     except Exception as e:  # noqa: BLE001
         return {"generation": generation, "status": "export_failed", "error": f"{type(e).__name__}: {e}"[:8000]}
-    return estimate_exported(exported, generation, limits)
+    return estimate_exported(exported, generation, limits, cancelled)
