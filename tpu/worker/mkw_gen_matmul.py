@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import mkw_gen_common as G
 import mkw_gen_expr as E
+import mkw_gen_matmul_online as ON
 from mkw_gen_common import NoTemplate
 
 # The fixed cost of one grid step (DMA issue, pipeline bookkeeping).
@@ -401,7 +402,12 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     if ctx.form == "gpu":
         import mkw_gen_matmul_gpu
         return mkw_gen_matmul_gpu.write(ctx, ms, region, out, store, reduction, blocks, out_block)
-    plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
+    try:
+        plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
+    except NoTemplate:
+        if not reduction:
+            raise
+        plan, tunables = None, None  # the whole row does not fit: only the tiled row can
 
     sub = _row_align(ms, blocks, out_block)  # the same rule at every size the entry meets
     k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
@@ -424,6 +430,10 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
                f"        preferred_element_type=jnp.{ms.acc_dtype}{prec})")
     else:
         dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.{ms.acc_dtype}{prec})"
+    if reduction:
+        staged = _staged(ctx, ms, region, out, blocks, out_block, plan, sub, k_align, dot)
+        if staged is not None:
+            return staged
     epi = [f"y = acc_ref[...].astype({G.dtype_code(ms.dot_dtype)})"]
     if region.uses_row_len:
         epi.append("row_len = y.shape[-1]  # the whole row is in the tile")
@@ -492,6 +502,28 @@ def _matmul_kernel({sig}):
     notes += G.folded_statics_notes(ctx, statics)
     return G.Generated(kernel_class=kclass, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
+
+
+def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
+    """The row tiled over N with running statistics (mkw_gen_matmul_online) when the epilogue
+    splits that way and its modelled cost beats the whole-row plan `whole` (None: the whole row
+    does not fit); else None, or NoTemplate when neither fits."""
+    sg = ON.analyse(region, out, out_block.cols_full)
+    if sg is not None and out_block.cols_full and ms.nbatch and any(b.cols_full for b in blocks):
+        sg = None  # a batched full-row output with column operands: not written tiled
+    plan = tun = None
+    if sg is not None:
+        plan, tun = ON.choose(ctx, ms, blocks, out_block, len(sg.stats), sub)
+    # Tiled unless the whole-row plan is clearly cheaper (equal when one N tile is the row).
+    if plan is None or (whole is not None and whole.cost < plan.cost * (1 - COST_SLACK)):
+        if whole is None:
+            raise NoTemplate(f"a full output row (N={ms.n}, needed by the row reduction) does "
+                             f"not fit the VMEM budget {G.mib(ctx.vmem_budget)} with a useful M "
+                             "block, whole or tiled over N with running statistics; a two-pass "
+                             "kernel (statistics, then the tiles recomputed) is a later step",
+                             ["dot_general"])
+        return None
+    return ON.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
 
 
 # The parts of the entry both forms write alike (mkw_gen_matmul_gpu calls them too).
