@@ -292,6 +292,10 @@ def finish_lines(sg: Staged, stat_names, known=None) -> tuple[list, str]:
 # operand of a statistic and the online sum's exp.
 TILE_TEMPS = 3
 MIN_ROW_BLOCK = 128
+# Deeper single-step dots were refused by Mosaic on v5e for VMEM far beyond their blocks
+# (cross-entropy at 512 x 1024 x 2048 f32: 144 MiB used where the blocks take 34 MiB; a
+# 4096-deep step held 15 GB while compiling); the epilogue class compiles 1024-deep steps.
+MAX_DEPTH = 1024
 
 
 class Plan:
@@ -324,7 +328,8 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
     """Modelled seconds, as the matmul plans are (mkw_gen_matmul._cost): each step the longer of
     its MXU work and its DMA, plus the fixed step cost. With the whole depth in one step the x
     block stays put across the N tiles (its index does not change), so it is read once per M
-    block; the output (a row statistic, or the whole row) is written once per M block."""
+    block (only with a short K; see MAX_DEPTH); the output (a row statistic, or the whole row)
+    is written once per M block."""
     import mkw_gen_matmul as MM
     peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
@@ -349,7 +354,8 @@ def choose(ctx, ms, blocks, out_block, nstats, sub):
         m_c = [b for b in m_c if b >= min(MIN_ROW_BLOCK, ms.m)]
     n_c = MM._candidates(ms.n, G.LANE, ragged=True)
     k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
-    k_c = sorted(set(MM._candidates(ms.k, k_align)) | {ms.k})
+    k_c = [b for b in MM._candidates(ms.k, k_align) if b <= MAX_DEPTH] or \
+        MM._candidates(ms.k, k_align)[:1]
     budget = ctx.vmem_budget
 
     def v(bm, bn, bk):
