@@ -296,6 +296,13 @@ MIN_ROW_BLOCK = 128
 # (cross-entropy at 512 x 1024 x 2048 f32: 144 MiB used where the blocks take 34 MiB; a
 # 4096-deep step held 15 GB while compiling); the epilogue class compiles 1024-deep steps.
 MAX_DEPTH = 1024
+# A full-row output's extra vector pass (the raw tile kept, reloaded and normalised at the row's
+# last tile), per element of the output, which the MXU / DMA model does not see: on v5e the TPU
+# compiler's static cycles put log-softmax (8192 x 2048 @ 2048 x 4096) 7.2 ps an element above
+# this model, and the row L2 norm 4.5 ps, while the whole-row plan's model was within 3 %
+# (bench/RESULTS.md, issue 35). A per-row output (logsumexp, cross-entropy) was 2-3 ps an
+# element above the model, work the whole-row epilogue does too: not counted.
+ROW_PASS_SECONDS = 7e-12
 
 
 class Plan:
@@ -329,7 +336,7 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
     its MXU work and its DMA, plus the fixed step cost. With the whole depth in one step the x
     block stays put across the N tiles (its index does not change), so it is read once per M
     block (only with a short K; see MAX_DEPTH); the output (a row statistic, or the whole row)
-    is written once per M block."""
+    is written once per M block; a full-row output adds ROW_PASS_SECONDS an element."""
     import mkw_gen_matmul as MM
     peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
@@ -340,7 +347,9 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
     x_load = bm * bk * xs / (gn if gk == 1 else 1)
     load = x_load + bk * bn * ws + out_row / (gn * gk)
     step = max(2 * bm * bn * bk / peak, load / bw) + MM.STEP_SECONDS
-    return max(1, ms.nbatch) * gm * gn * gk * step + (bm * bk * xs + bk * bn * ws + out_row) / bw
+    per_element = ROW_PASS_SECONDS if out_block.cols_full else 0.0
+    return max(1, ms.nbatch) * (gm * gn * gk * step + m * n * per_element) + \
+        (bm * bk * xs + bk * bn * ws + out_row) / bw
 
 
 def choose(ctx, ms, blocks, out_block, nstats, sub):
