@@ -12,7 +12,8 @@ The running statistics live in lane-dense (BM, 128) f32 scratch. A per-row outpu
 cross-entropy) is written at the row's last N tile: one pass over N, no logits in HBM. A full-row
 output (softmax, log-softmax, row norm) keeps the raw tiles of the row block in VMEM as they come
 (the output block itself when it is f32 and N divides into tiles) and writes the normalised row
-at the last N tile, tile by tile, so the M block is not limited by whole-row temporaries.
+at the last N tile, tile by tile, so the M block is not limited by whole-row temporaries; the
+caller uses it only where the whole-row plan does not fit (it never won on the compiler's cycles).
 The last N tile may run past the row's end (vocab 50257): its extra columns are masked out of
 every statistic with the reduction's identity (a large finite negative for a max, never -inf).
 
@@ -296,13 +297,6 @@ MIN_ROW_BLOCK = 128
 # (cross-entropy at 512 x 1024 x 2048 f32: 144 MiB used where the blocks take 34 MiB; a
 # 4096-deep step held 15 GB while compiling); the epilogue class compiles 1024-deep steps.
 MAX_DEPTH = 1024
-# A full-row output's extra vector pass (the raw tile kept, reloaded and normalised at the row's
-# last tile), per element of the output, which the MXU / DMA model does not see: on v5e the TPU
-# compiler's static cycles put log-softmax (8192 x 2048 @ 2048 x 4096) 7.2 ps an element above
-# this model, and the row L2 norm 4.5 ps, while the whole-row plan's model was within 3 %
-# (bench/RESULTS.md, issue 35). A per-row output (logsumexp, cross-entropy) was 2-3 ps an
-# element above the model, work the whole-row epilogue does too: not counted.
-ROW_PASS_SECONDS = 7e-12
 
 
 class Plan:
@@ -336,7 +330,7 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
     its MXU work and its DMA, plus the fixed step cost. With the whole depth in one step the x
     block stays put across the N tiles (its index does not change), so it is read once per M
     block (only with a short K; see MAX_DEPTH); the output (a row statistic, or the whole row)
-    is written once per M block; a full-row output adds ROW_PASS_SECONDS an element."""
+    is written once per M block."""
     import mkw_gen_matmul as MM
     peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
@@ -347,9 +341,7 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
     x_load = bm * bk * xs / (gn if gk == 1 else 1)
     load = x_load + bk * bn * ws + out_row / (gn * gk)
     step = max(2 * bm * bn * bk / peak, load / bw) + MM.STEP_SECONDS
-    per_element = ROW_PASS_SECONDS if out_block.cols_full else 0.0
-    return max(1, ms.nbatch) * (gm * gn * gk * step + m * n * per_element) + \
-        (bm * bk * xs + bk * bn * ws + out_row) / bw
+    return max(1, ms.nbatch) * gm * gn * gk * step + (bm * bk * xs + bk * bn * ws + out_row) / bw
 
 
 def choose(ctx, ms, blocks, out_block, nstats, sub):
