@@ -5,9 +5,11 @@ row L2 norm...).
 
 Kernel shape: grid (batch?, M/BM, N/BN, K/BK), K last and "arbitrary", an f32 accumulator in
 VMEM scratch, the epilogue applied once at the last K step, extra epilogue operands (bias rows,
-residuals, scale columns) as their own BlockSpecs. A row reduction needs the whole row in the
-tile (BN = N); when that does not fit the VMEM budget the template refuses (two passes are a
-later step), never a wrong kernel.
+residuals, scale columns) as their own BlockSpecs. A row reduction either holds the whole row in
+the tile (BN = N) or, when its epilogue splits into statistics, tiles the row over N with
+running statistics (mkw_gen_matmul_online; `_staged` picks); when neither fits the VMEM budget
+the template refuses (recomputing the tiles in a second pass is a later step), never a wrong
+kernel.
 """
 
 from __future__ import annotations
@@ -506,8 +508,9 @@ def _matmul_kernel({sig}):
 
 def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
     """The row tiled over N with running statistics (mkw_gen_matmul_online) when the epilogue
-    splits that way and its modelled cost beats the whole-row plan `whole` (None: the whole row
-    does not fit); else None, or NoTemplate when neither fits."""
+    splits that way and, for a per-row output, the whole-row plan `whole` is not modelled
+    clearly cheaper; a full-row output only where `whole` is None (the whole row does not fit).
+    Else None (keep the whole row), or NoTemplate when neither fits."""
     if out_block.cols_full and whole is not None:
         # A full-row output stays whole where it fits: on v5e's compiler the tiled form lost
         # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 10 GB and
