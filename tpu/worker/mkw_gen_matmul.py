@@ -513,8 +513,8 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
     Else None (keep the whole row), or NoTemplate when neither fits."""
     if out_block.cols_full and whole is not None:
         # A full-row output stays whole where it fits: on v5e's compiler the tiled form lost
-        # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 10 GB and
-        # 15 minutes (softmax with 8 and 16 N tiles); see bench/RESULTS.md, issue 35.
+        # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 8-22 GB of
+        # compiler memory (softmax with 2, 8 and 16 N tiles); see bench/RESULTS.md, issue 35.
         return None
     sg = ON.analyse(region, out, out_block.cols_full)
     if sg is not None and out_block.cols_full and ms.nbatch and any(b.cols_full for b in blocks):
