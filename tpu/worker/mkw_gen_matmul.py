@@ -5,9 +5,11 @@ row L2 norm...).
 
 Kernel shape: grid (batch?, M/BM, N/BN, K/BK), K last and "arbitrary", an f32 accumulator in
 VMEM scratch, the epilogue applied once at the last K step, extra epilogue operands (bias rows,
-residuals, scale columns) as their own BlockSpecs. A row reduction needs the whole row in the
-tile (BN = N); when that does not fit the VMEM budget the template refuses (two passes are a
-later step), never a wrong kernel.
+residuals, scale columns) as their own BlockSpecs. A row reduction either holds the whole row in
+the tile (BN = N) or, when its epilogue splits into statistics, tiles the row over N with
+running statistics (mkw_gen_matmul_online; `_staged` picks); when neither fits the VMEM budget
+the template refuses (recomputing the tiles in a second pass is a later step), never a wrong
+kernel.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import NamedTuple
 
 import mkw_gen_common as G
 import mkw_gen_expr as E
+import mkw_gen_matmul_online as ON
 from mkw_gen_common import NoTemplate
 
 # The fixed cost of one grid step (DMA issue, pipeline bookkeeping).
@@ -401,7 +404,12 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
     if ctx.form == "gpu":
         import mkw_gen_matmul_gpu
         return mkw_gen_matmul_gpu.write(ctx, ms, region, out, store, reduction, blocks, out_block)
-    plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
+    try:
+        plan, tunables = _choose(ctx, ms, blocks, out_block, reduction)
+    except NoTemplate:
+        if not reduction:
+            raise
+        plan, tunables = None, None  # the whole row does not fit: only the tiled row can
 
     sub = _row_align(ms, blocks, out_block)  # the same rule at every size the entry meets
     k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
@@ -424,6 +432,10 @@ def _write(ctx, ms: MatmulShape, region: E.Region, out, store, reduction: bool) 
                f"        preferred_element_type=jnp.{ms.acc_dtype}{prec})")
     else:
         dot = f"jnp.dot({xv}, {wv}, preferred_element_type=jnp.{ms.acc_dtype}{prec})"
+    if reduction:
+        staged = _staged(ctx, ms, region, out, blocks, out_block, plan, sub, k_align, dot)
+        if staged is not None:
+            return staged
     epi = [f"y = acc_ref[...].astype({G.dtype_code(ms.dot_dtype)})"]
     if region.uses_row_len:
         epi.append("row_len = y.shape[-1]  # the whole row is in the tile")
@@ -492,6 +504,34 @@ def _matmul_kernel({sig}):
     notes += G.folded_statics_notes(ctx, statics)
     return G.Generated(kernel_class=kclass, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)
+
+
+def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
+    """The row tiled over N with running statistics (mkw_gen_matmul_online) when the epilogue
+    splits that way and, for a per-row output, the whole-row plan `whole` is not modelled
+    clearly cheaper; a full-row output only where `whole` is None (the whole row does not fit).
+    Else None (keep the whole row), or NoTemplate when neither fits."""
+    if out_block.cols_full and whole is not None:
+        # A full-row output stays whole where it fits: on v5e's compiler the tiled form lost
+        # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 8-22 GB of
+        # compiler memory (softmax with 2, 8 and 16 N tiles); see bench/RESULTS.md, issue 35.
+        return None
+    sg = ON.analyse(region, out, out_block.cols_full)
+    if sg is not None and out_block.cols_full and ms.nbatch and any(b.cols_full for b in blocks):
+        sg = None  # a batched full-row output with column operands: not written tiled
+    plan = tun = None
+    if sg is not None:
+        plan, tun = ON.choose(ctx, ms, blocks, out_block, len(sg.stats), sub)
+    # Tiled unless the whole-row plan is clearly cheaper (equal when one N tile is the row).
+    if plan is None or (whole is not None and whole.cost < plan.cost * (1 - COST_SLACK)):
+        if whole is None:
+            raise NoTemplate(f"a full output row (N={ms.n}, needed by the row reduction) does "
+                             f"not fit the VMEM budget {G.mib(ctx.vmem_budget)} with a useful M "
+                             "block, whole or tiled over N with running statistics; a two-pass "
+                             "kernel (statistics, then the tiles recomputed) is a later step",
+                             ["dot_general"])
+        return None
+    return ON.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
 
 
 # The parts of the entry both forms write alike (mkw_gen_matmul_gpu calls them too).
