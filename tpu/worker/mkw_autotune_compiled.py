@@ -88,16 +88,24 @@ def compile_one(req, task, cfg, full_args, full_kwargs, plat, generation, cancel
     except C.Cancelled:
         raise
     except C.WorkerError as e:
-        if e.kind == mkw_gate.REFUSED:
-            raise  # the candidate reached for the worker: no configuration of it is scored
-        status = "skipped" if e.kind in (C.LOWERING, C.COMPILE) else "failed"
-        r.update(status=status, stage=e.kind, reason=e.message, locations=e.extra.get("locations", []))
+        config_failed(r, e)
         if "tpu_compile" in e.extra:
             r["tpu_compile"] = e.extra["tpu_compile"].get("candidate")
         return r
     finally:
         if prep is not None:
             prep.close()
+
+
+def config_failed(r: dict, e: C.WorkerError) -> dict:
+    """A configuration's record when it did not lower, compile or run: `skipped` where the
+    compiler refused it, `failed` otherwise. A refusal of the source gate is re-raised: the
+    candidate reached for the worker, so no configuration of it is scored."""
+    if e.kind == mkw_gate.REFUSED:
+        raise e
+    status = "skipped" if e.kind in (C.LOWERING, C.COMPILE) else "failed"
+    r.update(status=status, stage=e.kind, reason=e.message, locations=e.extra.get("locations", []))
+    return r
 
 
 def check_best(ranked: list[dict], check, progress) -> dict | None:

@@ -469,16 +469,7 @@ def _matmul_kernel({sig}):
             "bn = n  # the whole row: the epilogue reduces over it" if reduction
             else "bn = _ragged_block(BLOCK_N, n, 128)",
             f"bk = _fit_block(BLOCK_K, k, {k_align})"]
-    if batched:
-        operand_specs = ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
-                         "pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))"
-                         if ms.w_transposed else
-                         "pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))"]
-    else:
-        operand_specs = ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
-                         "pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
-                         else "pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))"]
-    lines, specs, args = entry_inputs(ms, x_name, w_name, blocks, gi, fits, operand_specs)
+    lines, specs, args = entry_inputs(ms, x_name, w_name, blocks, gi, fits, operand_specs(ms, batched))
     view = output_view(ms, out, out_block, gi)
     sem = ("parallel",) * len(view.grid) + ("arbitrary",)
     call = G.pallas_call_code(
@@ -535,6 +526,17 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
 
 
 # The parts of the entry both forms write alike (mkw_gen_matmul_gpu calls them too).
+
+def operand_specs(ms, batched: bool) -> list[str]:
+    """The BlockSpecs of x and w over the (batch,) M, N, K grid (w as stored: (K, N) or (N, K))."""
+    if batched:
+        return ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
+                "pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))" if ms.w_transposed
+                else "pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))"]
+    return ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
+            "pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
+            else "pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))"]
+
 
 def entry_inputs(ms, x_name, w_name, blocks, grid_ids: str, fits, operand_specs):
     """(lines, in_specs, args) of the entry up to its pallas_call: m, n and k (and the batch

@@ -467,16 +467,7 @@ def _row_kernel({sig}):
     fits = [f"bm = _ragged_block(BLOCK_M, m, {sub})",
             "bn = _ragged_block(BLOCK_N, n, 128)",
             f"bk = _fit_block(BLOCK_K, k, {k_align})"]
-    if batched:
-        operand_specs = ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
-                         "pl.BlockSpec((None, bn, bk), lambda b, i, j, kk: (b, j, kk))"
-                         if ms.w_transposed else
-                         "pl.BlockSpec((None, bk, bn), lambda b, i, j, kk: (b, kk, j))"]
-    else:
-        operand_specs = ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
-                         "pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
-                         else "pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))"]
-    lines, specs, args = MM.entry_inputs(ms, x_name, w_name, blocks, gi, fits, operand_specs)
+    lines, specs, args = MM.entry_inputs(ms, x_name, w_name, blocks, gi, fits, MM.operand_specs(ms, batched))
     for b in row_blocks:  # not batched (see `fits_staged`)
         specs.append(f"pl.BlockSpec(({'bm' if b.rows_full else '1'}, n), "
                      f"lambda {gi}: ({'i' if b.rows_full else '0'}, 0))")

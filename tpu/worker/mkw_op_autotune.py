@@ -16,7 +16,6 @@ import mkw_clock
 import mkw_common as C
 import mkw_cost
 import mkw_facts
-import mkw_gate
 import mkw_golden
 import mkw_prepared
 import mkw_run
@@ -221,11 +220,7 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None, time
     except C.Cancelled:
         raise
     except C.WorkerError as e:
-        if e.kind == mkw_gate.REFUSED:
-            raise  # the candidate reached for the worker: no configuration of it is scored
-        status = "skipped" if e.kind in (C.LOWERING, C.COMPILE) else "failed"
-        r.update(status=status, stage=e.kind, reason=e.message, locations=e.extra.get("locations", []))
-        return r
+        return mkw_autotune_compiled.config_failed(r, e)
     finally:
         if prep is not None:
             prep.close()
