@@ -95,7 +95,10 @@ bool Statement::step(const std::string& action) {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc != SQLITE_DONE) {
-    const std::string why = sqlite3_errmsg(db_.raw());
+    // The connection's message, unless a call on another thread has replaced it since (then it
+    // may read "not an error"): the step's own code still names the failure.
+    const bool ours = (sqlite3_extended_errcode(db_.raw()) & 0xff) == (rc & 0xff);
+    const std::string why = ours ? sqlite3_errmsg(db_.raw()) : sqlite3_errstr(rc);
     throw std::runtime_error(db_.failure(action.empty() ? why : "cannot " + action + ": " + why));
   }
   return false;
