@@ -56,17 +56,8 @@ def compile_one(req, task, cfg, full_args, full_kwargs, plat, generation, cancel
     try:
         prep = mkw_prepared.Prepared(req, params=cfg, task=task, watch=watch)
         entry, args, kwargs, _ = mkw_run.bind_static(prep.entry, full_args, full_kwargs)
-        traced, closed = mkw_trace.trace_candidate(entry, args, kwargs, prep.filename, prep.source)
-        facts = mkw_facts.all_facts(closed, filename=prep.filename)
-        r["grid"] = [f["grid"] for f in facts]
-        r["vmem_bytes_per_step"] = [f["vmem_bytes_per_step"] for f in facts]
-        gate = mkw_trace.pallas_gate(facts)
-        if gate:
-            r.update(status="incorrect", failure=gate)
-            return r
-        work = mkw_cost.work_report(closed, facts, task, full_args, full_kwargs, prep.filename)
-        if work.get("verdict"):
-            r.update(status="incorrect", failure=work["verdict"])
+        traced, facts, _ = trace_config(r, prep, task, entry, args, kwargs, full_args, full_kwargs)
+        if traced is None:
             return r
         if mkw_trace.kernel_platform(facts) == "gpu":
             r.update(status="unscored", reason="a GPU (Triton) kernel: the TPU compiler does not rank it")
@@ -95,6 +86,25 @@ def compile_one(req, task, cfg, full_args, full_kwargs, plat, generation, cancel
     finally:
         if prep is not None:
             prep.close()
+
+
+def trace_config(r: dict, prep, task, entry, args, kwargs, work_args, work_kwargs):
+    """(traced, facts, work report) of one configuration, its grid and VMEM per step noted in
+    `r`; traced is None, and `r` marked `incorrect`, when the pallas_call gate or the work check
+    refuses it (the work report is then None where the gate refused first)."""
+    traced, closed = mkw_trace.trace_candidate(entry, args, kwargs, prep.filename, prep.source)
+    facts = mkw_facts.all_facts(closed, filename=prep.filename)
+    r["grid"] = [f["grid"] for f in facts]
+    r["vmem_bytes_per_step"] = [f["vmem_bytes_per_step"] for f in facts]
+    gate = mkw_trace.pallas_gate(facts)
+    if gate:
+        r.update(status="incorrect", failure=gate)
+        return None, facts, None
+    work = mkw_cost.work_report(closed, facts, task, work_args, work_kwargs, prep.filename)
+    if work.get("verdict"):
+        r.update(status="incorrect", failure=work["verdict"])
+        return None, facts, work
+    return traced, facts, work
 
 
 def config_failed(r: dict, e: C.WorkerError) -> dict:

@@ -14,8 +14,6 @@ import mkw_autotune_compiled
 import mkw_check
 import mkw_clock
 import mkw_common as C
-import mkw_cost
-import mkw_facts
 import mkw_golden
 import mkw_prepared
 import mkw_run
@@ -168,17 +166,9 @@ def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None, time
         prep = mkw_prepared.Prepared(req, params=cfg, task=task, watch=watch)
         s0 = golden.sets[0]
         entry = s0.bind(prep.entry)
-        traced, closed = mkw_trace.trace_candidate(entry, s0.args, s0.kwargs, prep.filename, prep.source)
-        facts = mkw_facts.all_facts(closed, filename=prep.filename)
-        r["grid"] = [f["grid"] for f in facts]
-        r["vmem_bytes_per_step"] = [f["vmem_bytes_per_step"] for f in facts]
-        gate = mkw_trace.pallas_gate(facts)
-        if gate:
-            r.update(status="incorrect", failure=gate)
-            return r
-        work = mkw_cost.work_report(closed, facts, task, s0.args, s0.kwargs, prep.filename)
-        if work.get("verdict"):
-            r.update(status="incorrect", failure=work["verdict"])
+        traced, facts, work = mkw_autotune_compiled.trace_config(r, prep, task, entry, s0.args, s0.kwargs,
+                                                                 s0.args, s0.kwargs)
+        if traced is None:
             return r
         gpu_kernel = mkw_trace.kernel_platform(facts) == "gpu"
         # The compile check: a TPU kernel cross-lowers for TPU; a GPU (Triton) kernel for CUDA,
