@@ -127,12 +127,12 @@ def resolve_case(case, task, sizes, seeds, mode, plat, cancel, compiled: dict | 
     return result, golden
 
 
-def candidate_failed(result: dict, e: C.WorkerError) -> dict:
-    """The case's result when the candidate cannot trace, lower, compile or run at its shape."""
-    if e.kind not in _CANDIDATE_ERRORS:
-        raise e
-    return dict(result, status="failed", kind=e.kind,
-                message=f"the candidate does not run there: {_gist(e.message) or e.kind}")
+def candidate_failed(result: dict, kind, message) -> dict:
+    """The case's result when the candidate cannot trace, lower, compile or run at its shape (as
+    its child reported it; any other kind reads as a run-time failure)."""
+    kind = kind if kind in _CANDIDATE_ERRORS else C.RUNTIME
+    return dict(result, status="failed", kind=kind,
+                message=f"the candidate does not run there: {_gist(str(message or '')) or kind}")
 
 
 def _gist(message: str) -> str:

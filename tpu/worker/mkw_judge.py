@@ -175,8 +175,8 @@ def _extra_goldens(header, blobs) -> list:
 
 
 def _kept_answer(key, fields, seeds, cancel, extra_shapes=None):
-    """(header, blobs, programs or None) from the task's kept reference, starting one if needed;
-    None when this task's reference is not kept."""
+    """(header, blobs, programs) from the task's kept reference, starting one if needed; programs
+    is None when the answer is an error or the reference is not frozen (then nothing is kept)."""
     kept = _KEPT.get(key)
     if kept is not None and kept.child.alive():
         _KEPT.move_to_end(key)
@@ -190,8 +190,7 @@ def _kept_answer(key, fields, seeds, cancel, extra_shapes=None):
         if header is not None and not header.get("error") and header.get("signature") == kept.signature:
             header["reference_from"] = "kept child"
             return header, blobs, kept.programs
-        _drop_kept(key)  # an error, or new shapes: a fresh child answers (and says what went wrong)
-    _drop_kept(key)
+    _drop_kept(key)  # none, gone, an error or new shapes: a fresh child answers (and says what went wrong)
     kept = _KeptReference()
     try:
         header, blobs = kept.child.ask(dict(fields, role="reference", seeds=seeds, serve=True,
@@ -208,11 +207,6 @@ def _kept_answer(key, fields, seeds, cancel, extra_shapes=None):
     while len(_KEPT) > KEPT_REFERENCES:
         _drop_kept(next(iter(_KEPT)))
     return header, blobs, programs
-
-
-def close_kept() -> None:
-    for key in list(_KEPT):
-        _drop_kept(key)
 
 
 def golden_for(req, seeds, plat, cancel, extra_shapes=None) -> tuple[JudgeGolden, bool]:

@@ -11,8 +11,6 @@ import mkw_extra_shapes
 import mkw_judge
 import mkw_sandbox
 
-_CANDIDATE_KINDS = (C.TRACE, C.LOWERING, C.COMPILE, C.RUNTIME, "refused")
-
 
 def check(parsed, golden: mkw_judge.JudgeGolden, fields: dict, facts, plat, tol, accept, cancel,
           own_shape_correct: bool):
@@ -51,10 +49,8 @@ def check(parsed, golden: mkw_judge.JudgeGolden, fields: dict, facts, plat, tol,
 def _judge_case(result, answer, progs, case_golden, facts, plat, tol, accept, cancel) -> dict:
     err = answer.get("error") if isinstance(answer, dict) else {"kind": C.RUNTIME, "message": "no answer"}
     if err is not None:
-        kind = err.get("kind") if isinstance(err, dict) and err.get("kind") in _CANDIDATE_KINDS else C.RUNTIME
-        message = str(err.get("message", "")) if isinstance(err, dict) else ""
-        return mkw_extra_shapes.candidate_failed(result, C.WorkerError(kind if kind != "refused" else C.RUNTIME,
-                                                                       message))
+        err = err if isinstance(err, dict) else {}
+        return mkw_extra_shapes.candidate_failed(result, err.get("kind"), err.get("message"))
     try:
         compiled = mkw_judge.candidate_callable(answer, progs, case_golden, plat)
     except mkw_judge.ShapeMismatch as e:
