@@ -126,3 +126,13 @@ def test_the_zygote_warms_without_starting_the_backend():
     r = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "tpu", "worker"),
                        env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_input_description_of_a_deeply_nested_call_is_none_not_a_crash():
+    import mkw_input_wire
+    import numpy as np
+    a = np.zeros(3)
+    deep = a
+    for _ in range(5000):
+        deep = [deep]
+    assert mkw_input_wire.describe((deep,), {}, [a]) is None

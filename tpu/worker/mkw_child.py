@@ -248,7 +248,7 @@ def _judge_inputs(given, blobs):
     try:
         arrays = [jax.numpy.asarray(mkw_wire.from_blob(m, b)) for m, b in zip(given["arrays"], blobs)]
         args, kwargs = mkw_input_wire.rebuild(given.get("structure"), arrays)
-    except (ValueError, mkw_wire.WireError):
+    except (ValueError, RecursionError, mkw_wire.WireError):
         return None
     s = mkw_run.InputSet(given["seed"], args, kwargs, [])
     if [id(x) for x in s.leaves()] != [id(x) for x in arrays]:

@@ -39,7 +39,7 @@ def describe(full_args, full_kwargs, leaves) -> dict | None:
 
     try:
         desc = {"args": [node(a) for a in full_args], "kwargs": [[k, node(v)] for k, v in full_kwargs.items()]}
-    except _Undescribable:
+    except (_Undescribable, RecursionError):  # nested past Python's stack: the child draws its own
         return None
     return desc if len(seen) == len(leaves) else None
 
