@@ -124,7 +124,8 @@ def test_the_zygote_warms_without_starting_the_backend():
             "import jax._src.pallas.mosaic.interpret as m; "
             "sys.exit(3 if mkw_zygote.backend_started() else 0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "tpu", "worker"),
-                       env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=120)
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=120,
+                       check=False)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
