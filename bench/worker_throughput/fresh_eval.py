@@ -9,7 +9,7 @@ once per candidate and compares it with the warm worker's `evaluate`.
     python fresh_eval.py --task task.py --candidate cand_03.py \
         --seeds 11,22,33 --timing '{"warmup": 1, "min_runs": 5, "min_seconds": 0, "max_seconds": 0.5}'
 
-The work mirrors the worker's `evaluate` (tpu/worker/mkw_op_evaluate.py, mkw_check.py,
+The work mirrors the worker's in-process `evaluate` before the judge split (mkw_check.py, since removed;
 mkw_run.py) step for step, with the same counts of kernel runs:
 
 1. input sets from `make_inputs(jax.random.key(seed))` per seed, host copies
@@ -225,7 +225,7 @@ def _count_pallas(closed) -> int:
 
 def _compare(mkw_run, cand, golden, tol, plat, reference=False):
     """(kind, message) when `cand` differs from the golden outputs by the worker's rule, as
-    the worker's checks word it (mkw_check.check_candidate); None when it matches."""
+    the worker's checks word it (now mkw_judge.check); None when it matches."""
     cmp = mkw_run.compare(cand, golden, tol, plat)
     if cmp["ok"]:
         return None

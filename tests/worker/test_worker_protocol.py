@@ -1,6 +1,7 @@
 """Protocol-level behaviour: hello, malformed input, unknown ops, cancel,
 shutdown, stdout hygiene."""
 
+import os
 import subprocess
 import sys
 
@@ -124,8 +125,11 @@ def test_user_code_runs_in_private_workdir(worker):
     src = "import os\nraise RuntimeError('CWD=' + os.getcwd())\n"
     r = worker.request("lower", source=src, filename="/tmp/cwd_probe.py", task={"form": "infile"})
     assert r["ok"] is False and r["error"]["kind"] == "import"
-    assert "CWD=" + hello["workdir"] in r["error"]["message"]
     assert "maxkernel-worker-" in hello["workdir"]
+    # The candidate's child runs in a folder of its own, not the worker's, removed after it.
+    cwd = r["error"]["message"].split("CWD=", 1)[1].split()[0]
+    assert os.path.basename(cwd).startswith("maxkernel-candidate-") and cwd != hello["workdir"], cwd
+    assert not os.path.exists(cwd)
 
 
 def test_a_compile_worker_keeps_jax_on_the_cpu_whatever_the_environment_asks():

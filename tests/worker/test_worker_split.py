@@ -203,3 +203,48 @@ def test_the_reference_child_is_kept_for_fresh_seeds():
         assert evaluate()["judge"]["reference_from"] == "kept child"
     finally:
         w.close()
+
+
+def test_autotune_judges_every_configuration_as_evaluate_does():
+    """Autotune's configurations run in children too: a cheat that swaps the worker's comparison
+    module and zeroes the frozen reference (every configuration scored `ok` in the worker's own
+    process) is incorrect at each configuration, and a plain zeros kernel evaluated next on the
+    same worker gets the verdict it gets alone."""
+    w = WorkerProcess()
+    try:
+        alone = _evaluate(w, "split_zeros_plain.py")
+        _incorrect(alone, "mismatch", MISMATCH)
+        name = "split_autotune_swap.py"
+        r = w.request("autotune", timeout=240, task={"form": "infile", "path": task_path("cheats", name)},
+                      source=read_task("cheats", name), filename=task_path("cheats", name), seeds=[1, 2],
+                      space={"BLOCK_ROWS": [8, 16]}, timing=FAST)
+        assert r["ok"] is True, r
+        assert r["best"] is None, r["best"]
+        assert [x["status"] for x in r["results"]] == ["incorrect", "incorrect"], r["results"]
+        for x in r["results"]:
+            assert x["failure"]["kind"] == "mismatch", x
+            assert MISMATCH in x["failure"]["message"], x["failure"]
+        after = _evaluate(w, "split_zeros_plain.py")
+        assert after["failure"]["message"] == alone["failure"]["message"], after["failure"]
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("op,fields", [("lower", {}), ("profile", {"runs": 1})])
+def test_lower_and_profile_run_the_candidate_outside_the_judge(op, fields):
+    """`lower` and `profile` load the candidate too: in the worker's own process, the class swap
+    outlived them and every later evaluation on that worker compared nothing. They run in a
+    child now; the zeros kernel evaluated next gets the verdict it gets alone."""
+    w = WorkerProcess()
+    try:
+        alone = _evaluate(w, "split_zeros_plain.py")
+        _incorrect(alone, "mismatch", MISMATCH)
+        name = "split_class_swap_worker.py"
+        r = w.request(op, timeout=120, task={"form": "infile", "path": task_path("cheats", name)},
+                      source=read_task("cheats", name), filename=task_path("cheats", name), **fields)
+        assert r["ok"] is True and r["pallas_calls" if op == "lower" else "pallas_kernels"], r
+        after = _evaluate(w, "split_zeros_plain.py")
+        _incorrect(after, "mismatch", MISMATCH)
+        assert after["failure"]["message"] == alone["failure"]["message"]
+    finally:
+        w.close()

@@ -47,45 +47,54 @@ def ranking(req, plat: str) -> dict:
                       else "interpret time (not a kernel time; the host ranks by its own model)")}
 
 
-def compile_one(req, task, cfg, full_args, full_kwargs, plat, generation, cancel, watch) -> dict:
-    """One configuration at the task's full shapes: `ranked` with its cycles, or a verdict
-    without a run (`skipped` at lowering or compile, `incorrect` for a static gate), or
-    `unscored` when the compiler gave no cycles (over its bound, say)."""
+def export_config(req, task, cfg, full_args, full_kwargs) -> tuple[dict, bytes | None]:
+    """One configuration at the task's full shapes, in the candidate's child: (its record, its
+    program exported for TPU) when it lowers; else (a verdict without a run, None): `skipped` at
+    lowering, `incorrect` for a static gate, `unscored` for a GPU kernel."""
     r = {"config": cfg, "status": "failed", "correct": False, "timing": None, "instance": "full"}
     prep = None
     try:
-        prep = mkw_prepared.Prepared(req, params=cfg, task=task, watch=watch)
+        prep = mkw_prepared.Prepared(req, params=cfg, task=task)
         entry, args, kwargs, _ = mkw_run.bind_static(prep.entry, full_args, full_kwargs)
         traced, facts, _ = trace_config(r, prep, task, entry, args, kwargs, full_args, full_kwargs)
+        r["facts"] = facts
         if traced is None:
-            return r
+            return r, None
         if mkw_trace.kernel_platform(facts) == "gpu":
             r.update(status="unscored", reason="a GPU (Triton) kernel: the TPU compiler does not rank it")
-            return r
-        cancel.check()
-        mkw_trace.lower_tpu(traced, entry, args, kwargs, plat, prep.filename, prep.source)
-        # The candidate only: the reference's compile is the same for every configuration.
-        tc = mkw_tpu_check.check(entry, args, kwargs, facts, prep, generation,
-                                 {**req, "compile_reference": False}, cancel)
-        cand = tc["candidate"]
-        r["tpu_compile"] = cand
-        if cand.get("status") == "compiled" and cand.get("cycles"):
-            r.update(status="ranked", cycles=cand["cycles"], predicted_s=cand.get("predicted_s"),
-                     time_kind="compiled")
-        else:
-            r.update(status="unscored",
-                     reason=cand.get("reason") or cand.get("cycles_note") or cand.get("status"))
-        return r
-    except C.Cancelled:
-        raise
+            return r, None
+        try:  # one lowering: the block-shape errors (as lowering errors) and the program to compile
+            module = mkw_tpu_compiler.export_for_tpu(entry, args, kwargs).serialize()
+        except Exception as e:  # noqa: BLE001
+            raise C.from_exception(C.LOWERING, e, prep.filename, source=prep.source,
+                                   prefix="lowering for TPU failed") from None
+        r["status"] = "exported"
+        return r, module
     except C.WorkerError as e:
-        config_failed(r, e)
-        if "tpu_compile" in e.extra:
-            r["tpu_compile"] = e.extra["tpu_compile"].get("candidate")
-        return r
+        return config_failed(r, e), None
     finally:
         if prep is not None:
             prep.close()
+
+
+def compile_exported(r: dict, module: bytes, generation: str, req, filename: str, source: str | None,
+                     cancel) -> dict:
+    """The judge's half: the configuration's exported program compiled by libtpu (a process of
+    its own): `ranked` with its cycles, `skipped` at compile where the compiler refuses it,
+    `unscored` when it gave no cycles (over its bound, say)."""
+    facts = r.pop("facts", None) or []
+    cand = mkw_tpu_check.compile_blob(module, generation, req, cancel)
+    r["tpu_compile"] = cand
+    if cand.get("status") == "refused":
+        r.update(status="skipped", stage=C.COMPILE,
+                 reason=mkw_tpu_check.refusal_message(cand, generation),
+                 locations=mkw_tpu_check.refusal_locations(cand, facts, filename, source))
+    elif cand.get("status") == "compiled" and cand.get("cycles"):
+        r.update(status="ranked", cycles=cand["cycles"], predicted_s=cand.get("predicted_s"),
+                 time_kind="compiled")
+    else:
+        r.update(status="unscored", reason=cand.get("reason") or cand.get("cycles_note") or cand.get("status"))
+    return r
 
 
 def trace_config(r: dict, prep, task, entry, args, kwargs, work_args, work_kwargs):

@@ -3,6 +3,12 @@
 role `reference`: loads the task (for an in-file task that is the candidate's own file), draws the
 input sets of the seeds and runs the reference on them; sends the inputs and outputs as raw arrays,
 and the reference's exported programs (to run for timing, and for the target, to count its work).
+role `compile_configs`: autotune's configurations of the candidate, each traced at the task's full
+shapes and exported for TPU (mkw_autotune_compiled.export_config); the judge has them compiled.
+role `op`: the candidate's side of `lower` or `profile` (mkw_op_lower.lower_in_child,
+mkw_op_profile.profile_in_child); their replies are reports, not verdicts.
+role `reference_export`: the task's reference exported for TPU at its full shapes (the program
+`lower`'s "vs XLA" compiles), from a child that loads the task alone.
 role `candidate`: loads the gated candidate, traces it (facts, the kernel gate, the work report of
 its jaxpr: a first line the judge does not rely on), exports the program that runs here (on a CPU
 host the Pallas interpreter lowered to plain XLA) and the program for the target; sends them.
@@ -19,6 +25,7 @@ import time
 import traceback
 
 import jax
+import mkw_autotune_compiled
 import mkw_clock
 import mkw_common as C
 import mkw_cost
@@ -26,10 +33,13 @@ import mkw_extra_shapes
 import mkw_facts
 import mkw_golden
 import mkw_input_wire
+import mkw_op_lower
+import mkw_op_profile
 import mkw_prepared
 import mkw_run
 import mkw_shrink
 import mkw_tasks
+import mkw_tpu_compiler
 import mkw_trace
 import mkw_wire
 
@@ -50,6 +60,12 @@ def main(sock, notes: list[str]) -> int:
     os.chdir(workdir if isinstance(workdir, str) and os.path.isdir(workdir)
              else tempfile.mkdtemp(prefix="maxkernel-candidate-"))
     stage = {"name": "start"}
+    if req.get("role") == "compile_configs":
+        return _answer(sock, notes, stage, lambda: _compile_configs(req, stage))
+    if req.get("role") == "op":
+        return _answer(sock, notes, stage, lambda: _op(req, stage))
+    if req.get("role") == "reference_export":
+        return _answer(sock, notes, stage, lambda: _reference_export(req, stage))
     if req.get("role") != "reference":
         return _answer(sock, notes, stage, lambda: _candidate(req, stage, blobs_in))
     ref = []
@@ -269,13 +285,13 @@ def _candidate(req, stage, blobs_in=()):
         last[0] = now
 
     stage["name"] = "load"
-    prep = mkw_prepared.Prepared(req)
+    prep = mkw_prepared.Prepared(req, params=req.get("params") or None)
     task = prep.task
     mkw_shrink.configure(task, req.get("shrink"))
     stage["name"] = "trace"
     s0 = _judge_inputs(req.get("inputs"), blobs_in) or mkw_run.make_input_set(task, 0)
     bound = s0.bind(prep.entry)
-    _, closed = mkw_trace.trace_candidate(bound, s0.args, s0.kwargs, prep.filename, prep.source)
+    traced, closed = mkw_trace.trace_candidate(bound, s0.args, s0.kwargs, prep.filename, prep.source)
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
     mark("load_and_trace_s")
     header = {"entry": prep.entry_name, "pallas_calls": facts, "phases": phases,
@@ -288,6 +304,13 @@ def _candidate(req, stage, blobs_in=()):
         prep.close()
         return header, []  # a first-line verdict: nothing left for the judge to run
     mark("facts_and_work_s")
+    if req.get("lower_first"):
+        failure = _lower_for_target(traced, bound, s0, facts, plat, prep)
+        mark("lower_first_s")
+        if failure is not None:
+            header["target_failure"] = failure
+            prep.close()
+            return header, []
     stage["name"] = "run"
     _first_run(bound, s0, facts, req, plat, prep)
     mark("first_run_s")
@@ -313,6 +336,21 @@ def _candidate(req, stage, blobs_in=()):
     mark("export_s")
     prep.close()
     return header, blobs
+
+
+def _lower_for_target(traced, bound, s0, facts, plat, prep) -> dict | None:
+    """The compile check of autotune's configurations, before anything runs: a TPU kernel
+    lowers for TPU (Mosaic's block-shape rules), a Triton kernel for CUDA, unless this host is
+    that device (running compiles it). The failure as the worker's error, or None."""
+    gpu_kernel = mkw_trace.kernel_platform(facts) == "gpu"
+    if plat == "tpu" or (gpu_kernel and plat == "gpu"):
+        return None
+    lower = mkw_trace.lower_gpu if gpu_kernel else mkw_trace.lower_tpu
+    try:
+        lower(traced, bound, s0.args, s0.kwargs, plat, prep.filename, prep.source)
+    except C.WorkerError as e:
+        return e.to_json()
+    return None
 
 
 def _export_mode(plat, req, facts):
@@ -371,3 +409,47 @@ def _candidate_extra(req, stage, blobs_in):
     mkw_clock.INTEGRITY.verify()
     prep.close()
     return header, blobs
+
+
+def _compile_configs(req, stage):
+    """Per configuration: its record (mkw_autotune_compiled.export_config) and, when it lowered,
+    its program exported for TPU at the task's full shapes (a blob)."""
+    stage["name"] = "load"
+    task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
+    try:
+        full_args, full_kwargs = mkw_run.abstract_inputs(task)
+        records, blobs = [], []
+        for cfg in req.get("configs") or []:
+            stage["name"] = "trace"
+            r, module = mkw_autotune_compiled.export_config(req, task, cfg, full_args, full_kwargs)
+            if module is not None:
+                r["program"] = {"blob": len(blobs)}
+                blobs.append(module)
+            records.append(r)
+        return {"configs": records}, blobs
+    finally:
+        task.close()
+
+
+def _op(req, stage):
+    ops = {"lower": mkw_op_lower.lower_in_child, "profile": mkw_op_profile.profile_in_child}
+    op = ops.get(req.get("child_op"))
+    if op is None:
+        raise C.WorkerError(C.BAD_REQUEST, f"no child op {req.get('child_op')!r}")
+    stage["name"] = "load"
+    return op(req, C.CancelToken(), stage)
+
+
+def _reference_export(req, stage):
+    stage["name"] = "load"
+    task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
+    try:
+        stage["name"] = "reference"
+        args, kwargs = mkw_run.abstract_inputs(task)
+        fn, a, k, _ = mkw_run.bind_static(task.reference_fn, args, kwargs)
+        try:
+            return {"program": {"blob": 0}}, [mkw_tpu_compiler.export_for_tpu(fn, a, k).serialize()]
+        except Exception as e:  # noqa: BLE001 - the reference is then not compiled
+            return {"program_error": f"{type(e).__name__}: {str(e)[:2000]}"}, []
+    finally:
+        task.close()

@@ -210,7 +210,7 @@ def load_trace_events(path: str) -> list:
 
 _WATCHED_MODULES = ("builtins", "time", "statistics", "math", "numpy", "jax", "jax.numpy", "jax.tree_util",
                     "jax.profiler", "jax.random", "jax._src.api", "jax._src.array",
-                    "mkw_common", "mkw_run", "mkw_prepared", "mkw_check", "mkw_timing", "mkw_facts", "mkw_golden",
+                    "mkw_common", "mkw_run", "mkw_prepared", "mkw_judge", "mkw_timing", "mkw_facts", "mkw_golden",
                     "mkw_tasks", "mkw_clock", "mkw_gate", "mkw_work", "mkw_profile", "mkw_traffic", "mkw_yaml",
                     "maxkernel_worker", "__main__")
 _WATCHED_SYS = ("modules", "meta_path", "path_hooks", "settrace", "setprofile", "stderr", "__stderr__")

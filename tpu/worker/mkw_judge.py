@@ -25,6 +25,7 @@ import mkw_mismatch
 import mkw_program_work
 import mkw_run
 import mkw_sandbox
+import mkw_timing
 import mkw_wire
 import mkw_work
 
@@ -110,6 +111,12 @@ def _cache_key(req, seeds, plat) -> str | None:
     return h.hexdigest()
 
 
+def task_key(req, plat) -> str | None:
+    """The key of the request's task alone (its kept reference, its programs), or None where the
+    task is the buffer itself."""
+    return _cache_key(req, None, plat)
+
+
 def _path_stamp(path):
     if os.path.isfile(path):
         with open(path, "rb") as f:
@@ -146,7 +153,7 @@ def _drop_kept(key):
         kept.child.close()
 
 
-def _task_is_candidate(req) -> bool:
+def task_is_candidate(req) -> bool:
     """An in-file task whose text is the candidate's own (the Test lens on a file): its reference's
     child runs candidate code at import, so it is never kept past the evaluation. A search's
     variants of the file differ from it; their task is the user's file."""
@@ -219,7 +226,7 @@ def golden_for(req, seeds, plat, cancel, extra_shapes=None) -> tuple[JudgeGolden
         return _CACHE[key], True
     fields = {k: req[k] for k in ("task", "source", "filename", "shrink", "interpret_mode") if k in req}
     task_key = _cache_key(req, None, plat) if mkw_golden.MAX_ENTRIES and KEPT_REFERENCES and \
-        not _task_is_candidate(req) else None
+        not task_is_candidate(req) else None
     if task_key is not None:
         header, blobs, programs = _kept_answer(task_key, fields, seeds, cancel, extra_shapes)
     else:
@@ -442,11 +449,21 @@ def _run(fn, golden: JudgeGolden, i):
     return list(out)
 
 
-def time_programs(cand, ref, golden: JudgeGolden, cfg, cancel, tol, plat, accept_dtype) -> dict:
+def time_programs(cand, ref, golden: JudgeGolden, cfg, cancel, tol, plat, accept_dtype, device=False) -> dict:
+    """Times the candidate's program (and the reference's, when given) with mkw_clock's bound
+    loop on fresh copies of the input sets. The last output of every set is compared with the
+    reference's afterwards, so a program right while checked and stale while timed is caught
+    (`timed_outputs`). `device`: on a TPU or GPU, the device time of the same calls from a
+    profiler trace too (`device` in each side's stats)."""
     sets = [(tuple(golden.device_inputs(i)), {}) for i in range(len(golden.seeds))]
     timed: list = []
     c = mkw_clock.time_fn(cand, sets, cfg, cancel, outputs=timed)
     r = mkw_clock.time_fn(ref, sets, cfg, cancel) if ref is not None else None
+    if device:
+        runs = max(1, min(int(cfg.get("min_runs", 20)), 20))
+        c["device"] = mkw_timing.device_time(cand, sets, runs, "candidate")
+        if r is not None:
+            r["device"] = mkw_timing.device_time(ref, sets, runs, "reference")
     out = {"candidate": c, "reference": r, "config": cfg, "timed_by": "judge"}
     for seed, got, gold in zip(golden.seeds, timed, golden.outputs):
         cmp = mkw_run.compare(list(got), gold, tol, plat, accept_dtype)

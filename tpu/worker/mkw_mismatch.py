@@ -1,5 +1,5 @@
 """The correctness report: when a candidate's outputs differ from the frozen reference's, say where
-and how, in facts a model (or a person) can act on. mkw_check attaches it to the failure.
+and how, in facts a model (or a person) can act on. The judge (mkw_judge.check) attaches it to the failure.
 
 For each wrong output: its shape and dtype, how many elements are wrong, the first wrong indices
 with both values, the largest absolute and relative error against the tolerance, and the pattern

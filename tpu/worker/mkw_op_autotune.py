@@ -1,26 +1,29 @@
 """The `autotune` op: the configurations of a parameter space, best first.
 
+The judge (this process) never runs the candidate: each configuration is judged as `evaluate`
+judges a candidate (mkw_judge_candidate: the reference's answer from its child, a fresh child per
+configuration exports the program, the judge runs, compares and times it).
+
 Where the TPU compiler can score them (a generation in the request, no TPU attached, libtpu
-installed; mkw_autotune_compiled), they are ranked by its static cycles from a compile each, with
-no run, and only the best are checked against the frozen reference until one is correct. Else
-every configuration is checked (mkw_check) and timed (mkw_timing), as on a device; the reply's
-`ranking` says which, and why the compiler was not used."""
+installed; mkw_autotune_compiled), a child exports every configuration for TPU at the task's full
+shapes, the judge has them compiled and ranks them by static cycles, with no run; only the best
+are judged until one is correct. Else every configuration is judged and timed, as on a device;
+the reply's `ranking` says which, and why the compiler was not used."""
 
 from __future__ import annotations
 
 import itertools
 
 import mkw_autotune_compiled
-import mkw_check
 import mkw_clock
 import mkw_common as C
-import mkw_golden
+import mkw_judge
+import mkw_judge_candidate
 import mkw_prepared
 import mkw_run
+import mkw_sandbox
 import mkw_shrink
-import mkw_tasks
 import mkw_timing
-import mkw_trace
 
 
 def _configs(req) -> list[dict]:
@@ -51,104 +54,132 @@ def op_autotune(req, cancel, progress) -> dict:
     max_configs = int(req.get("max_configs", 256))
     if len(configs) > max_configs:
         raise C.WorkerError(C.BAD_REQUEST, f"{len(configs)} configurations exceed max_configs={max_configs}")
-    if "task" not in req:
-        raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
-    watch = mkw_clock.Watch(req.get("filename") or "<buffer>")
-    mkw_prepared.gate_task(req)
-    task = mkw_tasks.resolve(req["task"], req.get("source"), req.get("filename") or "<buffer>")
+    for cfg in configs:
+        mkw_judge_candidate.params_of(cfg)  # a bad configuration before any work
+    mkw_prepared.gate_request(req)
+    mkw_shrink.parse_request(req.get("shrink"))
+    seeds = mkw_prepared.seeds_from(req, 2)
+    target = req.get("target", "tpu")
+    ranking = mkw_autotune_compiled.ranking(req, plat)
+    fields = {k: req[k] for k in mkw_judge_candidate.CHILD_FIELDS if k in req}
     results: list[dict] = []
     try:
-        mkw_shrink.configure(task, req.get("shrink"))
-        src, fname = mkw_prepared.request_candidate(req, task)
-        if isinstance(src, str):
-            mkw_prepared.gate_candidate(src, fname or "<buffer>", task)  # every configuration has this text
-        seeds = mkw_prepared.seeds_from(req, 2)
-        pre_mode = mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
-        target = req.get("target", "tpu")
-        ranking = mkw_autotune_compiled.ranking(req, plat)
         if ranking["basis"] == mkw_autotune_compiled.BASIS:
-            return _rank_by_compiler(req, task, configs, seeds, pre_mode, plat, target, ranking, results,
-                                     cancel, progress, watch)
-        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
-        progress(stage="started", total=len(configs), seeds=seeds)
+            return _rank_by_compiler(req, fields, configs, seeds, plat, target, ranking, results, cancel, progress)
+        golden, _ = mkw_judge.golden_for(req, seeds, plat, cancel)
+        progress(stage="started", total=len(configs), seeds=golden.seeds)
+        hardware = mkw_prepared.request_hardware(req) if isinstance(req.get("hardware"), dict) else None
         for i, cfg in enumerate(configs):
             cancel.check()
-            r = _autotune_one(req, task, cfg, golden, plat, target, cancel, watch)
+            r = _autotune_one(req, fields, cfg, golden, plat, target, cancel, hardware=hardware)
             results.append(r)
             progress(done=i + 1, total=len(configs), config=cfg, status=r["status"],
                      median_s=(r.get("timing") or {}).get("median_s"))
         ordered = _sort_results(results)
         best = next((r for r in ordered if r["status"] == "ok"), None)
-        ref_timing = None
-        mode = golden.mode
+        mode = _reference_mode(req, plat)
         if best is not None:
             mode = mkw_run.RunMode.from_json(best["run_mode"])
-        if best is not None and req.get("time_reference", True):
+        ref_timing = None
+        ref = mkw_judge.reference_callable(golden, plat) if best is not None else None
+        if ref is not None and req.get("time_reference", True):
             cfg_t = mkw_run.timing_config(req.get("timing"), mode)
-            with mode.context():
-                ref_timing = mkw_run.time_fn(golden.ref_compiled, [(s.args, s.kwargs) for s in golden.sets],
-                                             cfg_t, cancel)
+            ref_timing = mkw_clock.time_fn(ref, _sets(golden), cfg_t, cancel)
         speedup = None
         if best is not None and ref_timing and mode.time_kind == "device":
             speedup = ref_timing["median_s"] / best["timing"]["median_s"]
-        return {
-            "task": task.describe(),
-            "instance": mkw_shrink.describe(task),
-            "seeds": seeds,
-            "total": len(configs),
-            "results": ordered,
-            "best": best,
-            "reference_timing": ref_timing,
-            "speedup": speedup,
-            "time_kind": mode.time_kind,
-            "run_mode": mode.to_json(),
-            "ranking": ranking,
-            "warnings": golden.warnings,
-        }
+        return dict(_common(golden, seeds, configs, ordered, ranking), best=best, reference_timing=ref_timing,
+                    speedup=speedup, time_kind=mode.time_kind, run_mode=mode.to_json())
     except C.Cancelled as e:
         e.extra.update(results=_sort_results(results), completed=len(results), total=len(configs))
         raise
-    finally:
-        task.close()
 
 
-def _rank_by_compiler(req, task, configs, seeds, pre_mode, plat, target, ranking, results, cancel,
-                      progress, watch) -> dict:
-    """Compiles every configuration (no run), then checks the fewest-cycles ones until one is
-    correct (mkw_autotune_compiled)."""
+def _common(golden, seeds, configs, ordered, ranking) -> dict:
+    gh = golden.header if golden is not None else {}
+    return {"task": gh.get("task"), "instance": gh.get("instance"),
+            "seeds": golden.seeds if golden is not None else seeds, "total": len(configs), "results": ordered,
+            "ranking": ranking, "warnings": list(gh.get("warnings") or [])}
+
+
+def _reference_mode(req, plat):
+    """The run mode before any configuration ran (the reference child's)."""
+    return mkw_run.choose_mode(plat, [{"compiler_params": "tpu"}], req.get("interpret_mode"))
+
+
+def _sets(golden):
+    return [(tuple(golden.device_inputs(i)), {}) for i in range(len(golden.seeds))]
+
+
+# Configurations exported per child of the compiler's ranking: one child's CPU-time limit holds
+# a chunk's traces and exports at full shapes.
+COMPILE_CHUNK = 8
+
+
+def _rank_by_compiler(req, fields, configs, seeds, plat, target, ranking, results, cancel, progress) -> dict:
+    """The candidate's child exports every configuration for TPU at the task's full shapes; the
+    judge has each compiled (libtpu's own process) and ranks them by static cycles, then checks
+    the fewest-cycles ones until one is correct (mkw_autotune_compiled)."""
     gen = ranking["generation"]
-    full_args, full_kwargs = mkw_run.abstract_inputs(task)
     progress(stage="started", total=len(configs), seeds=seeds, ranking=ranking["basis"])
-    for i, cfg in enumerate(configs):
+    done = 0
+    for start in range(0, len(configs), COMPILE_CHUNK):
         cancel.check()
-        r = mkw_autotune_compiled.compile_one(req, task, cfg, full_args, full_kwargs, plat, gen, cancel, watch)
-        results.append(r)
-        progress(done=i + 1, total=len(configs), config=cfg, status=r["status"], cycles=r.get("cycles"))
+        chunk = configs[start:start + COMPILE_CHUNK]
+        header, blobs = mkw_sandbox.run_child(dict(fields, role="compile_configs", configs=chunk), cancel=cancel)
+        mkw_judge._raise_error(header)
+        records = header.get("configs")
+        if not isinstance(records, list) or len(records) != len(chunk):
+            raise C.WorkerError(C.INTERNAL, "the candidate's process sent a malformed answer")
+        for cfg, r in zip(chunk, records):
+            cancel.check()
+            r = _exported_record(cfg, r, blobs)
+            if r["status"] == "exported":
+                module = blobs[r.pop("program")["blob"]]
+                r = mkw_autotune_compiled.compile_exported(r, module, gen, req, req.get("filename") or "<buffer>",
+                                                           req.get("source"), cancel)
+            else:
+                r.pop("facts", None)
+            results.append(r)
+            done += 1
+            progress(done=done, total=len(configs), config=cfg, status=r["status"], cycles=r.get("cycles"))
     ranked = [r for r in results if r["status"] == "ranked"]
     golden = None
     best = None
     if ranked:
-        golden, _ = mkw_golden.frozen(task, seeds, plat, pre_mode, cancel)
+        golden, _ = mkw_judge.golden_for(req, seeds, plat, cancel)
 
         def check(cfg):
             cancel.check()
-            return _autotune_one(req, task, cfg, golden, plat, target, cancel, watch, timed=False)
+            return _autotune_one(req, fields, cfg, golden, plat, target, cancel, timed=False)
 
         best = mkw_autotune_compiled.check_best(ranked, check, progress)
-    return {
-        "task": task.describe(),
-        "instance": mkw_shrink.describe(task),
-        "seeds": seeds,
-        "total": len(configs),
-        "results": _sort_results(results),
-        "best": best,
-        "reference_timing": None,
-        "speedup": None,
-        "time_kind": "compiled",
-        "run_mode": (golden.mode if golden is not None else pre_mode).to_json(),
-        "ranking": ranking,
-        "warnings": golden.warnings if golden is not None else [],
-    }
+    mode = _reference_mode(req, plat)
+    return dict(_common(golden, seeds, configs, _sort_results(results), ranking), best=best,
+                reference_timing=None, speedup=None, time_kind="compiled", run_mode=mode.to_json())
+
+
+_RECORD_KEYS = {"status", "correct", "timing", "instance", "grid", "vmem_bytes_per_step", "failure", "stage",
+                "reason", "locations", "facts", "program"}
+
+
+def _exported_record(cfg, r, blobs) -> dict:
+    """A configuration's record from the child, kept to the fields the judge knows; the config is
+    the judge's own."""
+    if not isinstance(r, dict):
+        raise C.WorkerError(C.INTERNAL, "the candidate's process sent a malformed configuration record")
+    out = {k: v for k, v in r.items() if k in _RECORD_KEYS}
+    out["config"] = cfg
+    out["correct"] = False  # no configuration is correct before the judge ran it
+    out["timing"] = None
+    if out.get("status") not in ("exported", "incorrect", "skipped", "failed", "unscored"):
+        out.update(status="failed", reason="the candidate's process sent an unknown status")
+    if out["status"] == "exported":
+        prog = out.get("program")
+        if not isinstance(prog, dict) or not isinstance(prog.get("blob"), int) or not 0 <= prog["blob"] < len(blobs):
+            out.update(status="failed", reason="the candidate's process sent no program")
+            out.pop("program", None)
+    return out
 
 
 def _sort_results(results):
@@ -158,59 +189,49 @@ def _sort_results(results):
                                           (r.get("timing") or {}).get("median_s") or float("inf")))
 
 
-def _autotune_one(req, task, cfg, golden, plat, target, cancel, watch=None, timed=True) -> dict:
+def _autotune_one(req, fields, cfg, golden, plat, target, cancel, timed=True, hardware=None) -> dict:
+    """One configuration judged as `evaluate` judges a candidate (mkw_judge_candidate: a fresh
+    child exports it, the judge runs and compares it), then timed by the judge."""
     r = {"config": cfg, "status": "failed", "correct": False, "timing": None,
-         "instance": mkw_shrink.label(task)}
-    prep = None
+         "instance": golden.header.get("instance_label")}
     try:
-        prep = mkw_prepared.Prepared(req, params=cfg, task=task, watch=watch)
-        s0 = golden.sets[0]
-        entry = s0.bind(prep.entry)
-        traced, facts, work = mkw_autotune_compiled.trace_config(r, prep, task, entry, s0.args, s0.kwargs,
-                                                                 s0.args, s0.kwargs)
-        if traced is None:
-            return r
-        gpu_kernel = mkw_trace.kernel_platform(facts) == "gpu"
-        # The compile check: a TPU kernel cross-lowers for TPU; a GPU (Triton) kernel for CUDA,
-        # unless it is on a GPU, where running it compiles it.
-        if target == "tpu" and plat != "tpu" and not (gpu_kernel and plat == "gpu"):
-            lower = mkw_trace.lower_gpu if gpu_kernel else mkw_trace.lower_tpu
-            try:
-                lower(traced, entry, s0.args, s0.kwargs, plat, prep.filename, prep.source)
-            except C.WorkerError as e:
-                r.update(status="skipped", stage="lowering", reason=e.message,
-                         locations=e.extra.get("locations", []))
-                return r
-        cancel.check()
-        mode = mkw_run.choose_mode(plat, facts, req.get("interpret_mode"))
-        r["run_mode"] = mode.to_json()
-        chk = mkw_check.check_candidate(prep.entry, golden, mode, plat, task.tolerances, cancel, prep.filename,
-                              prep.source)
-        r["compile_s"] = chk["compile_s"]
-        if not chk["correct"]:
-            r.update(status="incorrect", failure=chk["failure"])
-            return r
-        r["correct"] = True
-        if not timed:
-            # Ranked by the TPU compiler already: interpret time would add nothing.
-            r["status"] = "ok"
-            return r
-        cfg_t = mkw_run.timing_config(req.get("timing"), mode)
-        t = mkw_timing.time_pair(chk["compiled"], golden, mode, cfg_t, cancel, with_reference=False, plat=plat)
-        prep.watch.check("timing")
-        hardware = mkw_prepared.request_hardware(req) if isinstance(req.get("hardware"), dict) else None
-        failure = mkw_timing.timing_verdict(r, t, work, hardware)
-        if failure:
-            r.update(status="incorrect", correct=False, failure=failure, timing=None)
-            return r
-        r["timing"] = t["candidate"]
-        r["time_kind"] = t["time_kind"]
-        r["status"] = "ok"
-        return r
+        judged = mkw_judge_candidate.judge(fields, golden, plat, cancel, params=cfg,
+                                           lower_first=(target == "tpu"))
     except C.Cancelled:
         raise
     except C.WorkerError as e:
         return mkw_autotune_compiled.config_failed(r, e)
-    finally:
-        if prep is not None:
-            prep.close()
+    res = judged.res
+    facts = judged.facts
+    r["grid"] = [f.get("grid") for f in facts if isinstance(f, dict)]
+    r["vmem_bytes_per_step"] = [f.get("vmem_bytes_per_step") for f in facts if isinstance(f, dict)]
+    r["run_mode"] = res["run_mode"]
+    if isinstance(res.get("target_failure"), dict):
+        tf = res["target_failure"]
+        r.update(status="skipped", stage="lowering", reason=str(tf.get("message", "")),
+                 locations=tf.get("locations") or [])
+        return r
+    if judged.failure is not None:
+        r.update(status="incorrect", failure=judged.failure)
+        return r
+    r["compile_s"] = (res.get("compile_s") or {}).get("candidate")
+    r["correct"] = True
+    if not timed:
+        # Ranked by the TPU compiler already: interpret time would add nothing.
+        r["status"] = "ok"
+        return r
+    gh = golden.header
+    tol, accept = gh.get("tolerances"), bool(gh.get("accept_dtype_difference"))
+    cfg_t = mkw_run.timing_config(req.get("timing"), judged.mode)
+    t = mkw_judge.time_programs(judged.compiled, None, golden, cfg_t, cancel, tol, plat, accept,
+                                device=judged.mode.time_kind == "device")
+    t["time_kind"] = judged.mode.time_kind
+    roofline = {"reference": mkw_judge.roofline_reference(golden, mkw_judge.input_avals(golden))}
+    failure = mkw_timing.timing_verdict(r, t, roofline, hardware)
+    if failure:
+        r.update(status="incorrect", correct=False, failure=failure, timing=None)
+        return r
+    r["timing"] = t["candidate"]
+    r["time_kind"] = t["time_kind"]
+    r["status"] = "ok"
+    return r

@@ -11,26 +11,94 @@ pallas_call's line, and the reply's `tpu_compile` has both programs' static cycl
 
 from __future__ import annotations
 
+import collections
 import time
 
 import mkw_common as C
 import mkw_cost
 import mkw_facts
+import mkw_judge
 import mkw_prepared
 import mkw_run
+import mkw_sandbox
 import mkw_shrink
 import mkw_tpu_check
 import mkw_trace
 
 
 def op_lower(req, cancel, progress) -> dict:
+    """The worker's side: the request checked and gated here, the candidate traced and lowered
+    in a fresh child (lower_in_child), the TPU compiler run from here on the programs the
+    children exported (the reference's from a child that loads the task alone)."""
     target = req.get("target", "tpu")
     if target not in ("tpu", "gpu", "native"):
         raise C.WorkerError(C.BAD_REQUEST, "target must be 'tpu', 'gpu' or 'native'")
     if mkw_shrink.parse_request(req.get("shrink")) is not None:
         raise C.WorkerError(C.BAD_REQUEST, "`shrink` is for evaluate, autotune and profile: lower "
                                            "always uses the task's full shapes (it needs no data)")
+    mkw_prepared.gate_request(req)
+    plat = mkw_run.platform()
+    own_reference = mkw_judge.task_is_candidate(req) or mkw_judge.task_key(req, plat) is None
+    child_req = dict(req, role="op", child_op="lower", compile_reference=(
+        req.get("compile_reference", True) is not False and own_reference))
+    header, blobs = mkw_sandbox.run_child(child_req, cancel=cancel)
+    mkw_judge._raise_error(header)
+    pending = header.pop("tpu_compile_pending", None)
+    header.pop("sandbox", None)
+    if isinstance(pending, dict):
+        if not own_reference and req.get("compile_reference", True) is not False:
+            _add_reference_program(req, plat, pending, blobs, cancel)
+        facts = header.get("pallas_calls") or []
+        try:
+            header["tpu_compile"] = mkw_tpu_check.compile_exported(
+                pending, blobs, facts, req.get("filename") or "<buffer>", req.get("source"), req, cancel)
+        except C.WorkerError as e:
+            e.extra.update(lowered=True, lowered_for=header.get("lowered_for"), pallas_calls=facts)
+            raise
+        cand = header["tpu_compile"]["candidate"]
+        header["compiled_by"] = "tpu_compiler" if cand["status"] == "compiled" else "lowering"
+        if cand["status"] != "compiled":
+            header.setdefault("warnings", []).append(
+                f"not compiled by the TPU compiler ({cand['status']}: "
+                f"{cand.get('reason') or cand.get('error', '')[:300]}); checked by lowering only")
+    return header
+
+
+# The task's reference exported for TPU at its full shapes, per task (its child loads the task
+# alone, so no candidate's code made the program "vs XLA" compares with).
+_REFERENCE_PROGRAMS: collections.OrderedDict = collections.OrderedDict()
+_REFERENCE_PROGRAMS_KEPT = 8
+
+
+def _add_reference_program(req, plat, pending, blobs, cancel) -> None:
+    key = mkw_judge.task_key(req, plat)
+    hit = _REFERENCE_PROGRAMS.get(key)
+    if hit is None:
+        fields = {k: req[k] for k in ("task", "source", "filename") if k in req}
+        h, b = mkw_sandbox.run_child(dict(fields, role="reference_export"), cancel=cancel)
+        if h.get("error") or not isinstance(h.get("program"), dict):
+            err = (h.get("error") or {}).get("message") or h.get("program_error") or "no program"
+            hit = {"status": "export_failed", "error": str(err)[:8000]}
+        else:
+            hit = b[0]
+        _REFERENCE_PROGRAMS[key] = hit
+        while len(_REFERENCE_PROGRAMS) > _REFERENCE_PROGRAMS_KEPT:
+            _REFERENCE_PROGRAMS.popitem(last=False)
+    _REFERENCE_PROGRAMS.move_to_end(key)
+    if isinstance(hit, bytes):
+        blobs.append(hit)
+        pending["reference"] = {"blob": len(blobs) - 1}
+    else:
+        pending["reference"] = dict(hit, generation=pending.get("generation"))
+
+
+def lower_in_child(req, cancel, stage) -> tuple[dict, list[bytes]]:
+    """The candidate's side, in its child: trace, lower and (natively) compile; with a TPU
+    generation asked for, the programs the worker has the TPU compiler compile (`blobs`)."""
+    target = req.get("target", "tpu")
     prep = mkw_prepared.Prepared(req)
+    stage["name"] = "trace"
+    blobs: list[bytes] = []
     try:
         full_args, full_kwargs = mkw_run.abstract_inputs(prep.task)
         # Python-number inputs are static arguments (mkw_run.bind_static), as in every op.
@@ -84,19 +152,8 @@ def op_lower(req, cancel, progress) -> dict:
         base["lowered_for"] = lowered_for
         gen = mkw_tpu_check.wanted(req, plat) if lowered_for == "tpu" else None
         if gen:
-            cancel.check()
-            try:
-                base["tpu_compile"] = mkw_tpu_check.check(entry, args, kwargs, facts, prep, gen, req,
-                                                           cancel)
-            except C.WorkerError as e:
-                e.extra.update(lowered=True, lowered_for=lowered_for, pallas_calls=facts)
-                raise
-            cand = base["tpu_compile"]["candidate"]
-            base["compiled_by"] = "tpu_compiler" if cand["status"] == "compiled" else "lowering"
-            if cand["status"] != "compiled":
-                base["warnings"].append(f"not compiled by the TPU compiler ({cand['status']}: "
-                                        f"{cand.get('reason') or cand.get('error', '')[:300]}); "
-                                        "checked by lowering only")
+            base["tpu_compile_pending"], blobs = mkw_tpu_check.export_for_compile(entry, args, kwargs, prep,
+                                                                                  gen, req)
         base["cost"] = mkw_cost.cost_summary(facts, prep.task, full_args, full_kwargs)
         base["work"] = mkw_cost.work_report(closed, facts, prep.task, full_args, full_kwargs, prep.filename)
         if base["work"].get("verdict"):
@@ -104,6 +161,6 @@ def op_lower(req, cancel, progress) -> dict:
         prep.watch.check("tracing")
         if not facts:
             base["warnings"].append("no pallas_call found in the traced entry point")
-        return base
+        return base, blobs
     finally:
         prep.close()

@@ -9,17 +9,34 @@ import time
 import jax
 import mkw_common as C
 import mkw_facts
+import mkw_judge
 import mkw_prepared
 import mkw_profile
 import mkw_run
+import mkw_sandbox
 import mkw_scratch
 import mkw_shrink
 import mkw_trace
 
 
 def op_profile(req, cancel, progress) -> dict:
+    """The worker's side: the request gated here, the candidate profiled in a fresh child
+    (profile_in_child), the trace written where the worker said. What comes back is a report of
+    the candidate's own process, a diagnosis, never a verdict or a score."""
+    mkw_prepared.gate_request(req)
+    out_dir = req.get("out_dir")
+    out_dir = os.path.abspath(out_dir) if out_dir else mkw_scratch.numbered_dir("profile_{n}")
+    os.makedirs(out_dir, exist_ok=True)
+    header, _ = mkw_sandbox.run_child(dict(req, role="op", child_op="profile", out_dir=out_dir), cancel=cancel)
+    mkw_judge._raise_error(header)
+    header.pop("sandbox", None)
+    return header
+
+
+def profile_in_child(req, cancel, stage) -> tuple[dict, list[bytes]]:
     plat = mkw_run.platform()
     prep = mkw_prepared.Prepared(req)
+    stage["name"] = "run"
     try:
         mkw_shrink.configure(prep.task, req.get("shrink"))
         runs = max(1, int(req.get("runs", 3)))
@@ -86,6 +103,6 @@ def op_profile(req, cancel, progress) -> dict:
             "xplane_file": xplane,
             "summary": summary,
             "pallas_kernels": kernels,
-        }
+        }, []
     finally:
         prep.close()

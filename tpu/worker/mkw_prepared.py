@@ -83,6 +83,19 @@ def gate_candidate(source: str, filename: str, task) -> None:
     mkw_gate.refuse_with_helpers(source, filename, folder, task_modules=names)
 
 
+def gate_request(req: dict) -> None:
+    """What the worker checks of a request before a child loads anything: a task, the in-file
+    task's text and the candidate's text through the gate (a refusal names the line)."""
+    if not isinstance(req.get("task"), dict):
+        raise C.WorkerError(C.BAD_REQUEST, "request needs a `task`")
+    gate_task(req)
+    src = req.get("source")
+    if src is not None and not isinstance(src, str):
+        raise C.WorkerError(C.BAD_REQUEST, "`source` must be a string")
+    if isinstance(src, str):
+        gate_candidate_text(src, req.get("filename") or "<buffer>", req["task"])
+
+
 def gate_candidate_text(source: str, filename: str, task_req: dict) -> None:
     """The gate before the task is loaded (the judge never loads it): the candidate's folder
     and, for a task folder, the names of its modules (read, not imported)."""
@@ -96,13 +109,6 @@ def gate_candidate_text(source: str, filename: str, task_req: dict) -> None:
                 folder = folder or (v if os.path.isdir(v) else os.path.dirname(v))
                 break
     mkw_gate.refuse_with_helpers(source, filename, folder, task_modules=names)
-
-
-def request_candidate(req, task):
-    src = req.get("source")
-    if isinstance(src, str):
-        return src, req.get("filename") or "<buffer>"
-    return task.candidate_source, task.candidate_filename
 
 
 def request_hardware(req):

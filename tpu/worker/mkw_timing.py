@@ -1,54 +1,15 @@
-"""Timing a checked candidate against the frozen reference (mkw_clock's loop, the profiler's
-device time), and what the timing says: stale timed outputs, a time below the roofline, the
-speedup."""
+"""What the judge's timing (mkw_judge.time_programs, mkw_clock's loop) needs beyond the loop: the
+profiler's device time, and what the timing says: stale timed outputs, a time below the
+roofline, the speedup."""
 
 from __future__ import annotations
 
 import shutil
 
 import mkw_clock
-import mkw_golden
 import mkw_profile
-import mkw_run
 import mkw_scratch
-import mkw_shrink
 import mkw_work
-
-
-def time_pair(cand_compiled, golden: mkw_golden.Golden, mode, cfg, cancel, with_reference=True, plat=None):
-    """Times the candidate (and the reference) with mkw_clock's bound loop. The last output of
-    every input set is kept and checked against the golden outputs afterwards, so a candidate
-    that is right while checked and returns stale or skipped results while timed is caught
-    (`timed_outputs`). On a TPU/GPU the device time of the same calls comes from a profiler
-    trace (`device` in each side's stats)."""
-    sets = [(s.args, s.kwargs) for s in golden.sets]
-    timed_outs: list = []
-    with mode.context():
-        cand = mkw_clock.time_fn(cand_compiled, sets, cfg, cancel, outputs=timed_outs)
-        ref = mkw_clock.time_fn(golden.ref_compiled, sets, cfg, cancel) if with_reference else None
-    out = {"candidate": cand, "reference": ref, "config": cfg, "time_kind": mode.time_kind,
-           "instance": mkw_shrink.label(golden.task)}
-    out["timed_outputs"] = check_timed_outputs(timed_outs, golden, plat or mkw_run.platform())
-    if mode.time_kind == "device":
-        runs = max(1, min(int(cfg.get("min_runs", 20)), 20))
-        with mode.context():
-            cand["device"] = device_time(cand_compiled, sets, runs, "candidate")
-            if ref is not None:
-                ref["device"] = device_time(golden.ref_compiled, sets, runs, "reference")
-    return out
-
-
-def check_timed_outputs(outputs, golden: mkw_golden.Golden, plat) -> dict:
-    accept_dtype = bool(getattr(golden.task, "accept_dtype_difference", False))
-    tol = golden.task.tolerances if golden.task is not None else None
-    for s, out, gold in zip(golden.sets, outputs, golden.outputs):
-        cmp = mkw_run.compare(out, gold, tol, plat, accept_dtype)
-        if not cmp["ok"]:
-            return {"ok": False, "checked": len(outputs), "failure": {
-                "kind": "timed_outputs_differ", "seed": s.seed,
-                "message": (f"seed {s.seed}: the outputs of the timed runs differ from the checked ones "
-                            f"({cmp['message']}): the candidate keeps state or caches results across calls")}}
-    return {"ok": True, "checked": len(outputs)}
 
 
 def device_time(compiled, sets, runs, label):

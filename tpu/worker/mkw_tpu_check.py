@@ -5,6 +5,7 @@ speedup against XLA's compiled program ("predicted (TPU compiler, <generation>)"
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -94,25 +95,76 @@ def reference(task, args, kwargs, generation: str, limits, cancel=None) -> dict:
     return res
 
 
-def check(entry, args, kwargs, facts, prep, generation: str, req, cancel=None) -> dict:
-    """The `tpu_compile` object of a lower reply; raises a `compile` WorkerError when the TPU
-    compiler refuses the candidate, Cancelled when `cancel` is set during the compile."""
-    limits = _limits(req)
-    cand = mkw_tpu_compiler.estimate(entry, args, generation, kwargs=kwargs, limits=limits,
-                                     cancelled=_polled(cancel))
+def refusal_message(cand: dict, generation: str) -> str:
+    return (f"the TPU compiler (libtpu {cand.get('libtpu')}, {generation}) refused the kernel "
+            f"({cand.get('error_kind')}): {cand.get('error', '')}"[:8000])
+
+
+def refusal_locations(cand: dict, facts, filename: str, source: str | None) -> list[dict]:
+    return _locations(cand.get("error", ""), facts, filename, source)
+
+
+def compile_blob(module: bytes, generation: str, req, cancel=None) -> dict:
+    """A candidate's program exported for TPU elsewhere (its child), compiled for `generation`:
+    the compile's record as check() reports it; Cancelled when `cancel` is set meanwhile."""
+    cand = mkw_tpu_compiler.estimate_serialized(module, generation, limits=_limits(req), cancelled=_polled(cancel))
     _raise_if_cancelled(cand)
-    cand = _slim(cand)
+    return _slim(cand)
+
+
+def export_for_compile(entry, args, kwargs, prep, generation: str, req) -> tuple[dict, list[bytes]]:
+    """The half of the compile check that runs where the candidate runs (its child): the
+    candidate and the task's reference exported for TPU, as blobs; compile() does the rest in
+    the worker, which hands the bytes to the compiler's process."""
+    pending: dict = {"generation": generation}
+    blobs: list[bytes] = []
+    ok, why = mkw_tpu_compiler.available()
+    if not ok:
+        pending["candidate"] = {"generation": generation, "status": "unavailable", "reason": why}
+        return pending, blobs
+    for name, fn in (("candidate", entry), ("reference", None)):
+        if name == "reference" and req.get("compile_reference") is False:
+            break
+        try:
+            a, k = args, kwargs
+            if fn is None:
+                fn, a, k, _ = mkw_run.bind_static(prep.task.reference_fn, args, kwargs)
+            blobs.append(mkw_tpu_compiler.export_for_tpu(fn, a, k).serialize())
+            pending[name] = {"blob": len(blobs) - 1}
+        except Exception as e:  # noqa: BLE001 - reported as the compile's status
+            pending[name] = {"generation": generation, "status": "export_failed",
+                             "error": f"{type(e).__name__}: {e}"[:8000]}
+    return pending, blobs
+
+
+def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, source: str | None, req,
+                     cancel=None) -> dict:
+    """The `tpu_compile` object of a lower reply from export_for_compile's answer; raises a
+    `compile` WorkerError when the TPU compiler refuses the candidate, Cancelled when `cancel`
+    is set during the compile."""
+    generation = str(pending.get("generation"))
+    cand = _compiled(pending.get("candidate"), blobs, generation, req, cancel)
     out = {"generation": generation, "label": mkw_tpu_compiler.label(generation), "candidate": cand}
     if cand["status"] == "refused":
-        raise C.WorkerError(
-            C.COMPILE,
-            f"the TPU compiler (libtpu {cand.get('libtpu')}, {generation}) refused the kernel "
-            f"({cand.get('error_kind')}): {cand.get('error', '')}"[:8000],
-            locations=_locations(cand.get("error", ""), facts, prep.filename, prep.source),
-            tpu_compile=out, compiled_by="tpu_compiler")
-    if cand["status"] != "compiled" or req.get("compile_reference") is False:
+        raise C.WorkerError(C.COMPILE, refusal_message(cand, generation),
+                            locations=refusal_locations(cand, facts, filename, source),
+                            tpu_compile=out, compiled_by="tpu_compiler")
+    if cand["status"] != "compiled" or not isinstance(pending.get("reference"), dict):
         return out
-    ref = reference(prep.task, args, kwargs, generation, limits, cancel)
+    ref_desc = pending["reference"]
+    if isinstance(ref_desc.get("blob"), int) and 0 <= ref_desc["blob"] < len(blobs):
+        # The reference's compile is the same for every candidate: keyed by its program's bytes.
+        key = json.dumps([hashlib.sha256(blobs[ref_desc["blob"]]).hexdigest(), generation, _limits(req)],
+                         default=str)
+        with _cache_lock:
+            ref = _reference_cache.get(key)
+        if ref is None:
+            ref = _compiled(ref_desc, blobs, generation, req, cancel)
+            if ref.get("status") in ("compiled", "refused"):
+                with _cache_lock:
+                    _reference_cache[key] = ref
+    else:
+        ref = _slim(ref_desc)
     out["reference"] = ref
     if ref.get("cycles") and cand.get("cycles"):
         # Same compiler, same generation: the cycle ratio needs no clock.
@@ -120,3 +172,12 @@ def check(entry, args, kwargs, facts, prep, generation: str, req, cancel=None) -
         out["basis"] = (f"{out['label']}: XLA's compiled reference vs the compiled candidate, "
                         "libtpu static cycles")
     return out
+
+
+def _compiled(desc, blobs, generation, req, cancel) -> dict:
+    if not isinstance(desc, dict):
+        return {"generation": generation, "status": "export_failed", "error": "no program was exported"}
+    blob = desc.get("blob")
+    if isinstance(blob, int) and 0 <= blob < len(blobs):
+        return compile_blob(blobs[blob], generation, req, cancel)
+    return _slim({k: v for k, v in desc.items() if k in ("generation", "status", "reason", "error")})

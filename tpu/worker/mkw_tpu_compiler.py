@@ -245,6 +245,18 @@ def estimate_exported(exported, generation: str = "v5e", limits: dict | None = N
                       cancelled=None) -> dict:
     """Compiles a jax.export.Exported (made with platforms=["tpu"]) for `generation`. `cancelled`
     (a callable, polled while waiting) stops the wait and kills the compile."""
+    try:
+        blob = exported.serialize()
+    except Exception as e:  # noqa: BLE001
+        return {"generation": generation, "compiler": "libtpu", "status": "unavailable",
+                "reason": f"cannot serialise the program: {type(e).__name__}: {e}"}
+    return estimate_serialized(blob, generation, limits, cancelled)
+
+
+def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | None = None,
+                        cancelled=None) -> dict:
+    """As estimate_exported, from the program's serialized bytes (a candidate's child exported
+    it: the judge hands the bytes to the compiler's process and never deserializes them)."""
     out: dict = {"generation": generation, "compiler": "libtpu"}
     ok, why = available()
     if not ok:
@@ -253,10 +265,6 @@ def estimate_exported(exported, generation: str = "v5e", limits: dict | None = N
     if generation not in GENERATIONS:
         return {**out, "status": "unavailable",
                 "reason": f"no TPU topology for {generation!r} in libtpu {why} (known: {', '.join(GENERATIONS)})"}
-    try:
-        blob = exported.serialize()
-    except Exception as e:  # noqa: BLE001
-        return {**out, "status": "unavailable", "reason": f"cannot serialise the program: {type(e).__name__}: {e}"}
     lim = limits_from(limits)
     profiled = generation in PROFILED
     if not _acquire(cancelled):
