@@ -240,13 +240,23 @@ def test_command_host_with_garbage_on_stdout(run_cli, write_hosts, tmp_path, pyt
 # ----------------------------------------------------------------------------- local worker
 
 
-def crash_task(tmp_path):
-    return task_variant(tmp_path / "crash.py", "    import os\n    os._exit(7)\n")
+def crashing_worker(worker_copy, tmp_path) -> Path:
+    """A copy of the worker whose `lower` ends the worker's own process (exit code 7) mid-request.
+    A candidate can no longer do that (it runs in a child of its own, below), so the crash is the
+    worker's own: a bug, or the OOM killer."""
+    private = tmp_path / "crashing-worker"
+    shutil.copytree(worker_copy, private, ignore=shutil.ignore_patterns("__pycache__"))
+    op = private / "mkw_op_lower.py"
+    marker = "def op_lower(req, cancel, progress) -> dict:\n"
+    text = op.read_text()
+    assert marker in text
+    op.write_text(text.replace(marker, marker + "    import os\n    os._exit(7)\n", 1))
+    return private
 
 
-def test_worker_crash_mid_request(run_cli, tmp_path, python_exe):
-    task = crash_task(tmp_path)
-    r = run_cli("lower", task, "--python", python_exe, "--format", "json", timeout=90)
+def test_worker_crash_mid_request(run_cli, worker_copy, tmp_path, python_exe):
+    r = run_cli("lower", SCALE_ADD, "--python", python_exe, "--format", "json", timeout=90,
+                worker_dir=crashing_worker(worker_copy, tmp_path))
     assert r.returncode == 3, r.describe()
     assert r.data["status"] == "crashed", r.describe()
     assert "exited with code 7" in r.data["message"], r.describe()
@@ -255,19 +265,28 @@ def test_worker_crash_mid_request(run_cli, tmp_path, python_exe):
     # The tail is the worker's own stderr: its start-up line names its scratch dir.
     workdir = worker_workdir(r)
     assert workdir is not None, r.describe()
-    remove_workdir(workdir)  # os._exit skips the worker's cleanup; that is the task's doing
+    remove_workdir(workdir)  # os._exit skips the worker's cleanup
 
 
-def test_worker_crash_over_ssh(sshd, run_cli, write_hosts, tmp_path):
-    task = crash_task(tmp_path)
+def test_worker_crash_over_ssh(sshd, run_cli, worker_copy, write_hosts, tmp_path):
     hosts = write_hosts(sshd.host("tpu-ssh", tmp_path / "remote"))
-    r = run_cli("lower", task, "--host", "tpu-ssh", "--hosts", hosts, "--format", "json",
-                timeout=90)
+    r = run_cli("lower", SCALE_ADD, "--host", "tpu-ssh", "--hosts", hosts, "--format", "json",
+                timeout=90, worker_dir=crashing_worker(worker_copy, tmp_path))
     assert r.returncode == 3, r.describe()
     assert r.data["status"] == "crashed", r.describe()
     assert "exited with code 7" in r.data["message"], r.describe()
     assert isinstance(r.data.get("stderr_tail"), str), r.describe()
     remove_workdir(worker_workdir(r))
+
+
+def test_a_candidate_that_exits_ends_its_own_process_not_the_worker(run_cli, tmp_path, python_exe):
+    """The candidate runs in a child of the worker's: its exit is the lower's error, with the
+    code, and the worker answers."""
+    task = task_variant(tmp_path / "crash.py", "    import os\n    os._exit(7)\n")
+    r = run_cli("lower", task, "--python", python_exe, "--format", "json", timeout=90)
+    assert r.returncode == 1, r.describe()
+    assert r.data["status"] == "failed", r.describe()
+    assert "the candidate's process ended without an answer: it exited with code 7" in r.describe()
 
 
 def hang_task(tmp_path):

@@ -283,3 +283,20 @@ def test_the_judge_profiles_its_own_runs_for_device_time():
         assert out[side]["device"] == {"error": "the trace has no device op events"}, out[side]
     plain = mkw_judge.time_programs(double, None, Golden(), cfg, mkw_common.CancelToken(), None, "cpu", False)
     assert "device" not in plain["candidate"] and plain["reference"] is None
+
+
+@pytest.mark.parametrize("body,says", [
+    ("    import os\n    os._exit(7)\n", "it exited with code 7"),
+    ("    import numpy as np\n    np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(1 << 44,)).sum()\n",
+     "it crashed (signal 11, SIGSEGV; a crash)"),
+])
+def test_how_a_candidate_process_ended_is_in_the_verdict(worker, body, says):
+    """The zygote reaps its children and tells the judge how one ended (its exit code or signal)."""
+    path = task_path("infile", "scale_add.py")
+    src = read_task("infile", "scale_add.py").replace("def candidate(x, y):\n", "def candidate(x, y):\n" + body, 1)
+    for op in ("lower", "evaluate"):
+        r = worker.request(op, task={"form": "infile", "path": path}, source=src, filename=path, seeds=[1],
+                           timing=False)
+        assert r["ok"] is False, r
+        assert r["error"]["message"] == "the candidate's process ended without an answer: " + says, r["error"]
+    assert worker.request("hello")["ok"] is True

@@ -70,6 +70,24 @@ class Zygote:
                 theirs.close()
         raise AssertionError("unreachable")
 
+    def exit_code(self, pid: int, wait_s: float = 1.0) -> int | None:
+        """How the child `pid` ended: its exit code, or minus the signal that killed it; None when
+        the zygote cannot tell within `wait_s` (a child whose socket closed is normally reaped
+        within milliseconds)."""
+        deadline = time.monotonic() + wait_s
+        while self.alive() and self.ctl is not None:
+            try:
+                self.ctl.sendall(b"w" + struct.pack(">q", pid))
+                code = struct.unpack(">q", _recv_exact(self.ctl, 8, time.monotonic() + 5))[0]
+            except (OSError, ChildFailed):
+                return None
+            if code != _STILL_RUNNING:
+                return code
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
+        return None
+
     def close(self):
         if self.ctl is not None:
             self.ctl.close()
@@ -98,7 +116,10 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None,
         mkw_wire.send(sock, dict(request, workdir=workdir), list(blobs))
         return mkw_wire.recv(sock, deadline, cancel=cancel, what="the candidate's process")
     except mkw_wire.WireError as e:
-        raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
+        message = e.message
+        if e.ended:
+            message = ended_message(_zygote.exit_code(pid), "the candidate's process")
+        raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, message) from None
     finally:
         sock.close()
         try:
@@ -106,6 +127,28 @@ def run_child(request: dict, wall_s: float | None = None, cancel=None,
         except OSError:
             pass
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+_STILL_RUNNING = -1000  # mkw_zygote.STILL_RUNNING (the zygote's module is never imported here)
+# Signals a child meets at its limits, and what they mean there.
+_SIGNAL_MEANING = {signal.SIGXCPU: "its CPU-time limit", signal.SIGKILL: "killed: a memory limit or the OOM killer",
+                   signal.SIGSEGV: "a crash", signal.SIGABRT: "an abort", signal.SIGBUS: "a crash"}
+
+
+def ended_message(code: int | None, what: str) -> str:
+    """Why a child ended without an answer, as far as its exit status tells."""
+    head = f"{what} ended without an answer"
+    if code is None:
+        return f"{head} (it exited, raised past its handler, or was killed by a limit)"
+    if code >= 0:
+        return f"{head}: it exited with code {code}"
+    sig = -code
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    meaning = _SIGNAL_MEANING.get(sig)
+    return f"{head}: it crashed (signal {sig}, {name}{'; ' + meaning if meaning else ''})"
 
 
 class KeptChild:
@@ -126,9 +169,11 @@ class KeptChild:
             mkw_wire.send(self.sock, dict(request, **first), list(blobs))
             return mkw_wire.recv(self.sock, deadline, cancel=cancel, what="the reference's process")
         except (mkw_wire.WireError, OSError) as e:
+            code = _zygote.exit_code(self.pid) if getattr(e, "ended", False) else None
             self.close()
             if isinstance(e, mkw_wire.WireError):
-                raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, e.message) from None
+                message = ended_message(code, "the reference's process") if e.ended else e.message
+                raise ChildFailed(C.CANCELLED if e.kind == "cancelled" else C.RUNTIME, message) from None
             raise ChildFailed(C.RUNTIME, f"the reference's process is gone ({e})") from None
 
     def alive(self) -> bool:

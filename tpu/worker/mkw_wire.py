@@ -20,9 +20,10 @@ MAX_TOTAL = 8 << 30
 
 
 class WireError(Exception):
-    def __init__(self, kind, message):
+    def __init__(self, kind, message, ended=False):
         super().__init__(message)
         self.kind, self.message = kind, message
+        self.ended = ended  # the other end closed its socket: the process is gone
 
 
 def send(sock, header: dict, blobs: list[bytes]) -> None:
@@ -68,7 +69,7 @@ def _exact(sock, n, deadline, cancel, what) -> bytes:
         part = sock.recv(min(n - got, 1 << 22))
         if not part:
             raise WireError("runtime", f"{what} ended without an answer (it exited, raised past its "
-                                       f"handler, or was killed by a limit)")
+                                       f"handler, or was killed by a limit)", ended=True)
         parts.append(part)
         got += len(part)
     return b"".join(parts)

@@ -143,6 +143,36 @@ def _become_child(chan: int) -> None:
     os._exit(code)
 
 
+# How each child ended, by pid (os.waitpid's status), until the judge asks; the oldest go first.
+_ENDED: dict[int, int] = {}
+_ENDED_KEPT = 256
+STILL_RUNNING = -1000  # the answer for a child not reaped (yet), or unknown
+
+
+def _reap(_signum=None, _frame=None) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _ENDED[pid] = status
+        while len(_ENDED) > _ENDED_KEPT:
+            _ENDED.pop(next(iter(_ENDED)))
+
+
+def _exit_code(pid: int) -> int:
+    """The child's exit code, minus the signal that ended it, or STILL_RUNNING."""
+    _reap()
+    status = _ENDED.pop(pid, None)
+    if status is None:
+        return STILL_RUNNING
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else STILL_RUNNING
+
+
 def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
     _die_with_parent()
@@ -150,7 +180,7 @@ def main() -> None:
     if backend_started():  # forking a started backend's threads is unsafe: start each child cold
         sys.stderr.write("[maxkernel-zygote] warming started the JAX backend; the zygote is not used\n")
         os._exit(0)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGCHLD, _reap)
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     while True:
         try:
@@ -159,6 +189,9 @@ def main() -> None:
             os._exit(0)
         if not msg:
             os._exit(0)
+        if msg[:1] == b"w" and len(msg) == 9:
+            ctl.sendall(struct.pack(">q", _exit_code(struct.unpack(">q", msg[1:])[0])))
+            continue
         if not fds:
             continue
         pid = os.fork()
