@@ -63,6 +63,7 @@ suite "unit and host pool (GoogleTest)" ctest --test-dir "$check_build" --output
 
 suite "protocol transcripts" "$py" -m pytest -q "${par[@]}" tests/transcript
 suite "cli on the corpus" "$py" -m pytest -q tests/cli
+suite "package: stripped programs with their libraries, the wheel in a fresh venv" "$py" -m pytest -q tests/package
 suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
 suite "worker (real JAX processes)" "$py" -m pytest -q "${par[@]}" tests/worker
 suite "agents: rewrites lower for TPU with real JAX" "$py" -m pytest -q tests/agents
