@@ -77,7 +77,7 @@ fi
 suite "ray: a real two-node cluster on loopback, in a network namespace of its own" tests/ray/run.sh
 
 suite "vscode extension in a real VS Code (code-server + Chromium)" tests/editors/vscode/run.sh
-suite "neovim plugin, headless in Neovim 0.7.2, 0.10.4 and 0.12.4" tests/editors/neovim/run.sh
+suite "neovim plugin, headless in Neovim 0.7.2, 0.10.4, 0.11.4 and 0.12.4" tests/editors/neovim/run.sh
 
 if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
   #   MAXKERNEL_SKIP_FUZZ=1  skips the libFuzzer suite; MAXKERNEL_FUZZ_SECONDS sets its time per target
