@@ -40,12 +40,13 @@ def write_wheel(prefix, version, glibc_floor, out_dir):
     license_text = (prefix / "share" / "maxkernel" / "LICENSE").read_bytes()
     meta = {
         f"{dist_info}/METADATA": (
-            f"Metadata-Version: 2.4\nName: maxkernel\nVersion: {version}\nSummary: {SUMMARY}\n"
-            "License-Expression: Apache-2.0\nLicense-File: LICENSE\nRequires-Python: >=3.8\n").encode(),
+            # 2.1, not 2.4's License-Expression: older pips and twines read it without a warning.
+            f"Metadata-Version: 2.1\nName: maxkernel\nVersion: {version}\nSummary: {SUMMARY}\n"
+            "License: Apache-2.0\nRequires-Python: >=3.8\n").encode(),
         f"{dist_info}/WHEEL": (
             f"Wheel-Version: 1.0\nGenerator: maxkernel scripts/package_wheel.py\n"
             f"Root-Is-Purelib: false\nTag: {tag}\n").encode(),
-        f"{dist_info}/licenses/LICENSE": license_text,
+        f"{dist_info}/LICENSE": license_text,
     }
     out = Path(out_dir) / f"maxkernel-{version}-{tag}.whl"
     records = []

@@ -5,9 +5,6 @@ from /usr/lib; and they are stripped."""
 import os
 import re
 import subprocess
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # What every glibc-based system provides and the package must not carry (they go with its loader).
 GLIBC = {"linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libpthread.so.0",
@@ -40,8 +37,6 @@ def test_programs_are_stripped_and_look_beside_themselves(package):
         sections = subprocess.run(["readelf", "-S", "-W", str(program)], capture_output=True, text=True,
                                   check=True).stdout
         assert ".debug_info" not in sections and ".symtab" not in sections
-        built = Path(os.environ.get("MAXKERNEL_BUILD", ROOT / "build")) / "bin" / name
-        assert program.stat().st_size < built.stat().st_size / 2, (program.stat().st_size, built.stat().st_size)
         dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
                                  check=True).stdout
         assert "(RUNPATH)" in dynamic and "[$ORIGIN/../lib/maxkernel]" in dynamic, dynamic
