@@ -9,6 +9,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from lsp_client.connection import (
     Connection,  # tests/lsp_client, on sys.path through tests/conftest.py
 )
@@ -19,7 +21,10 @@ GLIBC = {"linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "l
          "libdl.so.2", "librt.so.1", "libresolv.so.2", "libutil.so.1", "libnsl.so.1", "libanl.so.1"}
 
 
+@pytest.mark.may_skip("collected outside run.sh before any .vsix was packaged")
 def test_vsix_targets_linux_x64_and_carries_its_server(tmp_path):
+    if "MAXKERNEL_VSIX" not in os.environ and not VSIX.exists():
+        pytest.skip("declared: no .vsix packaged yet (tests/editors/vscode/run.sh makes and checks it)")
     with zipfile.ZipFile(VSIX) as vsix:
         names = set(vsix.namelist())
         manifest = vsix.read("extension.vsixmanifest").decode()
