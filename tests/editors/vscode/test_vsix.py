@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from lsp_client.connection import (
     Connection,  # tests/lsp_client, on sys.path through tests/conftest.py
 )
