@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packages an existing build for other Linux systems (docs/getting-started.md, "Install"):
+# Packages an existing build for other Linux systems (docs/cli.md, "Installing"):
 #   OUT/maxkernel-VER-linux-x86_64/          cmake --install --strip, plus every library the two
 #                                           programs load except glibc's in lib/maxkernel (RUNPATH)
 #   OUT/maxkernel-VER-linux-x86_64.tar.gz   that folder
