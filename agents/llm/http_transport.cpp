@@ -1,4 +1,5 @@
 #include "agents/llm/http_transport.h"
+#include "agents/llm/ca_bundle.h"
 
 #include <curl/curl.h>
 
@@ -175,6 +176,7 @@ HttpResult http_post(const HttpRequest& request, const ChunkHandler& on_chunk,
   curl_easy_setopt(e, CURLOPT_XFERINFODATA, &transfer);
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // whatever this libcurl can decode
   curl_easy_setopt(e, CURLOPT_USERAGENT, "maxkernel/0.1");
+  if (const auto ca = ca_bundle_override()) curl_easy_setopt(e, CURLOPT_CAINFO, ca->c_str());
 
   curl_multi_add_handle(multi.get(), e);
   CURLcode code = CURLE_OK;

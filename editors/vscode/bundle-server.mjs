@@ -1,6 +1,11 @@
-// Copies maxkernel-lsp (stripped of debug info) and the Python worker it ships to hosts into the
-// extension, so the .vsix runs without a checkout: bin/maxkernel-lsp finds tpu/worker by walking
-// up from its own folder.  node bundle-server.mjs [SERVER]   (default $MAXKERNEL_LSP, ../../build/bin)
+// Puts the server into the extension, so the linux-x64 .vsix runs without a checkout or Debian 12's
+// libraries. From a package folder (scripts/package.sh: stripped programs, lib/maxkernel with every
+// library but glibc's, share/maxkernel with the worker and the diagnostics page) it copies
+// bin/maxkernel-lsp, lib/maxkernel and share/maxkernel as they are: the server's RUNPATH
+// ($ORIGIN/../lib/maxkernel) and its search for share/maxkernel/tpu/worker upwards from bin/ hold
+// inside the extension too. From a bare server binary (a development shortcut) it copies the
+// binary, stripped, and the worker; that .vsix needs the build machine's libraries.
+//   node bundle-server.mjs [PACKAGE_DIR | SERVER]   (default $MAXKERNEL_LSP, ../../build/bin)
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -8,24 +13,30 @@ import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..", "..");
-const server = path.resolve(process.argv[2] ?? process.env.MAXKERNEL_LSP ?? path.join(root, "build", "bin", "maxkernel-lsp"));
-if (!fs.existsSync(server)) {
-  console.error(`bundle-server: no server at ${server}; build it (scripts/build.sh) or pass its path`);
+const from = path.resolve(process.argv[2] ?? process.env.MAXKERNEL_LSP ?? path.join(root, "build", "bin", "maxkernel-lsp"));
+if (!fs.existsSync(from)) {
+  console.error(`bundle-server: nothing at ${from}; build (scripts/build.sh) and package (scripts/package.sh), or pass a path`);
   process.exit(1);
 }
-const bin = path.join(here, "bin");
-fs.rmSync(bin, { recursive: true, force: true });
-fs.mkdirSync(bin, { recursive: true });
-const target = path.join(bin, "maxkernel-lsp");
-const strip = spawnSync("strip", ["--strip-debug", "-o", target, server], { encoding: "utf8" });
-if (strip.status !== 0) fs.copyFileSync(server, target); // no binutils: ship it as built
-fs.chmodSync(target, 0o755);
+for (const dir of ["bin", "lib", "share", "tpu"]) fs.rmSync(path.join(here, dir), { recursive: true, force: true });
+const target = path.join(here, "bin", "maxkernel-lsp");
+fs.mkdirSync(path.dirname(target), { recursive: true });
 
-const workerFrom = path.join(root, "tpu", "worker");
-const workerTo = path.join(here, "tpu", "worker");
-fs.rmSync(path.join(here, "tpu"), { recursive: true, force: true });
-fs.mkdirSync(workerTo, { recursive: true });
-for (const f of fs.readdirSync(workerFrom).filter((f) => f.endsWith(".py"))) {
-  fs.copyFileSync(path.join(workerFrom, f), path.join(workerTo, f));
+if (fs.statSync(from).isDirectory()) {
+  fs.copyFileSync(path.join(from, "bin", "maxkernel-lsp"), target);
+  fs.cpSync(path.join(from, "lib", "maxkernel"), path.join(here, "lib", "maxkernel"), { recursive: true });
+  const share = path.join(from, "share", "maxkernel");
+  const editors = path.join(share, "editors"); // the Neovim plugin has no use here
+  fs.cpSync(share, path.join(here, "share", "maxkernel"), { recursive: true, filter: (f) => !f.startsWith(editors) });
+} else {
+  const strip = spawnSync("strip", ["--strip-debug", "-o", target, from], { encoding: "utf8" });
+  if (strip.status !== 0) fs.copyFileSync(from, target); // no binutils: ship it as built
+  const workerFrom = path.join(root, "tpu", "worker");
+  const workerTo = path.join(here, "share", "maxkernel", "tpu", "worker");
+  fs.mkdirSync(workerTo, { recursive: true });
+  for (const f of fs.readdirSync(workerFrom).filter((f) => f.endsWith(".py"))) {
+    fs.copyFileSync(path.join(workerFrom, f), path.join(workerTo, f));
+  }
 }
-console.log(`bundle-server: ${server} -> bin/maxkernel-lsp (${(fs.statSync(target).size / 1e6).toFixed(1)} MB), tpu/worker`);
+fs.chmodSync(target, 0o755);
+console.log(`bundle-server: ${from} -> bin/maxkernel-lsp (${(fs.statSync(target).size / 1e6).toFixed(1)} MB), lib/, share/`);

