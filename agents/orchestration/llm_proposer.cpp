@@ -96,4 +96,19 @@ Implementation LlmProposer::implement(const ImplementRequest& request) {
   return out;
 }
 
+std::string LlmProposer::debug(const DebugRequest& request) {
+  const AgentContext context = session_context(
+      options_, request.origin.empty() ? request.code : request.origin, request.kernel, "");
+  Code failing;
+  failing.source = request.code;
+  failing.strategy = "the session's candidate";
+  const Code fixed = agents::debug(*client_, context, failing, request.report, request.attempt,
+                                   request.max_attempts, options_.cancelled);
+  usage_ += fixed.usage;
+  calls_ += fixed.llm_calls;
+  if (!fixed.ok())
+    throw std::runtime_error("the LLM debugger's answer was unusable: " + fixed.error);
+  return fixed.source;
+}
+
 }  // namespace mk::agents
