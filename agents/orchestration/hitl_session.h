@@ -117,8 +117,9 @@ struct ImplementRequest {
   std::string feedback;  // the user's feedback on the previous attempt
 };
 
-// What the debugger is given in a session: the failing code, the code the session started from
-// (its "written from"), the test's report and which attempt this is.
+// What the debugger is given in a session: the failing code, what it was written from (the
+// task's reference file, else the code the session started from; "" = neither), the test's
+// report and which attempt this is.
 struct DebugRequest {
   std::string code;
   std::string origin;

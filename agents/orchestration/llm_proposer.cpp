@@ -97,8 +97,15 @@ Implementation LlmProposer::implement(const ImplementRequest& request) {
 }
 
 std::string LlmProposer::debug(const DebugRequest& request) {
+  // With nothing else to show, the prompt's "written from" section says so rather than showing
+  // the failing file again as if it worked.
   const AgentContext context = session_context(
-      options_, request.origin.empty() ? request.code : request.origin, request.kernel, "");
+      options_,
+      request.origin.empty()
+          ? "# (the failing file above is the session's own code; an in-file task's reference\n"
+            "#  function is in it)\n"
+          : request.origin,
+      request.kernel, "");
   Code failing;
   failing.source = request.code;
   failing.strategy = "the session's candidate";

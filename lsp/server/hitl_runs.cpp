@@ -45,6 +45,19 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// The task's reference when it lives beside the kernel in its own file (a JAXBench baseline.py,
+// a MaxKernel task's reference.py); "" for an in-file task (the reference is in the code).
+std::string separate_reference(const std::filesystem::path& file) {
+  std::string reason;
+  const std::optional<json> task = tpu::locate_task(file, false, reason);
+  if (!task) return "";
+  const std::string form = task->value("form", std::string());
+  if (form == "jaxbench") return read_file(task->value("baseline", std::string()));
+  if (form == "maxkernel")
+    return read_file(std::filesystem::path(task->value("path", std::string())) / "reference.py");
+  return "";
+}
+
 // Stands in when the configured LLM cannot be set up (no key, bad spec, no replay fixture):
 // every call reports why, so the phase ends with that reason and the session asks again.
 class UnavailableProposer : public agents::Proposer {
@@ -447,8 +460,10 @@ void HitlRuns::run_debug(SessionRecord s) {
   request.kernel = s.kernel;
   request.report = *report;
   request.attempt = agents::hitl_debug_attempts(s) + 1;
-  // What the session's code was written from: the kernel as the session found it (its run's root).
-  if (agents::RunStore* runs = run_store(); runs && !s.run_id.empty()) {
+  // What the session's code was written from: the task's reference where it has its own file,
+  // else the kernel as the session found it (its run's root) when the code has changed since.
+  if (const auto path = path_of_uri(s.uri)) request.origin = separate_reference(*path);
+  if (agents::RunStore* runs = run_store(); request.origin.empty() && runs && !s.run_id.empty()) {
     try {
       const std::vector<agents::NodeRecord> nodes = runs->nodes(s.run_id);
       if (!nodes.empty() && nodes.front().code != s.code) request.origin = nodes.front().code;
@@ -509,6 +524,7 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
     if (!write_file(path, outcome.fix)) {
       outcome.summary = "cannot write the debugger's fix to " + path.string();
     } else {
+      if (!client_.show_document) outcome.summary += " (" + path.string() + ")";
       agents::hitl_record(*s, "fix", outcome.summary);
       if (client_.show_document)
         outgoing_.send("window/showDocument",

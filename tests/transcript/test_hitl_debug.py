@@ -96,6 +96,8 @@ def test_debug_this_sends_the_report_and_the_users_edit_of_the_fix_is_what_runs(
         for needle in chain.EXPECTS + ["Correctness report (seed ", "allowed |c - r| <= "]:
             assert needle in text, (needle, text)
         assert "jax.lax.rsqrt(jnp.sum(x * x, axis=1, keepdims=True))" in text  # the failing file
+        # ... shown once: its "written from" is not the same file again, said to work.
+        assert text.count("def _kernel(") == 1 and "is the session's own code" in text
 
         saved = saved_session(store, started["session"])
         assert saved["code"] == chain.NORM_USER_FIX
