@@ -55,8 +55,11 @@ def in_test_phase(tmp_path, monkeypatch, fixture, name, text):
         editor.answers.put(pick("Stop"))
         c.wait_notification("window/showMessage", lambda p: "stopped" in p["message"], timeout=30)
     finally:
-        c.shutdown_and_exit()
-        replay.stop()
+        try:
+            c.shutdown_and_exit()
+        finally:  # also when the server does not shut down cleanly after a failed assertion
+            c.close()
+            replay.stop()
 
 
 def test_debug_this_sends_the_report_and_the_users_edit_of_the_fix_is_what_runs(tmp_path, monkeypatch):
