@@ -1,6 +1,7 @@
 #include "service/hitl_phases.h"
 
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "agents/orchestration/autotune_phase.h"
@@ -124,6 +125,33 @@ HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
   return out;
 }
 
+HitlPhaseOutcome hitl_debug(agents::Proposer& proposer, const agents::DebugRequest& request) {
+  HitlPhaseOutcome out;
+  try {
+    out.fix = proposer.debug(request);
+    // The lines that differ from the failing file, counted as the line diff the edit will carry.
+    std::istringstream before(request.code), after(out.fix);
+    std::multiset<std::string> old_lines;
+    for (std::string line; std::getline(before, line);) old_lines.insert(line);
+    int changed = 0;
+    for (std::string line; std::getline(after, line);) {
+      const auto it = old_lines.find(line);
+      if (it == old_lines.end())
+        ++changed;
+      else
+        old_lines.erase(it);
+    }
+    out.summary = "the debugger proposed a fix (attempt " + std::to_string(request.attempt) +
+                  " of " + std::to_string(request.max_attempts) + ", " + std::to_string(changed) +
+                  " line(s) new) in fix.py: edit it if you like, save it, then Run the fix";
+  } catch (const std::exception& e) {
+    out.summary = failure_text("debugging", e);
+  }
+  out.usage = proposer.usage();
+  out.llm_calls = proposer.llm_calls();
+  return out;
+}
+
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job) {
   tpu::HostPool* h = job.host;
   const tpu::KernelRequest& request = job.request;
@@ -171,6 +199,13 @@ HitlPhaseOutcome hitl_test(const HitlHostJob& job) {
     out.has_diagnostics = true;
     out.summary = "test on " + (e.host.empty() ? job.host->name() : e.host) + ": " +
                   evaluation_text(e, *job.target);
+    // What the search's debugger would be sent (CandidateEvaluator::debug_error's cases): an
+    // error of the candidate's own, or wrong numbers with the worker's report.
+    const bool own_failure =
+        e.status == agents::NodeStatus::failed && e.stage != "cancelled" && e.stage != "host";
+    const bool wrong =
+        e.status == agents::NodeStatus::incorrect && e.metrics.contains("correctness_report");
+    if (own_failure || wrong) out.debug_report = agents::debug_text(e);
     out.diagnostics.push_back(line_finding(
         kernel_line(job.code, job.kernel),
         e.status == agents::NodeStatus::correct ? Severity::Information : Severity::Error, "MK311",

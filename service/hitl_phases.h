@@ -36,7 +36,11 @@ struct HitlPhaseOutcome {
   std::optional<KernelDiagnosis> diagnosis;  // profile: what limits the session's code
   std::optional<agents::HitlSuggestion> suggestion;  // profile: the step it suggests next
   std::optional<agents::NodeRecord> node;            // an evaluated candidate for the run
-  llm::Usage usage;                                  // plan/implement: what the LLM calls cost
+  // test: what the debugger would be given (agents::debug_text: the error with its lines, or the
+  // correctness report); "" when the candidate is correct or the failure is not its own
+  std::string debug_report;
+  std::string fix;   // debug: the debugger's whole file, for the user to edit before running it
+  llm::Usage usage;  // plan/implement: what the LLM calls cost
   int llm_calls = 0;
 };
 
@@ -61,9 +65,13 @@ struct HitlHostJob {
 HitlPhaseOutcome hitl_plan(agents::Proposer& proposer, const agents::PlanRequest& request);
 HitlPhaseOutcome hitl_implement(agents::Proposer& proposer,
                                 const agents::ImplementRequest& request);
+// The test phase's "Debug this": one debugger call on the test's report; the fix is a file the
+// user may edit before "Run the fix" applies it.
+HitlPhaseOutcome hitl_debug(agents::Proposer& proposer, const agents::DebugRequest& request);
 // Lowers for TPU; an error becomes an MK310 finding on the line the worker names.
 HitlPhaseOutcome hitl_validate(const HitlHostJob& job);
-// Lower + evaluate + score; an MK311 verdict and a run node.
+// Lower + evaluate + score; an MK311 verdict and a run node (and the debugger's report when the
+// candidate is wrong or failed).
 HitlPhaseOutcome hitl_test(const HitlHostJob& job);
 // The autotune phase over the code's derived space (at most kHitlAutotuneConfigs
 // configurations, one worker call, cached per configuration); the best configuration written in

@@ -22,6 +22,10 @@ constexpr const char* kNextPhasePrefix = "Next phase: ";
 constexpr const char* kSuggestedEvent = "suggested";
 constexpr const char* kDiagnosisEvent = "diagnosis";
 constexpr const char* kAccept = "accept";  // a suggestion to finish, as the history writes it
+constexpr const char* kReportEvent = "report";
+constexpr const char* kFixEvent = "fix";
+constexpr const char* kDebugEvent = "debug";
+constexpr const char* kRunFixEvent = "run fix";
 
 std::string trim(const std::string& s) {
   const size_t start = s.find_first_not_of(" \t\r\n");
@@ -53,7 +57,7 @@ HitlNext advance(SessionRecord& s) {
 
 }  // namespace
 
-HitlQuestion hitl_question(const SessionRecord& s) {
+HitlQuestion hitl_question(const SessionRecord& s, bool debugger) {
   const size_t index = hitl_phase_index(s.phase);
   std::string summary = trim(s.summary);
   while (!summary.empty() && summary.back() == '.') summary.pop_back();
@@ -65,6 +69,16 @@ HitlQuestion hitl_question(const SessionRecord& s) {
     q.message += " Suggested next: " +
                  (suggestion->phase ? to_string(*suggestion->phase) : std::string(kAccept)) + " (" +
                  suggestion->why + ").";
+  // A wrong or failed candidate: running the debugger's fix, or asking for one, comes first.
+  const bool report = s.phase == HitlPhase::test && hitl_debug_report(s).has_value();
+  const bool attempts_left = hitl_debug_attempts(s) < kHitlDebugAttempts;
+  if (report && hitl_fix_pending(s)) q.actions.push_back({kRunFix, false});
+  if (report && debugger && attempts_left) q.actions.push_back({kDebugThis, false});
+  if (report && !debugger)
+    q.message += " Debug this needs an LLM (set maxkernel.llm); the report is in the history.";
+  if (report && debugger && !attempts_left)
+    q.message += " The debugger's " + std::to_string(kHitlDebugAttempts) +
+                 " attempts on this phase are spent.";
   q.message += " Next?";
   q.actions.push_back({kApprove, false});  // accepting is Approve, already the first choice
   q.actions.push_back({kRevise, true});
@@ -95,6 +109,10 @@ HitlAnswer hitl_answer_from_title(const std::string& marked, const std::string& 
     a.kind = HitlAnswer::Kind::Skip;
   } else if (title == kStop) {
     a.kind = HitlAnswer::Kind::Stop;
+  } else if (title == kDebugThis) {
+    a.kind = HitlAnswer::Kind::Debug;
+  } else if (title == kRunFix) {
+    a.kind = HitlAnswer::Kind::RunFix;
   } else if (const std::optional<HitlPhase> phase = phase_named_by(title)) {
     a.kind = HitlAnswer::Kind::GoTo;
     a.phase = *phase;
@@ -169,6 +187,50 @@ std::optional<Diagnosis> hitl_current_diagnosis(const SessionRecord& s) {
   return std::nullopt;
 }
 
+void hitl_record_report(SessionRecord& s, const std::string& report) {
+  hitl_record(s, kReportEvent, report);
+}
+
+std::optional<std::string> hitl_debug_report(const SessionRecord& s) {
+  for (size_t i = s.history.size(); i-- > 0;) {
+    const HistoryEntry& e = s.history[i];
+    if (e.event == "applied" || e.event == "rebased") return std::nullopt;
+    // The latest test's: "" when it found the candidate correct.
+    if (e.event == kReportEvent) return e.text.empty() ? std::nullopt : std::optional(e.text);
+  }
+  return std::nullopt;
+}
+
+bool hitl_fix_pending(const SessionRecord& s) {
+  for (size_t i = s.history.size(); i-- > 0;) {
+    const std::string& event = s.history[i].event;
+    if (event == "applied" || event == "rebased" || event == kReportEvent) return false;
+    if (event == kFixEvent) return true;
+  }
+  return false;
+}
+
+int hitl_debug_attempts(const SessionRecord& s) {
+  int fixes = 0;
+  for (size_t i = s.history.size(); i-- > 0;) {
+    const std::string& event = s.history[i].event;
+    if (event == "approved" || event == "skipped" || event == "jump" || event == "rebased") break;
+    fixes += event == kFixEvent;
+  }
+  return fixes;
+}
+
+HitlWork hitl_pending_work(const SessionRecord& s) {
+  for (size_t i = s.history.size(); i-- > 0;) {
+    const std::string& event = s.history[i].event;
+    if (event == "resumed" || event == "llm") continue;  // neither changes what was asked for
+    if (event == kDebugEvent) return HitlWork::Debug;
+    if (event == kRunFixEvent) return HitlWork::RunFix;
+    return HitlWork::Phase;
+  }
+  return HitlWork::Phase;
+}
+
 bool hitl_active(const SessionRecord& s) {
   return s.status == SessionStatus::running || s.status == SessionStatus::awaiting;
 }
@@ -196,6 +258,11 @@ HitlNext hitl_decide(SessionRecord& s, const HitlAnswer& answer) {
       hitl_record(s, "jump", to_string(answer.phase));
       s.phase = answer.phase;
       s.feedback.clear();
+      s.status = SessionStatus::running;
+      return HitlNext::RunPhase;
+    case HitlAnswer::Kind::Debug:
+    case HitlAnswer::Kind::RunFix:
+      hitl_record(s, answer.kind == HitlAnswer::Kind::Debug ? kDebugEvent : kRunFixEvent, "");
       s.status = SessionStatus::running;
       return HitlNext::RunPhase;
     case HitlAnswer::Kind::Stop:
@@ -230,6 +297,10 @@ std::string plan_document_head(const PlanRequest& request, const std::string& by
                    "`" + by + "\n\n" + how + "\n";
   if (!request.feedback.empty()) md += "> Your feedback: " + request.feedback + "\n\n";
   return md;
+}
+
+std::string Proposer::debug(const DebugRequest&) {
+  throw std::runtime_error("debugging needs an LLM (set maxkernel.llm)");
 }
 
 std::string RuleProposer::plan(const PlanRequest& request) {

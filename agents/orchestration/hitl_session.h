@@ -30,12 +30,24 @@ struct HitlQuestion {
 // The mark on the action the phase suggests ("Next phase: autotune (suggested)").
 inline constexpr const char* kSuggestedMark = " (suggested)";
 
+// The test phase's debugger: "Debug this" asks it for a fix of the wrong (or failed) candidate,
+// given the worker's report; the fix is a file the user may edit, and "Run the fix" applies the
+// file as it is then and tests again. A person decides each attempt, so a session allows one
+// more than a search's debugger loop (LlmExpanderOptions::max_debug_attempts).
+inline constexpr const char* kDebugThis = "Debug this";
+inline constexpr const char* kRunFix = "Run the fix";
+inline constexpr int kHitlDebugAttempts = 3;
+
 struct HitlAnswer {
-  enum class Kind { Approve, Revise, Retry, Skip, GoTo, Stop, Dismissed };
+  enum class Kind { Approve, Revise, Retry, Skip, GoTo, Stop, Dismissed, Debug, RunFix };
   Kind kind = Kind::Dismissed;
   std::string feedback;               // Revise
   HitlPhase phase = HitlPhase::plan;  // GoTo
 };
+
+// The work run_phase does next in the session's phase: the phase's own, the debugger's (after
+// "Debug this") or applying the fix file (after "Run the fix").
+enum class HitlWork { Phase, Debug, RunFix };
 
 // What the caller does after an answer.
 enum class HitlNext {
@@ -46,8 +58,10 @@ enum class HitlNext {
 
 // The question pending for a session that has finished its phase work. When the phase suggested
 // a next step, the message says which and why, and its action comes first of the next-phase
-// choices, marked kSuggestedMark (accepting is Approve, the first choice anyway).
-HitlQuestion hitl_question(const SessionRecord& session);
+// choices, marked kSuggestedMark (accepting is Approve, the first choice anyway). After a test
+// with a report: "Run the fix" first while a fix is pending, then "Debug this" when `debugger`
+// (an LLM is set up) and attempts are left; without an LLM the message says it needs one.
+HitlQuestion hitl_question(const SessionRecord& session, bool debugger = false);
 // Maps the title of the chosen action (and the typed feedback) back to an answer (a suggested
 // action's mark is ignored); a title the question never offered is an invalid_argument error.
 HitlAnswer hitl_answer_from_title(const std::string& title, const std::string& feedback);
@@ -64,6 +78,20 @@ std::optional<HitlSuggestion> hitl_pending_suggestion(const SessionRecord& sessi
 // latest one while it still describes the code: an applied edit or a rebase ends it.
 void hitl_record_diagnosis(SessionRecord& session, const Diagnosis& diagnosis);
 std::optional<Diagnosis> hitl_current_diagnosis(const SessionRecord& session);
+// Every test's report (history event "report"): on a wrong or failed candidate the worker's
+// correctness report or error, as the search's debugger gets it; "" on a correct one. The
+// latest test's, while it still describes the code (an applied edit or a rebase ends it).
+void hitl_record_report(SessionRecord& session, const std::string& report);
+std::optional<std::string> hitl_debug_report(const SessionRecord& session);
+// The debugger proposed a fix (event "fix") that has not been applied since, nor replaced by a
+// newer report.
+bool hitl_fix_pending(const SessionRecord& session);
+// The fixes the debugger proposed since the session last entered its phase (approved, skipped,
+// jumped or rebased).
+int hitl_debug_attempts(const SessionRecord& session);
+// What run_phase runs now: after "Debug this" the debugger, after "Run the fix" the fix (a
+// resume in between runs the same again).
+HitlWork hitl_pending_work(const SessionRecord& session);
 // Records an event of the current phase in the history (edits applied/rejected, rebases, ...).
 void hitl_record(SessionRecord& session, const std::string& event, const std::string& text);
 // Applies the user's answer to the session (history, phase, status, feedback).
@@ -89,6 +117,18 @@ struct ImplementRequest {
   std::string feedback;  // the user's feedback on the previous attempt
 };
 
+// What the debugger is given in a session: the failing code, what it was written from (the
+// task's reference file, else the code the session started from; "" = neither), the test's
+// report and which attempt this is.
+struct DebugRequest {
+  std::string code;
+  std::string origin;
+  std::string kernel;
+  std::string report;
+  int attempt = 1;
+  int max_attempts = kHitlDebugAttempts;
+};
+
 struct Implementation {
   std::string code;                  // the whole new file ("" or == input: nothing applied)
   std::vector<std::string> applied;  // the plan lines that were applied, in order
@@ -106,6 +146,9 @@ class Proposer {
   virtual ~Proposer() = default;
   virtual std::string plan(const PlanRequest& request) = 0;  // markdown
   virtual Implementation implement(const ImplementRequest& request) = 0;
+  // The debugger's fix: the whole new file. Only an LLM debugs; the others say so.
+  virtual std::string debug(const DebugRequest& request);
+  virtual bool can_debug() const { return false; }
   // What this proposer's LLM calls cost so far (tokens, usd) and how many there were.
   virtual llm::Usage usage() const { return {}; }
   virtual int llm_calls() const { return 0; }

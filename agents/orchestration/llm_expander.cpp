@@ -63,10 +63,12 @@ void charge(const ExpansionRequest& request, std::vector<Proposal>& out, const l
 }
 
 // What kind of failure an error text is, for a child's description: "lowering" (the compile
-// check, as before), "wrong result" (a correctness report), else the worker's stage word.
+// check, as before), "compile" (the TPU compiler refused it: VMEM, layouts), "wrong result" (a
+// correctness report), else the worker's stage word.
 std::string failure_kind(const std::string& error) {
   const std::string head = error.substr(0, error.find(':'));
   if (head == "incorrect") return "wrong result";
+  if (head == "compile" && error.find("the TPU compiler") != std::string::npos) return "compile";
   if (head == "lowering" || head == "trace" || head == "compile") return "lowering";
   return head.size() <= 20 ? head : "error";
 }
@@ -126,8 +128,9 @@ std::vector<Proposal> LlmExpander::implement_plan(const ExpansionRequest& reques
                          request.cancelled);
       add_usage(spent, fixed.usage);
       if (!fixed.ok()) break;  // the evaluation reports the remaining error
-      fixed_kinds.insert(failure_kind(error));
-      wrong_result = failure_kind(error) == "lowering" ? "" : error;
+      const std::string kind = failure_kind(error);
+      fixed_kinds.insert(kind);
+      wrong_result = kind == "lowering" || kind == "compile" ? "" : error;
       code = std::move(fixed);
       ++debugged;
     }

@@ -96,4 +96,26 @@ Implementation LlmProposer::implement(const ImplementRequest& request) {
   return out;
 }
 
+std::string LlmProposer::debug(const DebugRequest& request) {
+  // With nothing else to show, the prompt's "written from" section says so rather than showing
+  // the failing file again as if it worked.
+  const AgentContext context = session_context(
+      options_,
+      request.origin.empty()
+          ? "# (the failing file above is the session's own code; an in-file task's reference\n"
+            "#  function is in it)\n"
+          : request.origin,
+      request.kernel, "");
+  Code failing;
+  failing.source = request.code;
+  failing.strategy = "the session's candidate";
+  const Code fixed = agents::debug(*client_, context, failing, request.report, request.attempt,
+                                   request.max_attempts, options_.cancelled);
+  usage_ += fixed.usage;
+  calls_ += fixed.llm_calls;
+  if (!fixed.ok())
+    throw std::runtime_error("the LLM debugger's answer was unusable: " + fixed.error);
+  return fixed.source;
+}
+
 }  // namespace mk::agents

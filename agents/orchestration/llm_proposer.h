@@ -1,7 +1,8 @@
 // The step-by-step session's LLM proposer: the Planner sub-agent writes the plan (its strategies
 // as the same ticked markdown checklist the rule-based proposer writes), the Implementer applies
-// the lines the user left ticked and returns the whole new file. Malformed answers (twice) and
-// LLM failures throw with a message for the user; the session shows it and asks again.
+// the lines the user left ticked and returns the whole new file; the Debugger fixes what the test
+// phase found wrong. Malformed answers (twice) and LLM failures throw with a message for the
+// user; the session shows it and asks again.
 #pragma once
 
 #include <memory>
@@ -27,6 +28,10 @@ class LlmProposer : public Proposer {
   std::string plan(const PlanRequest& request) override;
   // One Implementer call for all ticked lines, in the order the user left them.
   Implementation implement(const ImplementRequest& request) override;
+  // One Debugger call (the search's sub-agent and prompt): the failing file, the test's report,
+  // the code the session started from. An unusable answer (twice) throws.
+  std::string debug(const DebugRequest& request) override;
+  bool can_debug() const override { return true; }
   llm::Usage usage() const override { return usage_; }
   int llm_calls() const override { return calls_; }
   std::string describe() const override;

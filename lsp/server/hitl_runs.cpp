@@ -45,6 +45,19 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// The task's reference when it lives beside the kernel in its own file (a JAXBench baseline.py,
+// a MaxKernel task's reference.py); "" for an in-file task (the reference is in the code).
+std::string separate_reference(const std::filesystem::path& file) {
+  std::string reason;
+  const std::optional<json> task = tpu::locate_task(file, false, reason);
+  if (!task) return "";
+  const std::string form = task->value("form", std::string());
+  if (form == "jaxbench") return read_file(task->value("baseline", std::string()));
+  if (form == "maxkernel")
+    return read_file(std::filesystem::path(task->value("path", std::string())) / "reference.py");
+  return "";
+}
+
 // Stands in when the configured LLM cannot be set up (no key, bad spec, no replay fixture):
 // every call reports why, so the phase ends with that reason and the session asks again.
 class UnavailableProposer : public agents::Proposer {
@@ -52,6 +65,7 @@ class UnavailableProposer : public agents::Proposer {
   explicit UnavailableProposer(llm::LlmError error) : error_(std::move(error)) {}
   std::string plan(const agents::PlanRequest&) override { throw error_; }
   agents::Implementation implement(const agents::ImplementRequest&) override { throw error_; }
+  std::string debug(const agents::DebugRequest&) override { throw error_; }
 
  private:
   llm::LlmError error_;
@@ -124,6 +138,16 @@ void HitlRuns::save(const SessionRecord& session) {
 
 std::filesystem::path HitlRuns::plan_path(const std::string& id) {
   return store().path().parent_path() / "sessions" / id / "plan.md";
+}
+
+std::filesystem::path HitlRuns::fix_path(const std::string& id) {
+  return plan_path(id).parent_path() / "fix.py";
+}
+
+bool HitlRuns::debugger_available() const {
+  if (proposer_) return proposer_->can_debug();
+  const std::string spec = context_.llm ? context_.llm().spec : std::string("none");
+  return !spec.empty() && spec != "none";
 }
 
 std::shared_ptr<tpu::HostPool> HitlRuns::host(std::string& error) {
@@ -336,6 +360,16 @@ void HitlRuns::run_phase(SessionRecord s) {
         [make = proposer_factory(), request, done] { done(service::hitl_plan(*make(), request)); });
     return;
   }
+  if (phase == agents::HitlPhase::test) {
+    switch (agents::hitl_pending_work(s)) {
+      case agents::HitlWork::Debug:
+        return run_debug(std::move(s));
+      case agents::HitlWork::RunFix:
+        return run_fix(std::move(s));
+      case agents::HitlWork::Phase:
+        break;  // the test itself, below
+    }
+  }
   if (phase == agents::HitlPhase::implement) {
     // The user may have edited the plan document: what is on disk now is the plan.
     if (const std::string edited = read_file(plan_path(id)); !edited.empty()) s.plan = edited;
@@ -414,6 +448,56 @@ void HitlRuns::run_phase(SessionRecord s) {
   }
 }
 
+void HitlRuns::run_debug(SessionRecord s) {
+  const std::optional<std::string> report = agents::hitl_debug_report(s);
+  if (!report) {
+    HitlPhaseOutcome out;
+    out.summary = "nothing to debug: the latest test found no wrong result or error";
+    return finish_phase(s.id, s.phase, std::move(out));
+  }
+  agents::DebugRequest request;
+  request.code = s.code;
+  request.kernel = s.kernel;
+  request.report = *report;
+  request.attempt = agents::hitl_debug_attempts(s) + 1;
+  // What the session's code was written from: the task's reference where it has its own file,
+  // else the kernel as the session found it (its run's root) when the code has changed since.
+  if (const auto path = path_of_uri(s.uri)) request.origin = separate_reference(*path);
+  if (agents::RunStore* runs = run_store(); request.origin.empty() && runs && !s.run_id.empty()) {
+    try {
+      const std::vector<agents::NodeRecord> nodes = runs->nodes(s.run_id);
+      if (!nodes.empty() && nodes.front().code != s.code) request.origin = nodes.front().code;
+    } catch (const std::exception& e) {
+      spdlog::warn("step by step: the session's first code is not readable: {}", e.what());
+    }
+  }
+  auto post = context_.post;
+  const std::string id = s.id;
+  const agents::HitlPhase phase = s.phase;
+  pool_.submit([this, post, make = proposer_factory(), request, id, phase] {
+    HitlPhaseOutcome outcome = service::hitl_debug(*make(), request);
+    post([this, id, phase, outcome = std::move(outcome)]() mutable {
+      finish_phase(id, phase, std::move(outcome));
+    });
+  });
+}
+
+void HitlRuns::run_fix(SessionRecord s) {
+  // The user may have edited the fix: what is on disk now is what runs.
+  const std::filesystem::path file = fix_path(s.id);
+  const std::string fix = read_file(file);
+  if (fix.empty() || fix == s.code) {
+    agents::hitl_record_result(s,
+                               "no fix to run: " + file.string() +
+                                   (fix.empty() ? " is missing or empty" : " is the current code") +
+                                   "; Debug this asks the debugger again");
+    save(s);
+    return ask(s.id);
+  }
+  s.proposed = fix;  // no event before the edit's answer: it tells a fix's edit by "run fix"
+  send_edit(s, "the debugger's fix (" + file.filename().string() + ")");
+}
+
 void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
                             HitlPhaseOutcome outcome) {
   if (auto it = host_work_.find(id); it != host_work_.end()) {
@@ -431,6 +515,24 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
     const OpenDocument* doc = context_.find_document(s->uri);
     diagnostics_[s->uri] = {doc ? doc->text.version() : s->doc_version, outcome.diagnostics};
     context_.refresh(s->uri);
+  }
+  // Every test that ran keeps its report ("" when correct): "Debug this" works on the latest.
+  if (phase == agents::HitlPhase::test && outcome.has_diagnostics)
+    agents::hitl_record_report(*s, outcome.debug_report);
+  if (!outcome.fix.empty()) {
+    const std::filesystem::path path = fix_path(id);
+    if (!write_file(path, outcome.fix)) {
+      outcome.summary = "cannot write the debugger's fix to " + path.string();
+    } else {
+      if (!client_.show_document) outcome.summary += " (" + path.string() + ")";
+      agents::hitl_record(*s, "fix", outcome.summary);
+      if (client_.show_document)
+        outgoing_.send("window/showDocument",
+                       {{"uri", "file://" + path.string()}, {"takeFocus", true}},
+                       [](const json*, const rpc::Error* error) {
+                         if (error) spdlog::warn("showDocument failed: {}", error->message);
+                       });
+    }
   }
   if (outcome.node && !s->run_id.empty()) {
     if (agents::RunStore* runs = run_store()) {
@@ -533,6 +635,8 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
                               const rpc::Error* error) {
   std::optional<SessionRecord> s = load(id);
   if (!s || s->status != agents::SessionStatus::running) return;
+  // The edit was the debugger's fix ("Run the fix"): once applied, the test runs on it.
+  const bool fix = agents::hitl_pending_work(*s) == agents::HitlWork::RunFix;
   if (error) {
     agents::hitl_record_result(*s, label + "; the edit failed: " + error->message);
   } else if (result && result->is_object() && result->value("applied", false)) {
@@ -548,6 +652,10 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
     }
     s->proposed.clear();
     agents::hitl_record(*s, "applied", label);
+    if (fix) {
+      save(*s);
+      return run_phase(*s);  // status running, phase test: the test itself now
+    }
     agents::hitl_record_result(*s, label + "; edit applied");
   } else {
     std::string why = "rejected";
@@ -566,7 +674,7 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
 void HitlRuns::ask(const std::string& id) {
   std::optional<SessionRecord> s = load(id);
   if (!s || s->status != agents::SessionStatus::awaiting) return;
-  const agents::HitlQuestion q = agents::hitl_question(*s);
+  const agents::HitlQuestion q = agents::hitl_question(*s, debugger_available());
   json actions = json::array();
   for (const agents::HitlAction& a : q.actions) {
     json item = {{"title", a.title}};

@@ -77,8 +77,14 @@ class HitlRuns {
   std::optional<agents::SessionRecord> load(const std::string& id);
   void save(const agents::SessionRecord& session);
   std::filesystem::path plan_path(const std::string& id);
+  std::filesystem::path fix_path(const std::string& id);  // the debugger's fix, beside plan.md
+  // Whether "Debug this" can be offered: a fixed proposer that debugs, else an LLM setting.
+  bool debugger_available() const;
 
   void run_phase(agents::SessionRecord session);
+  // The test phase's debugger on the latest report, and applying the (user-edited) fix file.
+  void run_debug(agents::SessionRecord session);
+  void run_fix(agents::SessionRecord session);
   // Builds the proposer of one phase; runs on the pool (a replay client starts a process).
   std::function<std::shared_ptr<agents::Proposer>()> proposer_factory();
   void record_llm_cost(agents::SessionRecord& session, const HitlPhaseOutcome& outcome);

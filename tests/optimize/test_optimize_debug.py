@@ -6,6 +6,7 @@ the seed and shapes, and the extra shape when that is where it fails. The record
 way real models do (prose around the code, a snippet before the file, a wrong first fix), and
 each debugger answer is served only to a prompt that quotes its attempt's report. A fixed
 pattern is kept as a lesson."""
+import importlib.util
 import json
 import os
 import sqlite3
@@ -77,3 +78,41 @@ def test_the_debugger_repairs_a_wrong_result_from_the_workers_report(tmp_path, s
     assert len(fixes) == 1, lessons
     assert "a wrong result (" in fixes[0] and "was fixed by changing:" in fixes[0]
 
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_the_debugger_repairs_a_kernel_the_tpu_compiler_refuses_for_vmem(tmp_path):
+    """2048-row blocks lower, but the real TPU compiler (libtpu, turned on for this run only)
+    refuses them for scoped VMEM; the debugger is sent the compiler's words and its second fix
+    compiles (its first, half the block, is still refused)."""
+    fixture = FIXTURES / "debug_vmem_openai.json"
+    kernel = kernel_copy(tmp_path, "rows_vmem_blocks.py")
+    store = tmp_path / "store.sqlite"
+    env = dict(os.environ, OPENAI_API_KEY=KEY, MAXKERNEL_TPU_COMPILE="1")
+    with replay_server(fixture) as (spec, read_log):
+        r = optimize(kernel, store, "--llm", spec, "--no-diagnosis", "--budget", "iterations=1",
+                     "--branches", "1", "--extra-shapes", "none", env=env)
+        log = read_log()
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    strategy = "llm:" + chain.SCENARIOS["vmem"]["strategy"][0]
+    (node,) = [n for n in out["nodes"] if n["strategy"] == strategy]
+    assert node["status"] == "correct", node
+    assert node["description"].endswith("(compile fixed by the debugger in 2 attempts)"), node
+    # Scored by the same compiler that refused the first two: it compiled.
+    assert node["time_kind"] == "compiled", node
+    with sqlite3.connect(store) as db:
+        code = dict(db.execute("SELECT strategy, code FROM nodes WHERE run_id = ?", (out["run"],)))
+    assert code[strategy] == chain.VMEM_FIXED
+
+    assert [rec["purpose"] for rec in log] == ["planner", "implementer", "debugger", "debugger"]
+    assert all(rec["entry"] is not None for rec in log), "a request found no answer meant for it"
+    recorded = json.loads(fixture.read_text())["entries"]
+    for rec in log[2:]:
+        text = sent_text(rec)
+        for needle in recorded[rec["entry"]]["expects"]:
+            assert needle in text, (needle, text)
+        assert "the TPU compiler (libtpu" in text and "refused the kernel (vmem)" in text
+        assert "exceeded scoped vmem limit" in text
+    assert "BLOCK_ROWS = 2048" in sent_text(log[2]) and "BLOCK_ROWS = 1024" in sent_text(log[3])

@@ -153,6 +153,76 @@ TEST(HitlDecide, WalksAllSixPhasesInOrder) {
   EXPECT_EQ(s.status, SessionStatus::done);
 }
 
+// A test that found the code wrong, with the worker's report, waiting for the user's answer.
+SessionRecord tested_wrong() {
+  SessionRecord s = hitl_begin("file:///k.py", "_kernel", 3, "code");
+  s.phase = HitlPhase::test;
+  hitl_record_report(s, "incorrect: output 0: NaN\n  whole row 5 is NaN");
+  hitl_record_result(s, "test on local: incorrect: output 0: NaN");
+  return s;
+}
+
+std::vector<std::string> titles(const HitlQuestion& q) {
+  std::vector<std::string> out;
+  for (const HitlAction& a : q.actions) out.push_back(a.title);
+  return out;
+}
+
+TEST(HitlDebug, AWrongTestOffersDebugThisFirstOnlyWithAnLlm) {
+  SessionRecord s = tested_wrong();
+  EXPECT_EQ(titles(hitl_question(s, true)).front(), kDebugThis);
+  const HitlQuestion rules = hitl_question(s, false);
+  for (const std::string& t : titles(rules)) EXPECT_NE(t, kDebugThis);
+  EXPECT_NE(rules.message.find("Debug this needs an LLM (set maxkernel.llm)"), std::string::npos)
+      << rules.message;
+  // A correct test (its report is "") or another phase offers nothing and says nothing.
+  hitl_record_report(s, "");
+  hitl_record_result(s, "test on local: correct");
+  EXPECT_EQ(titles(hitl_question(s, true)).front(), "Approve");
+  EXPECT_EQ(hitl_question(s, false).message.find("needs an LLM"), std::string::npos);
+  SessionRecord plan = awaiting("plan");
+  EXPECT_EQ(titles(hitl_question(plan, true)).front(), "Approve");
+}
+
+TEST(HitlDebug, DebugThenRunTheFixThenTheTestOfTheAppliedFix) {
+  SessionRecord s = tested_wrong();
+  EXPECT_EQ(hitl_decide(s, answer(kDebugThis)), HitlNext::RunPhase);
+  EXPECT_EQ(s.phase, HitlPhase::test);
+  EXPECT_EQ(hitl_pending_work(s), HitlWork::Debug);
+  hitl_record(s, "resumed", "");  // a restart in between runs the debugger again
+  EXPECT_EQ(hitl_pending_work(s), HitlWork::Debug);
+  EXPECT_EQ(*hitl_debug_report(s), "incorrect: output 0: NaN\n  whole row 5 is NaN");
+
+  hitl_record(s, "fix", "the debugger proposed a fix");
+  hitl_record_result(s, "the debugger proposed a fix");
+  EXPECT_TRUE(hitl_fix_pending(s));
+  EXPECT_EQ(hitl_debug_attempts(s), 1);
+  const std::vector<std::string> offered = titles(hitl_question(s, true));
+  ASSERT_GE(offered.size(), 2u);
+  EXPECT_EQ(offered[0], kRunFix);
+  EXPECT_EQ(offered[1], kDebugThis);
+
+  EXPECT_EQ(hitl_decide(s, answer(kRunFix)), HitlNext::RunPhase);
+  EXPECT_EQ(hitl_pending_work(s), HitlWork::RunFix);
+  hitl_record(s, "applied", "the debugger's fix");
+  EXPECT_EQ(hitl_pending_work(s), HitlWork::Phase);  // the test itself runs on the fix
+  EXPECT_FALSE(hitl_fix_pending(s));
+  EXPECT_FALSE(hitl_debug_report(s).has_value());  // it described the code before the fix
+}
+
+TEST(HitlDebug, TheAttemptsOfAPhaseAreBounded) {
+  SessionRecord s = tested_wrong();
+  for (int i = 0; i < kHitlDebugAttempts; ++i) hitl_record(s, "fix", "a fix");
+  hitl_record_result(s, "the debugger proposed a fix");
+  const HitlQuestion q = hitl_question(s, true);
+  for (const std::string& t : titles(q)) EXPECT_NE(t, kDebugThis);
+  EXPECT_EQ(titles(q).front(), kRunFix);  // the last fix can still run
+  EXPECT_NE(q.message.find("attempts on this phase are spent"), std::string::npos) << q.message;
+  // Entering the phase again starts the count again.
+  hitl_decide(s, answer("Approve"));
+  EXPECT_EQ(hitl_debug_attempts(s), 0);
+}
+
 TEST(PlanItems, ReadsOnlyTickedLines) {
   const std::string plan =
       "# plan\n- [x] autotune: BLOCK_ROWS 8 -> 16\n- [ ] buffering: x\n  * [X] a: b  \n"

@@ -1,6 +1,7 @@
 // The step-by-step LLM proposer over a scripted client: the planner's strategies become the
 // ticked checklist, implement sends only the ticked lines (and the user's feedback), malformed
-// answers and LLM errors surface as exceptions with a clear message, and usage adds up.
+// answers and LLM errors surface as exceptions with a clear message, usage adds up, and the
+// debugger gets the test's report and what the code was written from.
 #include "agents/orchestration/llm_proposer.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +116,34 @@ TEST(LlmProposer, AnLlmErrorPropagatesWithItsKind) {
   } catch (const llm::LlmError& e) {
     EXPECT_EQ(e.kind(), llm::ErrorKind::Malformed);
   }
+}
+
+TEST(LlmProposer, DebugSendsTheReportAndWhatTheCodeWasWrittenFromAndReturnsTheFix) {
+  const std::string origin = kernel_file();
+  std::string failing = origin;
+  failing.replace(failing.find("BLOCK_ROWS = 8\n"), 15, "BLOCK_ROWS = 12\n");
+  auto [client, proposer] =
+      scripted({"The rows must be a multiple of 8:\n\n```python\n" + origin + "```\nDone."});
+  EXPECT_TRUE(proposer.can_debug());
+  const std::string fix = proposer.debug(
+      {failing, origin, "_kernel", "lowering: divisible by 8 and 128 (line 9)", 2, 3});
+  EXPECT_EQ(fix, origin);
+  ASSERT_EQ(client->requests.size(), 1u);
+  EXPECT_EQ(client->requests[0].purpose, "debugger");
+  const std::string sent = user_text(client->requests[0]);
+  EXPECT_NE(sent.find("Fix attempt 2 of 3"), std::string::npos);
+  EXPECT_NE(sent.find("divisible by 8 and 128 (line 9)"), std::string::npos);
+  EXPECT_NE(sent.find("   9 | BLOCK_ROWS = 12"), std::string::npos) << "the failing file, numbered";
+  EXPECT_NE(sent.find("BLOCK_ROWS = 8"), std::string::npos) << "what it was written from";
+  EXPECT_EQ(proposer.llm_calls(), 1);
+  // Without an origin the prompt says so instead of showing the failing file again.
+  auto [again, alone] = scripted({"```python\n" + origin + "```"});
+  alone.debug({failing, "", "_kernel", "lowering: x", 1, 3});
+  EXPECT_NE(user_text(again->requests[0]).find("is the session's own code"), std::string::npos);
+  // The rules do not debug.
+  RuleProposer rules;
+  EXPECT_FALSE(rules.can_debug());
+  EXPECT_THROW(rules.debug({failing, "", "_kernel", "x", 1, 3}), std::runtime_error);
 }
 
 TEST(MakeProposer, RulesWithoutAnLlmAndAConfigErrorForABadSpec) {
