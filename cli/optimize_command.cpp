@@ -200,20 +200,10 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
   }
   std::signal(SIGINT, previous);
   if (!outcome.warning.empty()) std::cerr << "maxkernel: " << outcome.warning << "\n";
-  const agents::RunRecord& final_run = outcome.run;
-  const std::vector<agents::NodeRecord>& nodes = outcome.nodes;
-
-  std::string report_file;
-  if (options.report) {
-    report_file =
-        options.report_path.empty() ? "maxkernel-report-" + run_id + ".html" : options.report_path;
-    std::string error;
-    if (!write_run_report(final_run, nodes, report_file, error)) {
-      std::cerr << "maxkernel: report not written: " << error << "\n";
-      report_file.clear();
-    }
-  }
   // A run from a reference hands back a kernel even when none beats XLA: the best correct one.
+  // It is written first and recorded with the run, so the report names it.
+  agents::RunRecord final_run = outcome.run;
+  const std::vector<agents::NodeRecord>& nodes = outcome.nodes;
   std::string kernel_file;
   const agents::NodeRecord* best_kernel = nullptr;
   for (const agents::NodeRecord& n : nodes)
@@ -224,10 +214,25 @@ int drive_run(agents::RunStore& runs, HostSession& session, const std::string& r
     const std::filesystem::path path = kernel_output_path(final_run.file, options.kernel_out);
     std::ofstream out(path);
     out << best_kernel->code;
-    if (out)
+    if (out) {
       kernel_file = path.string();
-    else
+      final_run.params.kernel_written = std::filesystem::absolute(path).string();
+      final_run.params.kernel_written_node = best_kernel->id;
+      runs.update_run(final_run);
+    } else {
       std::cerr << "maxkernel: cannot write the kernel to " << path.string() << "\n";
+    }
+  }
+
+  std::string report_file;
+  if (options.report) {
+    report_file =
+        options.report_path.empty() ? "maxkernel-report-" + run_id + ".html" : options.report_path;
+    std::string error;
+    if (!write_run_report(final_run, nodes, report_file, error)) {
+      std::cerr << "maxkernel: report not written: " << error << "\n";
+      report_file.clear();
+    }
   }
   if (options.format == "json") {
     json out = run_json(final_run, nodes, report_file);

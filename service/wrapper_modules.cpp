@@ -1,10 +1,12 @@
 #include "service/wrapper_modules.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
 #include "source/pallas/kernel_extractor.h"
+#include "source/syntax/module_layout.h"
 #include "source/syntax/python_tree.h"
 
 namespace mk::service {
@@ -79,6 +81,17 @@ const std::vector<pallas::Forwarder>& WrapperModules::wrappers_in(const fs::path
     syntax::PythonTree tree;
     tree.parse(*text);
     found = pallas::find_forwarders(tree.root(), *text);
+    // A def named pallas_call that forwards nothing shadows Pallas' own: `block.pallas_call`
+    // is then no kernel site. A module that only re-exports pallas_call has no such def.
+    const bool forwards = std::any_of(found.begin(), found.end(), [](const pallas::Forwarder& f) {
+      return f.name == "pallas_call";
+    });
+    if (!forwards && syntax::top_level_function(tree, *text, "pallas_call")) {
+      pallas::Forwarder shadow;
+      shadow.name = "pallas_call";
+      shadow.shadows_pallas_call = true;
+      found.push_back(std::move(shadow));
+    }
   }
   return modules_.emplace(file, std::move(found)).first->second;
 }

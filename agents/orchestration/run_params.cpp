@@ -30,6 +30,10 @@ json RunParams::to_json() const {
     if (!extra_shapes->set.is_null()) e["set"] = extra_shapes->set;
     j["extra_shapes"] = e;
   }
+  if (!kernel_written.empty()) {
+    j["kernel_written"] = {{"path", kernel_written}};
+    if (kernel_written_node) j["kernel_written"]["node"] = *kernel_written_node;
+  }
   return j;
 }
 
@@ -61,6 +65,10 @@ RunParams RunParams::from_json(const json& j) {
     if (const auto set = it->find("set"); set != it->end() && set->is_object()) e.set = *set;
     p.extra_shapes = e;
   }
+  const json written = object_at(j, "kernel_written");
+  p.kernel_written = text_at(written, "path");
+  if (const auto node = number_at(written, "node"))
+    p.kernel_written_node = static_cast<int64_t>(*node);
   return p;
 }
 

@@ -50,6 +50,10 @@ struct RunParams {
   SearchState state;                              // "state"
   std::optional<XlaBaseline> xla;                 // "xla"; absent until the reference was scored
   std::optional<ExtraShapesChoice> extra_shapes;  // "extra_shapes"; absent: none asked for
+  // The kernel file the run wrote (a run from a reference hands back its best correct kernel)
+  // and the node it is ("kernel_written": {"path", "node"}); "" while none was written.
+  std::string kernel_written;
+  std::optional<int64_t> kernel_written_node;
 
   nlohmann::json to_json() const;
   // Missing parts keep their defaults; anything but an object is all defaults.

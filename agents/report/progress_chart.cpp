@@ -48,6 +48,14 @@ std::string tick_label(double value) {
   return format_number(value, magnitude < 10 ? 2 : 0);
 }
 
+std::string x_tick_label(double value, ChartXUnit unit) {
+  return unit == ChartXUnit::usd ? "$" + tick_label(value) : tick_label(value) + " s";
+}
+
+std::string y_tick_label(double value) {
+  return tick_label(value) + "x";
+}
+
 }  // namespace
 
 std::vector<ChartPoint> best_speedup_over_time(const agents::RunRecord& run,
@@ -76,7 +84,7 @@ std::vector<ChartPoint> best_speedup_over_cost(const std::vector<agents::NodeRec
 }
 
 std::string render_step_chart(const std::vector<ChartPoint>& points, const std::string& x_label,
-                              const std::string& y_label) {
+                              ChartXUnit x_unit, const std::string& y_label) {
   if (points.empty())
     return "<p class=\"muted\">No correct finished nodes yet: nothing to plot.</p>";
   double x_max = 0, y_max = 0, y_min = points.front().y;
@@ -109,10 +117,10 @@ std::string render_step_chart(const std::vector<ChartPoint>& points, const std::
   for (int k = 0; k <= 2; ++k) {
     const double xv = x_max * k / 2, yv = y_min + (y_max - y_min) * k / 2;
     svg += "<text class=\"tick\" x=\"" + format_number(sx(xv), 1) + "\" y=\"" +
-           format_number(kTop + plot_h + 16, 1) + "\" text-anchor=\"middle\">" + tick_label(xv) +
-           "</text>";
+           format_number(kTop + plot_h + 16, 1) + "\" text-anchor=\"middle\">" +
+           x_tick_label(xv, x_unit) + "</text>";
     svg += "<text class=\"tick\" x=\"" + format_number(kLeft - 6, 1) + "\" y=\"" +
-           format_number(sy(yv) + 4, 1) + "\" text-anchor=\"end\">" + tick_label(yv) + "</text>";
+           format_number(sy(yv) + 4, 1) + "\" text-anchor=\"end\">" + y_tick_label(yv) + "</text>";
   }
   svg += "<text class=\"label\" x=\"" + format_number(kLeft + plot_w / 2, 1) + "\" y=\"" +
          format_number(kHeight - 6, 1) + "\" text-anchor=\"middle\">" + html_escape(x_label) +
@@ -135,7 +143,7 @@ std::string render_step_chart(const std::vector<ChartPoint>& points, const std::
   svg += "<polyline class=\"series\" points=\"" + path.substr(1) + "\"/>\n";
   for (const auto& p : points) {
     svg += "<circle class=\"point\" cx=\"" + format_number(sx(p.x), 1) + "\" cy=\"" +
-           format_number(sy(p.y), 1) + "\" r=\"3\"><title>" + tick_label(p.x) + ": " +
+           format_number(sy(p.y), 1) + "\" r=\"3\"><title>" + x_tick_label(p.x, x_unit) + ": " +
            format_speedup(p.y) + "</title></circle>";
   }
   svg += "\n</svg>";

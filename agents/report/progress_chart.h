@@ -22,8 +22,13 @@ std::vector<ChartPoint> best_speedup_over_time(const agents::RunRecord& run,
 std::vector<ChartPoint> best_speedup_over_cost(const std::vector<agents::NodeRecord>& nodes,
                                                bool use_usd);
 
-// A step line chart with labelled axes; a placeholder paragraph when there are no points.
+// What the x axis counts: its ticks carry the unit ("30 s", "$0.02"); y ticks are speedups
+// ("1.40x").
+enum class ChartXUnit { seconds, usd };
+
+// A step line chart with labelled axes and ticks with their units; a placeholder paragraph when
+// there are no points.
 std::string render_step_chart(const std::vector<ChartPoint>& points, const std::string& x_label,
-                              const std::string& y_label);
+                              ChartXUnit x_unit, const std::string& y_label);
 
 }  // namespace mk::report

@@ -1,5 +1,6 @@
 #include "agents/report/report_html.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -67,24 +68,58 @@ std::string timing_text(const agents::TimedSide& side) {
   return text.empty() ? "-" : text;
 }
 
+std::string kind_span(const std::string& text) {
+  return " <span class=\"kind\">" + html_escape(text) + "</span>";
+}
+
+// What a time of this kind is, said next to every figure: measured on a device, predicted (the
+// TPU compiler's cycles or the TPU time model) or a CPU interpret-mode time.
+std::string time_kind_text(const std::string& kind, const std::string& target) {
+  const std::string generation = target.empty() ? "?" : target;
+  if (kind == "device") return "measured on the device";
+  if (kind == "compiled") return "predicted (TPU compiler, " + generation + "), not measured";
+  if (kind == "predicted") return "predicted (TPU model, " + generation + "), not measured";
+  if (kind == "interpret") return "CPU interpret mode: not a TPU time";
+  return "unknown time kind";
+}
+
+// The XLA reference timed beside a candidate: on the device, or XLA on the CPU when the
+// candidate ran in interpret mode (the two are then not a TPU comparison).
+std::string reference_kind_text(const std::string& worker_kind, const std::string& target) {
+  if (worker_kind == "interpret")
+    return "XLA on the CPU, beside CPU interpret mode: not a TPU time";
+  return time_kind_text(worker_kind, target);
+}
+
 std::string metrics_table(const agents::RunRecord& run, const agents::NodeRecord& node) {
   const agents::NodeMetrics& metrics = node.metrics;
   const json& facts = metrics.facts;
   std::string html = "<table class=\"metrics\">\n";
   if (metrics.correct) html += row("correct", *metrics.correct ? "yes" : "no");
   const std::string time_kind = !node.time_kind.empty() ? node.time_kind : metrics.time_kind;
-  if (!time_kind.empty()) html += row("time kind", html_escape(time_kind));
-  if (node.score_s) html += row("score", format_seconds(*node.score_s));
-  if (node.speedup) {
-    html += row("speedup vs baseline", format_speedup(*node.speedup) + " <span class=\"kind\">" +
-                                           html_escape(speedup_kind_label(run, &node)) + "</span>");
-  }
-  if (metrics.candidate_time) html += row("candidate time", timing_text(*metrics.candidate_time));
+  if (!time_kind.empty())
+    html +=
+        row("time kind", html_escape(time_kind) + kind_span(time_kind_text(time_kind, run.target)));
+  if (node.score_s)
+    html += row("score",
+                format_seconds(*node.score_s) + kind_span(time_kind_text(time_kind, run.target)));
+  if (node.speedup)
+    html += row("speedup vs baseline",
+                format_speedup(*node.speedup) + kind_span(speedup_kind_label(run, &node)));
+  // The worker's own timing: on the device, or interpret mode on a CPU (never a TPU time).
+  const std::string timed = metrics.time_kind;
+  if (metrics.candidate_time)
+    html += row("candidate time", timing_text(*metrics.candidate_time) +
+                                      kind_span(time_kind_text(timed, run.target)));
   if (metrics.reference_time)
-    html += row("reference (XLA) time", timing_text(*metrics.reference_time));
+    html += row("reference (XLA) time", timing_text(*metrics.reference_time) +
+                                            kind_span(reference_kind_text(timed, run.target)));
   if (metrics.speedup_vs_reference && std::isfinite(*metrics.speedup_vs_reference)) {
-    html += row("speedup vs reference (XLA)", format_speedup(*metrics.speedup_vs_reference) + " (" +
-                                                  html_escape(time_kind) + ")");
+    const std::string kind = timed == "interpret"
+                                 ? "CPU interpret mode vs XLA on the CPU: not a TPU speedup"
+                                 : time_kind_text(timed, run.target);
+    html += row("speedup vs reference (XLA)",
+                format_speedup(*metrics.speedup_vs_reference) + kind_span(kind));
   }
   // The worker's lowering facts: only their kernels' names are shown.
   if (facts.contains("pallas_calls") && facts["pallas_calls"].is_array()) {
@@ -104,7 +139,7 @@ std::string metrics_table(const agents::RunRecord& run, const agents::NodeRecord
   html += "</table>\n";
   if (!metrics.predictions.empty()) {
     html +=
-        "<table class=\"predictions\"><tr><th>kernel</th><th>predicted</th><th>bound</th>"
+        "<table class=\"predictions\"><tr><th>kernel</th><th>predicted time</th><th>bound</th>"
         "<th>label</th></tr>\n";
     for (const agents::CallPrediction& p : metrics.predictions) {
       html += "<tr><td>" + html_escape(p.kernel) + "</td><td class=\"num\">" +
@@ -182,6 +217,40 @@ std::string node_section(const agents::RunRecord& run, const agents::NodeRecord&
   return html + "</section>\n";
 }
 
+// The newest time the run's record or any of its nodes was written.
+int64_t last_update(const agents::RunRecord& run, const std::vector<agents::NodeRecord>& nodes) {
+  int64_t newest = std::max(run.updated_at, run.created_at);
+  for (const auto& node : nodes) newest = std::max({newest, node.created_at, node.finished_at});
+  return newest;
+}
+
+// Where the nodes ran, from the worker's run mode of each evaluated node: a device, or a CPU in
+// Pallas interpret mode. "not recorded" when no node says.
+std::string device_text(const std::vector<agents::NodeRecord>& nodes) {
+  std::vector<std::string> seen;
+  for (const auto& node : nodes) {
+    const json& facts = node.metrics.facts;
+    if (!facts.contains("run_mode") || !facts["run_mode"].is_object()) continue;
+    const json& mode = facts["run_mode"];
+    const std::string platform = string_at(mode, "platform");
+    std::string text = platform.empty() ? "?" : platform;
+    if (string_at(mode, "mode") == "device")
+      text += " (kernels timed on the device)";
+    else
+      text +=
+          " (Pallas interpret mode" +
+          (string_at(mode, "interpret_kind").empty() ? std::string()
+                                                     : ", " + string_at(mode, "interpret_kind")) +
+          "): no kernel ran on a TPU";
+    if (!node.metrics.host.empty()) text = node.metrics.host + ": " + text;
+    if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
+  }
+  if (seen.empty()) return "not recorded";
+  std::string joined;
+  for (const auto& text : seen) joined += (joined.empty() ? "" : "; ") + text;
+  return joined;
+}
+
 std::string summary_table(const agents::RunRecord& run,
                           const std::vector<agents::NodeRecord>& nodes,
                           const agents::NodeRecord* best) {
@@ -197,11 +266,36 @@ std::string summary_table(const agents::RunRecord& run,
   html += row("strategy", html_escape(run.strategy));
   html += row("target", html_escape(run.target));
   html += row("host", html_escape(run.host));
+  html += row("device", html_escape(device_text(nodes)));
+  html += row("TPU generation",
+              run.target.empty()
+                  ? "-"
+                  : html_escape(run.target) +
+                        " <span class=\"muted\">(what predictions and the TPU compiler's cycles "
+                        "are for)</span>");
   html += row("llm", html_escape(run.llm.empty() ? "none" : run.llm));
   html += row("status", badge(to_string(run.status)));
   html += row("stop reason", run.stop_reason.empty() ? "-" : html_escape(run.stop_reason));
   html += row("started", html_escape(format_utc(run.created_at)));
-  html += row("last update", html_escape(format_utc(run.updated_at)));
+  html += row("last update", html_escape(format_utc(last_update(run, nodes))));
+  if (!run.params.kernel_written.empty())
+    html += row("kernel written",
+                "<code>" + html_escape(run.params.kernel_written) + "</code>" +
+                    (run.params.kernel_written_node
+                         ? " (node " + node_link(*run.params.kernel_written_node) + ")"
+                         : std::string()));
+  else
+    html += row("kernel written", run.params.from_reference
+                                      ? "<span class=\"muted\">none (no correct kernel)</span>"
+                                      : "<span class=\"muted\">none: the run started from the "
+                                        "file above; each node's code is in its section</span>");
+  if (const auto& xla = run.params.xla) {
+    html += row(
+        "XLA reference",
+        xla->score_s
+            ? format_seconds(*xla->score_s) + kind_span(time_kind_text(xla->time_kind, run.target))
+            : "<span class=\"muted\">not scored: " + html_escape(xla->error) + "</span>");
+  }
   html += row("nodes", std::to_string(nodes.size()) + (counts.empty() ? "" : " (" + counts + ")"));
   if (best && best->speedup) {
     const std::string kind = speedup_kind_label(run, best);
@@ -287,16 +381,21 @@ std::string render_report(const agents::RunRecord& run,
   for (const char* status : {"correct", "incorrect", "failed", "evaluating", "pending"})
     html += std::string("<span style=\"background:") + status_colour(status) + "\">" + status +
             "</span>";
-  html += " the best node has a gold border; click a node for its details.</p>\n";
+  html +=
+      " the best node has a gold border; click a node for its details. Speedups on the "
+      "nodes: <span class=\"kind\">" +
+      html_escape(speedup_kind_label(run, best)) + "</span>.</p>\n";
   html += "<div class=\"graph-wrap\">" + render_search_graph_svg(nodes, best_id) + "</div>\n";
 
   const std::string y_label = "best speedup (" + speedup_kind_label(run, best) + ")";
   html += "<h2 id=\"progress\">Best speedup over time</h2>\n" +
-          render_step_chart(best_speedup_over_time(run, nodes), "seconds since the start", y_label);
+          render_step_chart(best_speedup_over_time(run, nodes), "seconds since the start",
+                            ChartXUnit::seconds, y_label);
   const bool usd = uses_llm(run) && total_node_cost(nodes).usd > 0;
   html += "<h2 id=\"progress-cost\">Best speedup over cost</h2>\n" +
           render_step_chart(best_speedup_over_cost(nodes, usd),
-                            usd ? "cumulative LLM cost (USD)" : "cumulative host seconds", y_label);
+                            usd ? "cumulative LLM cost (USD)" : "cumulative host seconds",
+                            usd ? ChartXUnit::usd : ChartXUnit::seconds, y_label);
 
   html += "<h2 id=\"cost\">Cost</h2>\n" + render_cost_table(run, nodes);
 

@@ -21,7 +21,8 @@ std::string docs_base() {
         if (std::filesystem::exists(candidate, ec)) return "file://" + candidate.string();
     }
   }
-  return "docs/diagnostics.md";
+  // No docs on this machine: the published page (an href must be a URI, never a bare path).
+  return docs_https_url("diagnostics.md");
 }
 
 }  // namespace

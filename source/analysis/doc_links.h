@@ -7,7 +7,8 @@
 namespace mk::analysis {
 
 // A file:// URL to docs/diagnostics.md#anchor for the code (found relative to the running
-// executable: build/bin/../../docs), or a repository-relative path when the docs are not there.
+// executable: build/bin/../../docs, or an install's share/maxkernel/docs), or the published
+// page (docs_https_url) when the docs are not there: always an absolute URI.
 std::string diagnostic_doc_url(std::string_view code);
 
 // The published docs (https, the MAXKERNEL_DOCS_URL build setting), for output read on other

@@ -39,6 +39,7 @@ uint64_t fingerprint(const ForwarderSet& set) {
       text += ')';
     }
     if (f.vmem_limit_bytes) add(std::to_string(*f.vmem_limit_bytes));
+    text += f.shadows_pallas_call ? 's' : '-';
     text += ';';
   }
   // 0 means "no forwarders" in the cache key; a non-empty set never hashes to it.

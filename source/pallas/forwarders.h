@@ -41,6 +41,9 @@ struct Forwarder {
   std::optional<bool> interpret;
   std::optional<std::vector<std::string>> dimension_semantics;
   std::optional<int64_t> vmem_limit_bytes;
+  // A workspace def that takes pallas_call's name but does not forward to Pallas' own (it runs
+  // a kernel of its own, or none): its calls are no kernel site. Nothing above is set then.
+  bool shadows_pallas_call = false;
   friend bool operator==(const Forwarder&, const Forwarder&) = default;
 };
 

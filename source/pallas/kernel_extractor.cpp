@@ -33,8 +33,17 @@ bool is_pallas_symbol(const Value& v, std::string_view name) {
   return pallas_module && v.names(name);
 }
 
+// Pallas' own pallas_call, or an attribute named exactly `pallas_call` of any other imported
+// module (`block.pallas_call`, where a kernel library re-exports it): a kernel site either way.
+// Only imports make symbols, so a local object's `.pallas_call` is never one.
 bool is_pallas_call(const Value& v) {
-  return v.is(Value::Kind::Symbol) && is_pallas_symbol(v, "pallas_call");
+  return v.is(Value::Kind::Symbol) && v.names("pallas_call");
+}
+
+// A pallas_call reached through a module that is not Pallas' own: its site is described from
+// the call's own arguments only.
+bool is_reexported_pallas_call(const Value& v) {
+  return is_pallas_call(v) && !is_pallas_symbol(v, "pallas_call");
 }
 
 bool is_partial(const Value& v) {
@@ -249,6 +258,7 @@ class Extractor {
     }
     Value callee = eval_.eval(function);
     if (const Forwarder* f = forwarder_for(callee)) {
+      if (f->shadows_pallas_call) return;
       Arguments site_args = split_arguments(call, source_);
       ArgumentList<TSNode> given{site_args.positional, site_args.keywords};
       ArgumentList<TSNode> inner = forward_call(*f, given, {}, {});
@@ -259,13 +269,20 @@ class Extractor {
       return;
     }
     if (is_pallas_call(callee)) {
-      model.kernels.push_back(decode_site(call, parent, function, split_arguments(call, source_)));
+      Kernel k = decode_site(call, parent, function, split_arguments(call, source_));
+      if (is_reexported_pallas_call(callee))
+        k.unknowns.push_back("what `" + callee.text +
+                             "` does besides pallas_call (a module outside jax's Pallas; "
+                             "described from this call's own arguments)");
+      model.kernels.push_back(std::move(k));
       return;
     }
     if (is_partial(callee)) {
       Arguments partial_args = split_arguments(call, source_);
       if (partial_args.positional.empty()) return;
-      if (!is_pallas_call(eval_.eval(partial_args.positional[0]))) return;
+      const Value inner = eval_.eval(partial_args.positional[0]);
+      const Forwarder* shadow = forwarder_for(inner);
+      if (!is_pallas_call(inner) || (shadow && shadow->shadows_pallas_call)) return;
       model.kernels.push_back(
           decode_site(call, parent, partial_args.positional[0], split_arguments(call, source_, 1)));
     }
@@ -332,8 +349,10 @@ class Extractor {
     syntax::for_each_descendant(field(def, "body"), [&](TSNode node, size_t) {
       if (result || !is(node, "call")) return;
       Value callee = eval_.eval(field(node, "function"));
-      const bool direct = is_pallas_call(callee);
-      const Forwarder* next = direct ? nullptr : forwarder_for(callee);
+      // A wrapper first: a workspace module's own pallas_call is one, or shadows Pallas'.
+      const Forwarder* next = forwarder_for(callee);
+      if (next && next->shadows_pallas_call) return;
+      const bool direct = !next && is_pallas_call(callee);
       if (!direct && !next) return;
       result = describe_forwarding(node, params, direct ? nullptr : next);
     });

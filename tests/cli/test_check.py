@@ -160,7 +160,16 @@ def test_kernel_behind_a_wrapper_in_another_file_of_the_project(tmp_path, import
     assert {(d["line"], d["code"]) for d in f["diagnostics"]} == expectations(path), f["diagnostics"]
     assert result.returncode == 1
 
-    # Without the wrapper module the call is not a pallas_call: nothing to check.
-    (tmp_path / "pkg" / "block.py").unlink()
+    # A module of the project whose own pallas_call forwards nothing: not a kernel site.
+    (tmp_path / "pkg" / "block.py").write_text("def pallas_call(kernel, *args, **kwargs):\n    return kernel\n")
     data = json.loads(check("--format", "json", path).stdout)
     assert data["files"][0]["kernels"] == []
+
+    # Without the module (a library outside the project that re-exports pallas_call): still a
+    # kernel site, checked from the call's own arguments.
+    (tmp_path / "pkg" / "block.py").unlink()
+    (tmp_path / "pkg" / "__init__.py").unlink()
+    data = json.loads(check("--format", "json", path).stdout)
+    f = data["files"][0]
+    assert len(f["kernels"]) == 1, f
+    assert {(d["line"], d["code"]) for d in f["diagnostics"]} == expectations(path), f["diagnostics"]

@@ -99,6 +99,12 @@ def test_an_in_file_reference_starts_from_xla_and_gets_a_correct_generated_kerne
                           (out["run"], out["kernel_node"])).fetchone()[0]
     assert written.read_text() == code
     assert "from its reference" in r.stderr and "no LLM" in r.stderr
+    # The run records the file it wrote: its report, made later from the store, names it.
+    page = tmp_path / "report.html"
+    report = subprocess.run([maxkernel(), "report", out["run"], "-o", str(page), "--store",
+                             str(tmp_path / "store.sqlite")], check=False, capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert f"<tr><th>kernel written</th><td><code>{written}</code>" in page.read_text()
 
 
 def test_a_published_maxkernel_folder_with_static_args_runs_from_its_reference(tmp_path):

@@ -35,10 +35,14 @@ std::string replace_once(std::string text, const std::string& from, const std::s
 agents::NodeMetrics metrics(bool correct, double candidate_s, double reference_s) {
   agents::NodeMetrics m;
   m.correct = correct;
-  m.time_kind = "predicted";
+  // On a CPU host the worker times the candidate in Pallas interpret mode and XLA on the CPU
+  // beside it; the search scores by the TPU model's prediction.
+  m.time_kind = "interpret";
+  m.host = "local";
   m.candidate_time = agents::TimedSide{candidate_s, candidate_s * 0.9, candidate_s * 1.1, 20, {}};
   m.reference_time = agents::TimedSide{reference_s, {}, {}, 20, {}};
   m.facts["pallas_calls"] = json::array({{{"kernel", "_kernel"}}});
+  m.facts["run_mode"] = {{"mode", "interpret"}, {"interpret_kind", "hlo"}, {"platform", "cpu"}};
   agents::CallPrediction p;
   p.kernel = "_kernel";
   p.predicted_s = candidate_s;
@@ -68,6 +72,7 @@ agents::RunRecord demo_run_record() {
   run.stop_reason = "budget: 6 iterations";
   run.score_kind = "predicted (model, v5e)";
   run.best_node = 1;
+  run.params.xla = agents::XlaBaseline{"predicted", 2.4e-5, {}, ""};
   run.cost = {.tokens_in = 1500,
               .tokens_out = 420,
               .usd = 0.0175,

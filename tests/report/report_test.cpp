@@ -167,6 +167,88 @@ TEST_F(ReportTest, MetricsTablesShowTimingAndPredictions) {
   EXPECT_NE(node1.find("<td>memory</td>"), std::string::npos);
 }
 
+// The text of the table row whose header is `name`, within `html`.
+std::string row_in(const std::string& html, const std::string& name) {
+  const size_t from = html.find("<tr><th>" + name + "</th>");
+  if (from == std::string::npos) return "";
+  return html.substr(from, html.find("</tr>", from) - from);
+}
+
+TEST_F(ReportTest, EveryTimeSaysItsKindAndInterpretTimesBesideXlaSaySo) {
+  const std::string node1 = slice("<section class=\"node\" id=\"node-1\">", "</section>");
+  // The worker timed interpret mode on the CPU, and XLA on the CPU beside it.
+  EXPECT_NE(row_in(node1, "candidate time").find("CPU interpret mode: not a TPU time"),
+            std::string::npos)
+      << node1;
+  EXPECT_NE(row_in(node1, "reference (XLA) time").find("XLA on the CPU"), std::string::npos)
+      << node1;
+  // The score the search compares is the TPU model's prediction.
+  EXPECT_NE(row_in(node1, "score").find("predicted (TPU model, v5e), not measured"),
+            std::string::npos)
+      << node1;
+  EXPECT_NE(row_in(html_, "XLA reference").find("predicted (TPU model, v5e)"), std::string::npos);
+  EXPECT_NE(slice("<p class=\"legend\">", "</p>").find(run_.score_kind), std::string::npos);
+  // A node timed on the device says measured, and its XLA time too.
+  agents::NodeRecord device = nodes_[1];
+  device.metrics.time_kind = "device";
+  device.metrics.speedup_vs_reference = 1.2;
+  const std::string page = render_report(run_, {nodes_[0], device});
+  const std::string section = page.substr(page.find("id=\"node-1\""));
+  EXPECT_NE(row_in(section, "reference (XLA) time").find("measured on the device"),
+            std::string::npos);
+  EXPECT_NE(row_in(section, "speedup vs reference (XLA)").find("measured on the device"),
+            std::string::npos);
+}
+
+TEST_F(ReportTest, SummaryNamesTheDeviceTheGenerationAndTheNewestUpdate) {
+  EXPECT_NE(row_in(html_, "device")
+                .find("local: cpu (Pallas interpret mode, hlo): no kernel ran on a TPU"),
+            std::string::npos)
+      << row_in(html_, "device");
+  EXPECT_NE(row_in(html_, "TPU generation").find("v5e"), std::string::npos);
+  int64_t newest = 0;
+  for (const auto& node : nodes_) newest = std::max(newest, node.finished_at);
+  ASSERT_GT(newest, run_.updated_at);  // the nodes were written after the run's record
+  EXPECT_NE(row_in(html_, "last update").find(format_utc(newest)), std::string::npos)
+      << row_in(html_, "last update");
+}
+
+TEST_F(ReportTest, NamesTheKernelTheRunWrote) {
+  EXPECT_NE(row_in(html_, "kernel written").find("none"), std::string::npos);
+  agents::RunRecord run = run_;
+  run.params.kernel_written = "/tmp/kernels/scale_pallas.py";
+  run.params.kernel_written_node = 4;
+  store_->update_run(run);
+  const std::string page = render_report(*store_->run(run_id_), nodes_);
+  const std::string written = row_in(page, "kernel written");
+  EXPECT_NE(written.find("<code>/tmp/kernels/scale_pallas.py</code>"), std::string::npos)
+      << written;
+  EXPECT_NE(written.find("href=\"#node-4\""), std::string::npos) << written;
+}
+
+TEST_F(ReportTest, ChartTicksCarryTheirUnits) {
+  const auto ticks = [&](const std::string& chart) {
+    std::vector<std::string> texts;
+    for (size_t at = chart.find("class=\"tick\""); at != std::string::npos;
+         at = chart.find("class=\"tick\"", at + 1)) {
+      const size_t open = chart.find('>', at) + 1;
+      texts.push_back(chart.substr(open, chart.find('<', open) - open));
+    }
+    return texts;
+  };
+  const auto time_ticks = ticks(slice("<h2 id=\"progress\">", "</svg>"));
+  const auto cost_ticks = ticks(slice("<h2 id=\"progress-cost\">", "</svg>"));
+  ASSERT_EQ(time_ticks.size(), 6u);
+  ASSERT_EQ(cost_ticks.size(), 6u);
+  // Ticks alternate x, y: seconds (or USD) on x, speedups on y.
+  for (size_t k = 0; k < 6; k += 2) {
+    EXPECT_EQ(time_ticks[k].substr(time_ticks[k].size() - 2), " s") << time_ticks[k];
+    EXPECT_EQ(cost_ticks[k].front(), '$') << cost_ticks[k];
+    EXPECT_EQ(time_ticks[k + 1].back(), 'x') << time_ticks[k + 1];
+    EXPECT_EQ(cost_ticks[k + 1].back(), 'x') << cost_ticks[k + 1];
+  }
+}
+
 TEST_F(ReportTest, CostTableTotalsSumTheNodes) {
   double tokens_in = 0, tokens_out = 0, usd = 0, host_seconds = 0;
   int cache_hits = 0;

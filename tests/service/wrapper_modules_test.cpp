@@ -60,7 +60,9 @@ TEST(WrapperModules, FindsTheModuleUnderARootAndKeysItsWrappersByQualifiedName) 
   std::ofstream(ws.root / "pkg" / "block.py") << kNoWrapper;
   EXPECT_EQ(modules.forwarders_for({"pkg.block"}, ws.root).size(), 1u);
   EXPECT_TRUE(modules.forget(ws.root / "pkg" / "block.py"));
-  EXPECT_TRUE(modules.forwarders_for({"pkg.block"}, ws.root).empty());
+  EXPECT_TRUE(modules.forwarders_for({"pkg.block"}, ws.root)
+                  .at("pkg.block.pallas_call")
+                  .shadows_pallas_call);
   EXPECT_EQ(reads, 2);
 }
 
@@ -71,6 +73,17 @@ TEST(WrapperModules, TheCallersTextWinsOverTheDisk) {
   WrapperModules modules([&](const fs::path& file) -> std::optional<std::string> {
     if (auto it = open.find(file); it != open.end()) return it->second;
     return WrapperModules::read_from_disk(file);
+  });
+  // The open text's pallas_call forwards nothing: it only shadows Pallas' own.
+  const pallas::ForwarderSet set = modules.forwarders_for({"pkg.block"}, ws.root);
+  ASSERT_EQ(set.size(), 1u);
+  EXPECT_TRUE(set.at("pkg.block.pallas_call").shadows_pallas_call);
+}
+
+TEST(WrapperModules, AModuleThatReExportsPallasCallShadowsNothing) {
+  Workspace ws;
+  WrapperModules modules([&](const fs::path&) -> std::optional<std::string> {
+    return "from jax.experimental.pallas import pallas_call\n\nBLOCK = 128\n";
   });
   EXPECT_TRUE(modules.forwarders_for({"pkg.block"}, ws.root).empty());
 }

@@ -1,8 +1,9 @@
 """Documents and editor features end to end: diagnostics, hover, lenses, inlay hints, symbols,
 incremental sync in UTF-16 with non-ASCII text and CRLF, configuration."""
+import shutil
 from pathlib import Path
 
-from lsp_client import LspClient, default_capabilities
+from lsp_client import LspClient, default_capabilities, server_binary
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -170,3 +171,22 @@ def test_configuration_push_without_workspace_configuration():
         assert "unknown TPU generation 'v9x'" in msg["message"]
     finally:
         c.close()
+
+
+def test_diagnostic_links_are_absolute_uris_without_local_docs(tmp_path, monkeypatch):
+    """A server run away from any docs/ folder links the published page, never a bare path."""
+    moved = tmp_path / "bin" / "maxkernel-lsp"
+    moved.parent.mkdir()
+    shutil.copy2(server_binary(), moved)
+    monkeypatch.setenv("MAXKERNEL_LSP", str(moved))
+    client = LspClient()
+    try:
+        client.initialize()
+        uri = "file:///links.py"
+        client.open(uri, KERNEL.replace("BM = 256", "BM = 100"))
+        hrefs = [d["codeDescription"]["href"] for d in client.diagnostics(uri, version=1)]
+        assert hrefs, "expected an MK001 finding"
+        assert all(h.startswith("https://") and h.endswith("/docs/diagnostics.md#mk001-block-shape-tiling")
+                   for h in hrefs), hrefs
+    finally:
+        client.close()

@@ -102,3 +102,49 @@ def test_kernel_behind_a_wrapper_in_another_file(client, workspace):
     change_all(client, wrapper_uri, 3, WRAPPER)
     diags = client.diagnostics(uri, version=1)
     assert [d["code"] for d in diags] == ["MK001"]
+
+
+# A kernel library outside the workspace re-exports pallas_call as `block.pallas_call`, as public
+# GPU/Triton kernel libraries do: no file of the workspace describes it.
+LIBRARY_KERNEL = '''import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+import kernel_lib.block as block
+import kernel_lib.util as util
+
+
+def copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def copy(x):
+    return block.pallas_call(
+        copy_kernel,
+        out_shape=jax.ShapeDtypeStruct((1024, 1024), jnp.float32),
+        grid=(8,),
+        in_specs=[pl.BlockSpec((128, 1024), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((128, 1024), lambda i: (i, 0)),
+    )(x)
+
+
+def helper(x):
+    return util.pallas_call_helper(copy_kernel, x)
+'''
+
+
+def test_pallas_call_of_a_library_module_outside_the_workspace(client, workspace):
+    uri = (workspace / "kernels" / "library.py").as_uri()
+    client.open(uri, LIBRARY_KERNEL)
+    assert client.diagnostics(uri, version=1) == []
+    call_line = line_of(LIBRARY_KERNEL, "block.pallas_call(")
+    lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})["result"]
+    titles = [lens["command"]["title"] for lens in lenses]
+    assert "Test" in titles and "Profile" in titles, titles
+    # Only the pallas_call site has lenses: `util.pallas_call_helper` is not one.
+    assert {lens["range"]["start"]["line"] for lens in lenses} == {call_line}, lenses
+
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": call_line, "character": 14}})
+    text = hover["result"]["contents"]["value"]
+    assert "copy_kernel" in text and "kernel_lib.block.pallas_call" in text, text

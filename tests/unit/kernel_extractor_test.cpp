@@ -98,10 +98,49 @@ TEST(KernelExtractor, ImportAliasForms) {
   EXPECT_EQ(count("import jax\n", "jax.experimental.pallas.pallas_call"), 1u);
   EXPECT_EQ(count("from jax.experimental import pallas as pl\ncall = pl.pallas_call\n", "call"),
             1u);
-  // Look-alikes that are not Pallas are ignored.
+  // pallas_call re-exported by another imported module (a kernel library's `block` module).
+  EXPECT_EQ(count("from jax.experimental import pallas as block\n", "block.pallas_call"), 1u);
+  EXPECT_EQ(count("import mylib as pl\n", "pl.pallas_call"), 1u);
+  EXPECT_EQ(count("import some_lib.block as block\n", "block.pallas_call"), 1u);
+  EXPECT_EQ(count("from some_lib import block\n", "block.pallas_call"), 1u);
+  EXPECT_EQ(count("from some_lib.block import pallas_call as pc\n", "pc"), 1u);
+  // Look-alikes are ignored: a local def, an unbound name, another attribute, a parameter.
   EXPECT_EQ(count("def pallas_call(*a, **k):\n    pass\n", "pallas_call"), 0u);
-  EXPECT_EQ(count("import mylib as pl\n", "pl.pallas_call"), 0u);
   EXPECT_EQ(count("", "pl.pallas_call"), 0u);
+  EXPECT_EQ(count("import some_lib.block as block\n", "block.pallas_call_helper"), 0u);
+  EXPECT_EQ(count("import some_lib.block as block\n", "block.pallas_caller"), 0u);
+  EXPECT_EQ(count("import some_lib\nlib = object()\n", "lib.pallas_call"), 0u);
+}
+
+TEST(KernelExtractor, PallasCallThroughAnotherModuleIsDescribedFromItsArguments) {
+  const Extracted e = extract(
+      "import some_lib.block as block\n\n"
+      "def scale_kernel(x_ref, o_ref):\n    o_ref[...] = 2.0 * x_ref[...]\n\n"
+      "def scale(x):\n"
+      "    return block.pallas_call(scale_kernel,\n"
+      "        out_shape=jax.ShapeDtypeStruct((1024, 128), jnp.float32),\n"
+      "        grid=(8,),\n"
+      "        in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],\n"
+      "        out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),\n"
+      "    )(x)\n");
+  const Kernel& k = e.only();
+  EXPECT_EQ(k.name, "scale_kernel");
+  EXPECT_EQ(k.enclosing_function, "scale");
+  EXPECT_EQ(e.text(k.call_span), "block.pallas_call");
+  EXPECT_EQ(k.grid.extents, dims({8}));
+  ASSERT_EQ(k.inputs.size(), 1u);
+  ASSERT_EQ(k.outputs.size(), 1u);
+  // The hover says where the call came from and that only its own arguments describe it.
+  bool noted = false;
+  for (const std::string& u : k.unknowns)
+    noted |= u.find("`some_lib.block.pallas_call`") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Pallas' own pallas_call carries no such note.
+  const Extracted own = extract(
+      "def k(x_ref, o_ref):\n    pass\n\n"
+      "def run(x):\n    return pl.pallas_call(k, out_shape=x)(x)\n");
+  for (const std::string& u : own.only().unknowns)
+    EXPECT_EQ(u.find("outside jax's Pallas"), std::string::npos) << u;
 }
 
 TEST(KernelExtractor, PartialOfPallasCall) {
