@@ -34,17 +34,44 @@ class KernelHostTest : public WorkerHostTest {
             {"task", {{"form", "infile"}}},
             {"target", "tpu"}};
   }
+
+  // A request whose work ends the worker's own process with exit code 7: the `reference` op runs
+  // the task's reference in the worker (a candidate never runs there: its code runs in a child,
+  // and a candidate that exits ends only that child).
+  json crashing_request() {
+    std::string src = scale_add_with("");
+    const std::string anchor = "def reference(x, y):\n";
+    src.replace(src.find(anchor), anchor.size(), anchor + "    import os; os._exit(7)\n");
+    return {{"op", "reference"},
+            {"source", src},
+            {"filename", (scratch_ / "k.py").string()},
+            {"task", {{"form", "infile"}}}};
+  }
 };
 
 TEST_F(KernelHostTest, CrashedWorkerIsReportedAndReplaced) {
   KernelHost host(config_, bundle_);
-  WorkerReply crashed = host.run(Lane::Compile, lower_request("    import os; os._exit(7)\n"));
+  WorkerReply crashed = host.run(Lane::Compile, crashing_request());
   EXPECT_EQ(crashed.status, WorkerReply::Status::Crashed) << crashed.message;
   EXPECT_NE(crashed.message.find("exited with code 7"), std::string::npos) << crashed.message;
   EXPECT_NE(crashed.stderr_tail.find("maxkernel-worker"), std::string::npos);
   WorkerReply next = host.run(Lane::Compile, lower_request(""));
   ASSERT_TRUE(next.ok()) << next.message;
   EXPECT_TRUE(next.body.value("lowered", false));
+}
+
+TEST_F(KernelHostTest, ACandidateThatExitsEndsItsOwnProcessNotTheWorker) {
+  KernelHost host(config_, bundle_);
+  WorkerReply failed = host.run(Lane::Compile, lower_request("    import os; os._exit(7)\n"));
+  EXPECT_EQ(failed.status, WorkerReply::Status::Failed) << failed.message;
+  EXPECT_NE(failed.message.find("the candidate's process ended without an answer: it exited with "
+                                "code 7"),
+            std::string::npos)
+      << failed.message;
+  EXPECT_EQ(host.live_workers(), 1u);  // the worker lives on and answers the next request
+  WorkerReply next = host.run(Lane::Compile, lower_request(""));
+  ASSERT_TRUE(next.ok()) << next.message;
+  EXPECT_EQ(host.live_workers(), 1u);
 }
 
 TEST_F(KernelHostTest, HungWorkerIsKilledAtTheTimeout) {
@@ -249,7 +276,7 @@ TEST_F(KernelHostTest, ALostSshLinkDropsTheIdleWorkersThatShareIt) {
   ASSERT_EQ(host.live_workers(), 2u);  // both idle, both alive
 
   std::ofstream(drop) << "";
-  WorkerReply lost = host.run(Lane::Compile, lower_request("    import os; os._exit(7)\n"));
+  WorkerReply lost = host.run(Lane::Compile, crashing_request());
   EXPECT_EQ(lost.status, WorkerReply::Status::Unreachable) << lost.message;
   EXPECT_NE(lost.message.find("connection lost"), std::string::npos) << lost.message;
   EXPECT_EQ(host.live_workers(), 0u);  // the idle timing worker went with the link

@@ -4,6 +4,7 @@ evaluates nothing twice; an empty address and a missing device resource are clea
 import collections
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -147,12 +148,18 @@ def test_a_cluster_without_the_device_resource_is_a_clear_error(cluster, tmp_pat
 
 
 def test_a_worker_that_crashes_on_a_node_is_a_crash_as_on_any_host(cluster, tmp_path):
-    task = tmp_path / "crash.py"
-    marker = "def candidate(x, y):\n"
-    task.write_text(SCALE_ADD.read_text().replace(marker, marker + "    import os\n"
-                                                  "    os._exit(7)\n", 1))
-    r, _ = run_cli("lower", task, "--python", python(), "--host", f"ray:{cluster.address}",
-                   "--format", "json", timeout=120)
+    """A worker whose `lower` ends its own process (exit code 7): a candidate cannot do that any
+    more (it runs in a child of the worker), so the crash comes from a copy of the worker."""
+    copy = tmp_path / "crashing" / "tpu"  # the Ray driver sits beside the worker (tpu/ray)
+    for part in ("worker", "ray"):
+        shutil.copytree(ROOT / "tpu" / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    worker = copy / "worker"
+    op = worker / "mkw_op_lower.py"
+    marker = "def op_lower(req, cancel, progress) -> dict:\n"
+    assert marker in op.read_text()
+    op.write_text(op.read_text().replace(marker, marker + "    import os\n    os._exit(7)\n", 1))
+    r, _ = run_cli("lower", SCALE_ADD, "--python", python(), "--host", f"ray:{cluster.address}",
+                   "--format", "json", timeout=120, env=dict(os.environ, MAXKERNEL_WORKER_DIR=str(worker)))
     assert r.returncode == 3, (r.stdout, r.stderr[-2000:])
     reply = json.loads(r.stdout)
     assert reply["status"] == "crashed", reply
