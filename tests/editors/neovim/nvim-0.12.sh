@@ -6,4 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 dir="$root/third_party/nvim-0.12.4"
 libs="$dir/usr/lib/x86_64-linux-gnu"
 export VIMRUNTIME="$dir/usr/share/nvim/runtime"
-exec "$dir/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "$libs" "$dir/usr/bin/nvim" "$@"
+# The tree-sitter parsers ship in usr/lib/nvim, which the binary looks for at /usr/lib/nvim: on the
+# runtime path, so that a markdown buffer's ftplugin (plan.md) finds its parser.
+exec "$dir/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "$libs" "$dir/usr/bin/nvim" \
+  --cmd "set runtimepath+=$dir/usr/lib/nvim" "$@"
