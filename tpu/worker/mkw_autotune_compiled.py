@@ -56,7 +56,7 @@ def export_config(req, task, cfg, full_args, full_kwargs) -> tuple[dict, bytes |
     try:
         prep = mkw_prepared.Prepared(req, params=cfg, task=task)
         entry, args, kwargs, _ = mkw_run.bind_static(prep.entry, full_args, full_kwargs)
-        traced, facts, _ = trace_config(r, prep, task, entry, args, kwargs, full_args, full_kwargs)
+        traced, facts = trace_config(r, prep, task, entry, args, kwargs, full_args, full_kwargs)
         r["facts"] = facts
         if traced is None:
             return r, None
@@ -98,9 +98,8 @@ def compile_exported(r: dict, module: bytes, generation: str, req, filename: str
 
 
 def trace_config(r: dict, prep, task, entry, args, kwargs, work_args, work_kwargs):
-    """(traced, facts, work report) of one configuration, its grid and VMEM per step noted in
-    `r`; traced is None, and `r` marked `incorrect`, when the pallas_call gate or the work check
-    refuses it (the work report is then None where the gate refused first)."""
+    """(traced, facts) of one configuration, its grid and VMEM per step noted in `r`; traced is
+    None, and `r` marked `incorrect`, when the pallas_call gate or the work check refuses it."""
     traced, closed = mkw_trace.trace_candidate(entry, args, kwargs, prep.filename, prep.source)
     facts = mkw_facts.all_facts(closed, filename=prep.filename)
     r["grid"] = [f["grid"] for f in facts]
@@ -108,12 +107,12 @@ def trace_config(r: dict, prep, task, entry, args, kwargs, work_args, work_kwarg
     gate = mkw_trace.pallas_gate(facts)
     if gate:
         r.update(status="incorrect", failure=gate)
-        return None, facts, None
+        return None, facts
     work = mkw_cost.work_report(closed, facts, task, work_args, work_kwargs, prep.filename)
     if work.get("verdict"):
         r.update(status="incorrect", failure=work["verdict"])
-        return None, facts, work
-    return traced, facts, work
+        return None, facts
+    return traced, facts
 
 
 def config_failed(r: dict, e: C.WorkerError) -> dict:

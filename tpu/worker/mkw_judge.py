@@ -60,6 +60,11 @@ class JudgeGolden:
         self.programs = programs or ReferencePrograms(_blob(header.get("program"), blobs),
                                                       _blob(header.get("target_program"), blobs))
 
+    def tolerances(self) -> tuple[dict | None, bool]:
+        """(the task's tolerances, whether another output dtype is accepted), as the reference's
+        child read them from the task."""
+        return self.header.get("tolerances"), bool(self.header.get("accept_dtype_difference"))
+
     def inputs_for_candidate(self) -> tuple[dict | None, list[bytes]]:
         """The first input set as the candidate's child gets it (mkw_input_wire): its description
         and arrays, or (None, []) when the reference's child could not describe it."""

@@ -88,7 +88,7 @@ def judge(fields: dict, golden: mkw_judge.JudgeGolden, plat: str, cancel, *, par
     if _first_line(out, golden):
         return out
     ins = mkw_judge.input_avals(golden)
-    tol, accept = gh.get("tolerances"), bool(gh.get("accept_dtype_difference"))
+    tol, accept = golden.tolerances()
     try:
         if fields.get("interpret_mode") == "none":
             # The host's own choice: kernels that pass interpret=... themselves are plain XLA in

@@ -220,8 +220,7 @@ def _autotune_one(req, fields, cfg, golden, plat, target, cancel, timed=True, ha
         # Ranked by the TPU compiler already: interpret time would add nothing.
         r["status"] = "ok"
         return r
-    gh = golden.header
-    tol, accept = gh.get("tolerances"), bool(gh.get("accept_dtype_difference"))
+    tol, accept = golden.tolerances()
     cfg_t = mkw_run.timing_config(req.get("timing"), judged.mode)
     t = mkw_judge.time_programs(judged.compiled, None, golden, cfg_t, cancel, tol, plat, accept,
                                 device=judged.mode.time_kind == "device")

@@ -41,7 +41,7 @@ def op_evaluate_split(req, cancel, progress) -> dict:
         return res
     compiled, ref = judged.compiled, judged.ref
     facts = judged.facts
-    tol, accept = gh.get("tolerances"), bool(gh.get("accept_dtype_difference"))
+    tol, accept = golden.tolerances()
     ins = mkw_judge.input_avals(golden)
     progress(stage="checked", correct=failure is None)
     if extra is not None:
