@@ -133,6 +133,9 @@ tpu::KernelRequest lowering_request(const EvaluationSetup& setup, const std::str
   request.options["target"] = "tpu";
   request.options.erase("shrink");  // lowering is always at the task's full shapes
   request.options.erase("extra_shapes");
+  // A search scores XLA once, at its root (the reference op compiles XLA's program): the
+  // candidates' lowering compiles only the candidate, not XLA again on every worker.
+  request.options["compile_reference"] = false;
   return request;
 }
 

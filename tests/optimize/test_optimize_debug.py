@@ -104,7 +104,16 @@ def test_the_debugger_repairs_a_kernel_the_tpu_compiler_refuses_for_vmem(tmp_pat
     assert node["time_kind"] == "compiled", node
     with sqlite3.connect(store) as db:
         code = dict(db.execute("SELECT strategy, code FROM nodes WHERE run_id = ?", (out["run"],)))
+        metrics = {s: json.loads(m) for s, m in db.execute(
+            "SELECT strategy, metrics_json FROM nodes WHERE run_id = ?", (out["run"],))}
+        (params,) = db.execute("SELECT params_json FROM runs WHERE id = ?", (out["run"],)).fetchone()
     assert code[strategy] == chain.VMEM_FIXED
+    # XLA's program is compiled once per run, by the reference op that scores the XLA baseline;
+    # the candidates' compile checks compile only the candidate.
+    assert json.loads(params)["xla"]["time_kind"] == "compiled", params
+    compiled = metrics[strategy]["tpu_compile"]
+    assert compiled["candidate"]["status"] == "compiled", compiled
+    assert "reference" not in compiled, compiled
 
     assert [rec["purpose"] for rec in log] == ["planner", "implementer", "debugger", "debugger"]
     assert all(rec["entry"] is not None for rec in log), "a request found no answer meant for it"
