@@ -69,6 +69,10 @@ def test_over_the_limit_is_too_large_to_estimate_and_the_worker_survives(worker)
     cand = r["tpu_compile"]["candidate"]
     assert cand["status"] == "too_large", cand
     assert cand["reason"].startswith("too large to estimate: over the time limit")
+    # The bound is the compile's own: libtpu's start (this worker's first v4 child) came before
+    # it and is named beside it, so a late "over the time limit" says where the time went.
+    assert cand["start_s"] >= 1 and cand["wait_s"] < 5, cand
+    assert f"{cand['start_s']:.0f} s starting libtpu" in cand["reason"], cand
     assert r["compiled_by"] == "lowering"
     assert any("too_large" in w for w in r["warnings"])
     _, r = _lower(worker, "scale_add.py", generation="v4", compile_limits={"memory_bytes": 1 << 20})

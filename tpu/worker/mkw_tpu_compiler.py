@@ -267,8 +267,12 @@ def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | Non
                 "reason": f"no TPU topology for {generation!r} in libtpu {why} (known: {', '.join(GENERATIONS)})"}
     lim = limits_from(limits)
     profiled = generation in PROFILED
+    waited = time.perf_counter()
     if not _acquire(cancelled):
         return {**out, "status": "cancelled", "reason": "cancelled by request"}
+    # The time limit bounds the compile itself; the wait for another request's compile and
+    # libtpu's start (START_TIMEOUT_S) come before it and are reported beside it.
+    out["wait_s"] = time.perf_counter() - waited
     try:
         child = _children.get(profiled)
         if child is not None and child.proc.poll() is not None:
@@ -296,6 +300,10 @@ def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | Non
             child.close()
             _children.pop(profiled, None)
             status, reason = extra
+            before = out["wait_s"] + out.get("start_s", 0.0)
+            if status == "too_large" and before >= 1.0:
+                reason += (f"; before the compile: {out['wait_s']:.0f} s waiting for this worker's "
+                           f"compiler, {out.get('start_s', 0.0):.0f} s starting libtpu")
             return {**out, "status": status, "reason": reason, "limits": lim, "wall_s": wall}
     finally:
         _lock.release()
