@@ -38,7 +38,8 @@ def make_inputs(key):
             jax.random.normal(kb, (ROWS, COLS), jnp.float32))
 '''
 
-CUMSUM_TASK = '''"""A task with no kernel and no template for it: a cumulative sum over the last axis."""
+CUMSUM_TASK = '''"""A task with no kernel and no template for it: a cumulative sum over the last axis, written
+through transposes (the scan template covers a bare cumsum over the last axis only)."""
 import jax
 import jax.numpy as jnp
 
@@ -47,7 +48,7 @@ TOLERANCES = {"rtol": 1e-4, "atol": 1e-4}
 
 
 def reference(x):
-    return jnp.cumsum(x, axis=-1)
+    return jnp.cumsum(x.T, axis=0).T
 
 
 def make_inputs(key):
@@ -147,7 +148,7 @@ def test_the_llm_alone_writes_a_reference_no_template_covers(tmp_path):
     assert [purpose for purpose, _ in calls] == ["planner_from_reference",
                                                  "implementer_from_reference"]
     planner = calls[0][1]
-    assert "return jnp.cumsum(x, axis=-1)" in planner
+    assert "return jnp.cumsum(x.T, axis=0).T" in planner
     assert "(none: no template covers this reference)" in planner
     assert out["cost"]["tokens_in"] == 800 + 1400
     assert stored[1]["cost"]["tokens_in"] == 800 + 1400

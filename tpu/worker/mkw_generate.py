@@ -44,6 +44,7 @@ TEMPLATES = (
     ("conv2d", "mkw_gen_conv", "generate"),
     ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
     ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
+    ("scan", "mkw_gen_scan", "generate"),
     ("rowwise", "mkw_gen_rowwise", "generate"),
     ("elementwise", "mkw_gen_elementwise", "generate"),
 )

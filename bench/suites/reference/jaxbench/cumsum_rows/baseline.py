@@ -1,4 +1,4 @@
-"""Inclusive prefix sum along each row: a scan, which no kernel template covers."""
+"""Inclusive prefix sum along each row: a scan (the scan template's class)."""
 import jax
 import jax.numpy as jnp
 
