@@ -60,9 +60,8 @@ std::optional<tpu::HostConfig> host_config(const HostChoice& choice, const std::
     const nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
     if (!h.is_object() || h.value("name", std::string()) != name) continue;
     auto config = tpu::parse_host_config(text, error);
-    // A ray host's python is the driver's, on this machine, like the local host's.
-    if (config && (config->kind == tpu::HostKind::Local || config->kind == tpu::HostKind::Ray) &&
-        !h.contains("python"))
+    // A host whose python runs here (local; ray: the driver's) gets this machine's.
+    if (config && config->kind->python_runs_here() && !h.contains("python"))
       config->python = python;
     if (config && choice.request_timeout) config->request_timeout = *choice.request_timeout;
     return config;

@@ -44,7 +44,7 @@ class HostPoolTest : public ::testing::Test {
   // An ssh host on a port where nothing listens: it can never start a worker.
   HostConfig closed_port(const std::string& name) const {
     HostConfig c = local(name);
-    c.kind = HostKind::Ssh;
+    c.kind = find_host_kind("ssh");
     c.destination = "nobody@127.0.0.1";
     c.port = 1;
     c.connect_timeout_s = 5;

@@ -104,7 +104,7 @@ TEST_F(KernelHostTest, CancellationReachesTheRunningJob) {
 
 TEST_F(KernelHostTest, GarbageOnTheProtocolStreamIsMalformedNotAHang) {
   HostConfig c = config_;
-  c.kind = HostKind::Command;
+  c.kind = find_host_kind("command");
   c.command_template = {"sh", "-c", "echo this-is-not-json; exec {command}"};
   c.remote_dir = (scratch_ / "remote").string();
   KernelHost host(c, bundle_);
@@ -120,7 +120,7 @@ TEST_F(KernelHostTest, GarbageOnTheProtocolStreamIsMalformedNotAHang) {
 
 TEST_F(KernelHostTest, CommandHostInstallsOnceAndRuns) {
   HostConfig c = config_;
-  c.kind = HostKind::Command;
+  c.kind = find_host_kind("command");
   c.command_template = {"sh", "-c", "{command}"};
   c.remote_dir = (scratch_ / "remote dir with 'quote'").string();
   {
@@ -197,7 +197,7 @@ TEST_F(KernelHostTest, PoolSpreadsConcurrentJobsOverHosts) {
 
 TEST_F(KernelHostTest, UnreachableSshHostSaysWhy) {
   HostConfig c = config_;
-  c.kind = HostKind::Ssh;
+  c.kind = find_host_kind("ssh");
   c.destination = "nobody@127.0.0.1";
   c.port = 1;  // nothing listens there
   c.connect_timeout_s = 5;
@@ -234,7 +234,7 @@ exec sh -c "$1"
     fs::remove(count);
   };
   HostConfig c = config_;
-  c.kind = HostKind::Command;
+  c.kind = find_host_kind("command");
   c.command_template = {(bin / "ssh").string(), "{command}"};
   c.remote_dir = (scratch_ / "remote").string();
 
@@ -267,7 +267,7 @@ TEST_F(KernelHostTest, ALostSshLinkDropsTheIdleWorkersThatShareIt) {
                              << "' ] && exit 255\nexit $status\n";
   fs::permissions(bin / "ssh", fs::perms::owner_all);
   HostConfig c = config_;
-  c.kind = HostKind::Command;
+  c.kind = find_host_kind("command");
   c.command_template = {(bin / "ssh").string(), "{command}"};
   c.remote_dir = (scratch_ / "remote").string();
   KernelHost host(c, bundle_);

@@ -22,7 +22,7 @@ class RayHostTest : public WorkerHostTest {
     ::setenv("MAXKERNEL_RAY_DRIVER",
              (repo() / "tests" / "hosts" / "fake_workers" / "fake_ray_driver.py").c_str(), 1);
     ::setenv("FAKE_RAY_STATE", scratch_.c_str(), 1);
-    config_.kind = HostKind::Ray;
+    config_.kind = find_host_kind("ray");
     config_.name = "ray:fake";
     config_.address = "fake";
   }

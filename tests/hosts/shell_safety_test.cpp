@@ -109,7 +109,7 @@ TEST_F(ShellSafetyTest, QuotedCommandLineGivesBackTheExactArgv) {
 
 TEST_F(ShellSafetyTest, SshRemoteCommandIsOneQuotedArgumentAfterTheDestination) {
   HostConfig host;
-  host.kind = HostKind::Ssh;
+  host.kind = find_host_kind("ssh");
   host.destination = "user@vm; touch " + marker_;
   host.identity_file = dir_.string() + "/key $(touch " + marker_ + ")";
   host.ssh_options = {"ProxyCommand=touch " + marker_};
@@ -139,7 +139,7 @@ TEST_F(ShellSafetyTest, CommandTemplateRunsTheQuotedCommandVerbatim) {
         std::vector<std::string>{"sh", "-c", "cd / && {command}"},
         std::vector<std::string>{"env", "--", "sh", "-c", "exec {command}"}}) {
     HostConfig host;
-    host.kind = HostKind::Command;
+    host.kind = find_host_kind("command");
     host.command_template = tmpl;
     const std::string out = run_argv(remote_argv(host, shell_command(command)));
     std::vector<std::string> got;

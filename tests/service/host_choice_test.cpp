@@ -14,7 +14,7 @@ TEST(HostChoice, ARayNameIsAHostOfItsOwnRunWithTheChoicesPython) {
   std::string error;
   auto host = host_config(choice, "ray:10.0.0.7:6379", error);
   ASSERT_TRUE(host) << error;
-  EXPECT_EQ(host->kind, tpu::HostKind::Ray);
+  EXPECT_EQ(host->kind->name(), "ray");
   EXPECT_EQ(host->address, "10.0.0.7:6379");
   EXPECT_EQ(host->python, "/venv/bin/python");
   EXPECT_EQ(host->request_timeout.count(), 1234);

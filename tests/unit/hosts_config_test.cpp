@@ -32,7 +32,7 @@ TEST(ShellQuote, NeutralisesMetacharacters) {
 
 TEST(HostConfig, SshArgvUsesBatchModeTimeoutAndSharing) {
   HostConfig h;
-  h.kind = HostKind::Ssh;
+  h.kind = find_host_kind("ssh");
   h.destination = "me@tpu-vm";
   h.port = 2222;
   h.identity_file = "/k/id";
@@ -58,7 +58,7 @@ TEST(HostConfig, SshArgvUsesBatchModeTimeoutAndSharing) {
 
 TEST(HostConfig, CommandTemplateGetsTheCommandAsOneArgument) {
   HostConfig h;
-  h.kind = HostKind::Command;
+  h.kind = find_host_kind("command");
   h.command_template = {"gcloud", "compute", "tpus", "tpu-vm", "ssh", "vm", "--command={command}"};
   const auto argv = remote_argv(h, "python3 -u 'a b.py'");
   EXPECT_EQ(argv.back(), "--command=python3 -u 'a b.py'");
@@ -71,7 +71,7 @@ TEST(HostConfig, ParsesAndValidates) {
                                   "sshOptions": ["StrictHostKeyChecking=no"], "compileSlots": 3})",
                               error);
   ASSERT_TRUE(ok) << error;
-  EXPECT_EQ(ok->kind, HostKind::Ssh);
+  EXPECT_EQ(ok->kind->name(), "ssh");
   EXPECT_EQ(ok->compile_slots, 3);
   EXPECT_EQ(ok->ssh_options.size(), 1u);
 
@@ -80,6 +80,7 @@ TEST(HostConfig, ParsesAndValidates) {
   EXPECT_FALSE(parse_host_config(R"({"kind": "command", "command": ["sh", "-c", "x"]})", error));
   EXPECT_NE(error.find("{command}"), std::string::npos);
   EXPECT_FALSE(parse_host_config(R"({"kind": "telnet"})", error));
+  EXPECT_EQ(error, "host 'local': kind must be local, ssh, command or ray, not 'telnet'");
   EXPECT_FALSE(parse_host_config("[1, 2", error));
   EXPECT_FALSE(parse_host_config(R"({"timingSlots": 0})", error));
 }
@@ -107,7 +108,7 @@ TEST(HostConfig, RayHostsFromADefinitionOrFromTheirName) {
       R"({"name": "pod", "kind": "ray", "address": "10.0.0.2:6379", "deviceResource": "GPU"})",
       error);
   ASSERT_TRUE(defined) << error;
-  EXPECT_EQ(defined->kind, HostKind::Ray);
+  EXPECT_EQ(defined->kind->name(), "ray");
   EXPECT_EQ(defined->address, "10.0.0.2:6379");
   EXPECT_EQ(defined->device_resource, "GPU");
   EXPECT_EQ(defined->effective_worker_nice(), 0);  // nothing of the editor's runs there

@@ -3,11 +3,21 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <string_view>
-
-#include "tpu/host/content_hash.h"
 
 namespace mk::tpu {
+
+namespace {
+// "local, ssh, command or ray": the registered kinds, for the message naming a wrong one.
+std::string kind_names() {
+  const std::vector<const HostKind*> kinds = host_kinds();
+  std::string out;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0) out += i + 1 == kinds.size() ? " or " : ", ";
+    out += kinds[i]->name();
+  }
+  return out;
+}
+}  // namespace
 
 std::string default_local_python() {
   if (const char* p = std::getenv("MAXKERNEL_PYTHON"); p && *p) return p;
@@ -21,17 +31,6 @@ std::string default_local_python() {
     }
   }
   return "python3";
-}
-
-std::optional<HostConfig> ray_host_from_name(const std::string& name) {
-  constexpr std::string_view prefix = "ray:";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
-    return std::nullopt;
-  HostConfig h;
-  h.name = name;
-  h.kind = HostKind::Ray;
-  h.address = name.substr(prefix.size());
-  return h;
 }
 
 std::string shell_quote(const std::string& arg) {
@@ -62,44 +61,7 @@ std::string shell_command(const std::vector<std::string>& argv) {
 }
 
 std::vector<std::string> remote_argv(const HostConfig& host, const std::string& remote_command) {
-  if (host.kind == HostKind::Command) {
-    std::vector<std::string> argv;
-    for (const std::string& part : host.command_template) {
-      std::string arg = part;
-      const size_t at = arg.find("{command}");
-      if (at != std::string::npos) arg.replace(at, 9, remote_command);
-      argv.push_back(arg);
-    }
-    return argv;
-  }
-  // Connection sharing: later commands reuse the first login. The socket is keyed by the
-  // identity and options too, so a host entry with another key never rides an existing login.
-  const std::string credentials =
-      sha256_hex(host.identity_file + "\n" + shell_command(host.ssh_options)).substr(0, 12);
-  std::vector<std::string> argv = {
-      "ssh", "-T",
-      "-o",  "BatchMode=yes",
-      "-o",  "ConnectTimeout=" + std::to_string(host.connect_timeout_s),
-      "-o",  "ControlMaster=auto",
-      "-o",  "ControlPath=/tmp/maxkernel-ssh-" + credentials + "-%C",
-      "-o",  "ControlPersist=60"};
-
-  if (host.port > 0) {
-    argv.push_back("-p");
-    argv.push_back(std::to_string(host.port));
-  }
-  if (!host.identity_file.empty()) {
-    argv.push_back("-i");
-    argv.push_back(host.identity_file);
-  }
-  for (const std::string& o : host.ssh_options) {
-    argv.push_back("-o");
-    argv.push_back(o);
-  }
-  argv.push_back("--");
-  argv.push_back(host.destination);
-  argv.push_back(remote_command);
-  return argv;
+  return host.kind->remote_shell(host, remote_command);
 }
 
 std::optional<HostConfig> parse_host_config(const std::string& json_text, std::string& error) {
@@ -117,29 +79,17 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
   HostConfig h;
   try {
     h.name = j.value("name", std::string("local"));
-    const std::string kind = j.value("kind", std::string("local"));
-    if (kind == "local") {
-      h.kind = HostKind::Local;
-    } else if (kind == "ssh") {
-      h.kind = HostKind::Ssh;
-    } else if (kind == "command") {
-      h.kind = HostKind::Command;
-    } else if (kind == "ray") {
-      h.kind = HostKind::Ray;
-    } else {
-      error = "host '" + h.name + "': kind must be local, ssh, command or ray, not '" + kind + "'";
+    const std::string kind = j.value("kind", std::string(local_host_kind().name()));
+    h.kind = find_host_kind(kind);
+    if (!h.kind) {
+      error = "host '" + h.name + "': kind must be " + kind_names() + ", not '" + kind + "'";
       return std::nullopt;
     }
+    h.definition = j;
     h.python = j.value("python", h.python);
-    h.destination = j.value("destination", std::string());
-    h.port = j.value("port", 0);
-    h.identity_file = j.value("identityFile", std::string());
-    h.ssh_options = j.value("sshOptions", std::vector<std::string>{});
     h.connect_timeout_s = j.value("connectTimeoutSeconds", h.connect_timeout_s);
-    h.command_template = j.value("command", std::vector<std::string>{});
     h.remote_dir = j.value("remoteDir", h.remote_dir);
-    h.address = j.value("address", std::string());
-    h.device_resource = j.value("deviceResource", h.device_resource);
+    h.kind->read_settings(j, h);
     h.compile_slots = j.value("compileSlots", h.compile_slots);
     h.timing_slots = j.value("timingSlots", h.timing_slots);
     if (j.contains("workerNice")) h.worker_nice = j.at("workerNice").get<int>();
@@ -149,23 +99,9 @@ std::optional<HostConfig> parse_host_config(const std::string& json_text, std::s
     error = std::string("host settings: ") + e.what();
     return std::nullopt;
   }
-  if (h.kind == HostKind::Ssh && h.destination.empty()) {
-    error = "host '" + h.name + "': ssh needs a destination (user@host)";
+  if (const std::string why = h.kind->check_settings(h); !why.empty()) {
+    error = "host '" + h.name + "': " + why;
     return std::nullopt;
-  }
-  if (h.kind == HostKind::Ray && (h.address.empty() || h.device_resource.empty())) {
-    error = "host '" + h.name + "': ray needs an address (what ray.init accepts: HOST:PORT, " +
-            "ray://HOST:PORT or auto) and a non-empty deviceResource";
-    return std::nullopt;
-  }
-  if (h.kind == HostKind::Command) {
-    bool placeholder = false;
-    for (const auto& part : h.command_template)
-      placeholder |= part.find("{command}") != std::string::npos;
-    if (!placeholder) {
-      error = "host '" + h.name + "': the command template needs an argument containing {command}";
-      return std::nullopt;
-    }
   }
   if (h.worker_nice && (*h.worker_nice < 0 || *h.worker_nice > 19)) {
     error = "host '" + h.name + "': workerNice must be between 0 and 19";

@@ -19,7 +19,7 @@ void HostPool::add(std::unique_ptr<KernelHost> host) {
 
 bool HostPool::all_local() const {
   for (const auto& h : hosts_)
-    if (h->config().kind != HostKind::Local) return false;
+    if (!h->config().kind->workers_run_here()) return false;
   return !hosts_.empty();
 }
 

@@ -6,30 +6,13 @@
 #include <boost/process.hpp>
 #include <chrono>
 
-#include "tpu/host/ray_driver.h"
-
 namespace mk::tpu {
 
 namespace bp = boost::process;
 
-std::string explain_connection_failure(const std::string& err) {
-  auto has = [&](const char* s) { return err.find(s) != std::string::npos; };
-  if (has("Permission denied") || has("Authentication failed"))
-    return "ssh authentication failed (check the key and user)";
-  if (has("Connection refused")) return "connection refused (is sshd running on that port?)";
-  if (has("timed out")) return "connection timed out";
-  if (has("Could not resolve hostname") || has("Name or service not known"))
-    return "unknown host name";
-  if (has("Host key verification failed"))
-    return "host key verification failed (add the host to known_hosts)";
-  if (has("No such file or directory") || has("not found"))
-    return "the python on the host was not found";
-  return "";
-}
-
 namespace {
 // A short reason for a worker that failed its hello ("" keeps the reply's own message).
-std::string explain_start_failure(const WorkerReply& hello) {
+std::string explain_start_failure(const HostKind& kind, const WorkerReply& hello) {
   const std::string text = hello.stderr_tail + hello.message;
   if (text.find("No module named 'jax'") != std::string::npos ||
       text.find("No module named jax") != std::string::npos)
@@ -37,7 +20,7 @@ std::string explain_start_failure(const WorkerReply& hello) {
   // A worker that answered said what is wrong itself (e.g. JAX cannot open the device); the
   // guesses from ssh's and the shell's words are for a process that never got that far.
   if (hello.status == WorkerReply::Status::Failed) return "";
-  return explain_connection_failure(text);
+  return kind.explain_connection_failure(text);
 }
 }  // namespace
 
@@ -88,7 +71,7 @@ int KernelHost::max_slots(Lane lane) const {
   if (lane == Lane::Compile) return config_.compile_slots;
   if (config_.timing_slots > 0) return config_.timing_slots;
   // A Ray cluster's timing lane is as wide as its device count, known from the first hello.
-  if (const int sized = sized_timing_slots_; sized > 0 && config_.kind == HostKind::Ray)
+  if (const int sized = sized_timing_slots_; sized > 0 && config_.kind->slots_span_machines())
     return sized;
   return std::max(1, config_.compile_slots);
 }
@@ -113,33 +96,13 @@ std::vector<std::unique_ptr<WorkerProcess>> KernelHost::take_idle_workers_locked
   return idle;
 }
 
-std::string KernelHost::remote_bundle_dir() const {
-  return config_.remote_dir + "/worker-" + bundle_.hash.substr(0, 16);
-}
-
-std::vector<std::string> KernelHost::worker_argv(Lane lane) const {
-  if (config_.kind == HostKind::Ray)
-    return ray_driver_argv(config_, bundle_, lane == Lane::Compile ? "compile" : "timing");
-  const bool local = config_.kind == HostKind::Local;
-  const std::string script = local ? (bundle_.directory / bundle_.entry).string()
-                                   : remote_bundle_dir() + "/" + bundle_.entry;
-  // A compile worker keeps JAX on the CPU: a TPU admits one process, the timing worker's.
-  std::vector<std::string> argv = {config_.python,
-                                   "-u",
-                                   script,
-                                   "--nice",
-                                   std::to_string(config_.effective_worker_nice()),
-                                   "--lane",
-                                   lane == Lane::Compile ? "compile" : "timing"};
-  return local ? argv : remote_argv(config_, shell_command(argv));
-}
-
 bool KernelHost::ensure_installed(std::string& error) {
-  // A ray slot's driver ships the bundle to the cluster itself (the job's working_dir).
-  if (config_.kind == HostKind::Local || config_.kind == HostKind::Ray) return true;
+  // Only a kind with a remote shell installs: the others start their workers here (a ray
+  // slot's driver ships the bundle to the cluster itself, as the job's working_dir).
+  if (!config_.kind->has_remote_shell()) return true;
   std::lock_guard<std::mutex> lock(install_mutex_);
   if (installed_) return true;
-  const std::string dir = remote_bundle_dir();
+  const std::string dir = installed_bundle_dir(config_, bundle_);
   const std::string part = dir + ".part";
   // One remote command: reuse the bundle if complete, else unpack the tar on stdin beside it
   // and move it into place.
@@ -149,7 +112,8 @@ bool KernelHost::ensure_installed(std::string& error) {
                              shell_quote(part) + " && touch " + shell_quote(part + "/.complete") +
                              " && rm -rf " + shell_quote(dir) + " && mv " + shell_quote(part) +
                              " " + shell_quote(dir) + " && echo installed; fi";
-  const std::vector<std::string> argv = remote_argv(config_, shell_command({"sh", "-c", script}));
+  const std::vector<std::string> argv =
+      config_.kind->remote_shell(config_, shell_command({"sh", "-c", script}));
   try {
     // Close-on-exec pipes: a worker another thread starts meanwhile must not hold their ends.
     int fds[3][2];
@@ -174,7 +138,7 @@ bool KernelHost::ensure_installed(std::string& error) {
     remote.wait();
     tar.wait();
     if (remote.exit_code() != 0) {
-      const std::string why = explain_connection_failure(err_text);
+      const std::string why = config_.kind->explain_connection_failure(err_text);
       error = "installing the worker on " + config_.name + " failed" +
               (why.empty() ? "" : ": " + why) + (err_text.empty() ? "" : "\n" + err_text);
       return false;
@@ -204,7 +168,8 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
   std::unique_ptr<WorkerProcess> worker;
   WorkerReply hello;
   for (int attempt = 1;; ++attempt) {
-    worker = std::make_unique<WorkerProcess>(worker_argv(lane), "the worker on " + config_.name);
+    worker = std::make_unique<WorkerProcess>(config_.kind->worker_argv(config_, bundle_, lane),
+                                             "the worker on " + config_.name);
     if (!worker->start(error)) {
       failure.message = error;
       return nullptr;
@@ -218,7 +183,7 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
     worker->kill();
   }
   if (!hello.ok()) {
-    const std::string why = explain_start_failure(hello);
+    const std::string why = explain_start_failure(*config_.kind, hello);
     failure.message =
         "cannot start the worker on " + config_.name + ": " + (why.empty() ? hello.message : why);
     failure.stderr_tail = hello.stderr_tail;
@@ -229,7 +194,7 @@ std::unique_ptr<WorkerProcess> KernelHost::launch(Lane lane, WorkerReply& failur
     std::lock_guard<std::mutex> lock(mutex_);
     // Every timing actor of a Ray cluster may sit on another node: each must have the device
     // the first one had, or timings from different chips would mix in one search.
-    if (hello_ && lane == Lane::Timing && config_.kind == HostKind::Ray &&
+    if (hello_ && lane == Lane::Timing && config_.kind->slots_span_machines() &&
         fingerprint_of(hello.body) != fingerprint_of(hello_->body)) {
       const nlohmann::json ray = hello.body.value("ray", nlohmann::json::object());
       failure.message = "the Ray node " + ray.value("node_ip", std::string("?")) + " of " +
@@ -252,7 +217,7 @@ WorkerReply KernelHost::run(Lane lane, nlohmann::json request,
                             std::optional<std::chrono::milliseconds> timeout,
                             const ProgressFn& on_progress, std::string* ran_on) {
   if (ran_on) *ran_on = config_.name;
-  if (config_.kind != HostKind::Ray)
+  if (!config_.kind->slots_span_machines())
     return run_once(lane, std::move(request), cancelled, timeout, on_progress);
   // A copy: a job whose node left the cluster is sent once more, to another slot.
   WorkerReply reply = run_once(lane, request, cancelled, timeout, on_progress);

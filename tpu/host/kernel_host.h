@@ -73,10 +73,8 @@ class KernelHost : public JobRunner {
   std::vector<std::unique_ptr<WorkerProcess>> take_idle_workers_locked();
   std::unique_ptr<WorkerProcess> launch(Lane lane, WorkerReply& failure);
   bool ensure_installed(std::string& error);
-  std::vector<std::string> worker_argv(Lane lane) const;
   // With mutex_ held: once the platform is known, grows an automatic timing lane.
   void size_timing_lane_locked();
-  std::string remote_bundle_dir() const;
 
   HostConfig config_;
   WorkerBundle bundle_;
@@ -98,8 +96,5 @@ std::string fingerprint_of(const nlohmann::json& hello);
 // device, so timings do not disturb each other); on cpu, compile_slots capped at its cores. A
 // Ray driver's hello counts the cluster's device resources: one slot (one actor) per device.
 int automatic_timing_slots(const nlohmann::json& hello, int compile_slots);
-
-// Turns ssh's stderr into a clear reason ("authentication failed", "connection refused", ...).
-std::string explain_connection_failure(const std::string& stderr_text);
 
 }  // namespace mk::tpu
