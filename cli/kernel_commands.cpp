@@ -24,7 +24,7 @@ namespace {
 constexpr const char* kKernelUsage =
     "usage: maxkernel {lower|test|profile} FILE[::KERNEL] [options]\n"
     "  --host NAME        host to run on (default: local); --host a,b: the least busy of them\n"
-    "  --hosts FILE       JSON list of hosts ({name, kind: local|ssh|command, ...}; see "
+    "  --hosts FILE       JSON list of hosts ({name, kind: local|ssh|command|ray, ...}; see "
     "docs/hosts.md)\n"
     "  --python PATH      python with JAX for the local host\n"
     "  --format text|json\n"

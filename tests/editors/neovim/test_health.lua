@@ -17,6 +17,7 @@ H.run("health", function()
       { name = "local", kind = "local", python = H.python },
       -- Nothing listens on port 1 of loopback: the check must fail quickly and say so.
       { name = "nowhere", kind = "ssh", destination = "nobody@127.0.0.1", port = 1, connectTimeoutSeconds = 2 },
+      { name = "pod", kind = "ray", address = "127.0.0.1:6379", python = H.python },
     },
   })
   local text = health_lines()
@@ -26,6 +27,8 @@ H.run("health", function()
   has(text, "python: " .. H.python .. " (JAX ")
   has(text, "host local (local) reachable: JAX ")
   has(text, "host nowhere (ssh) not reachable or without JAX")
+  has(text, "host pod (ray): Ray ")
+  has(text, "the cluster at 127.0.0.1:6379 is joined when a job starts")
   has(text, "selected host: local")
   -- The OK lines are reported as OK, the unreachable host as an error.
   H.check(text:match("OK[^\n]*server: "), "server line is not OK:\n%s", text)

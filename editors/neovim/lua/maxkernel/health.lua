@@ -125,8 +125,22 @@ local function check_host(host)
       report.error(string.format("host %s: kind command needs a command list", name))
       return
     end
+  elseif kind == "ray" then
+    -- The slots' driver runs here and joins the cluster when a job starts: check its python.
+    if not host.address then
+      report.error(string.format("host %s: kind ray needs an address", name))
+      return
+    end
+    local code, out = run({ python, "-c", "import ray; print(ray.__version__)" }, 30000)
+    if code == 0 then
+      report.ok(string.format("host %s (ray): Ray %s here; the cluster at %s is joined when a job starts",
+        name, out, tostring(host.address)))
+    else
+      report.error(string.format("host %s (ray): %s cannot import ray (pip install ray): %s", name, python, out))
+    end
+    return
   else
-    report.error(string.format("host %s: unknown kind '%s' (local, ssh, command)", name, tostring(kind)))
+    report.error(string.format("host %s: unknown kind '%s' (local, ssh, command, ray)", name, tostring(kind)))
     return
   end
   local code, out = run(argv, 30000)
