@@ -15,7 +15,7 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_gen_attention as A
+import mkw_gen_attention_tpu as A
 import mkw_gen_common as G
 
 MIB = 1024 * 1024

@@ -50,8 +50,8 @@ def cost_dict(ca):
     trans = ca.get("transcendentals")
     if flops is None and nbytes is None:
         return None
-    out = {"flops": mkw_facts._num(flops), "bytes_accessed": mkw_facts._num(nbytes),
-           "transcendentals": mkw_facts._num(trans)}
+    out = {"flops": mkw_facts.num(flops), "bytes_accessed": mkw_facts.num(nbytes),
+           "transcendentals": mkw_facts.num(trans)}
     if out["flops"] is not None and out["flops"] < 0:
         out["flops"] = None
     if out["bytes_accessed"] is not None and out["bytes_accessed"] < 0:
@@ -81,7 +81,7 @@ def cost_summary(facts, task, args, kwargs) -> dict:
         out["reference_xla_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     if task.get_flops is not None:
         try:
-            out["get_flops"] = mkw_facts._num(task.get_flops())
+            out["get_flops"] = mkw_facts.num(task.get_flops())
         except Exception as e:  # noqa: BLE001
             out["get_flops_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     # One headline figure, preferring the kernel author's estimate.

@@ -31,7 +31,7 @@ VMEM_ASSUMPTIONS = (
 # ---------------------------------------------------------------------------
 # Walking nested jaxprs.
 
-def _is_closed_jaxpr(v) -> bool:
+def is_closed_jaxpr(v) -> bool:
     return hasattr(v, "jaxpr") and hasattr(v, "consts") and hasattr(v.jaxpr, "eqns")
 
 
@@ -49,7 +49,7 @@ def sub_jaxprs(eqn):
     for name, v in eqn.params.items():
         vals = v if isinstance(v, (tuple, list)) else (v,)
         for x in vals:
-            if _is_closed_jaxpr(x):
+            if is_closed_jaxpr(x):
                 yield name, x.jaxpr
             elif _is_jaxpr(x):
                 yield name, x
@@ -58,7 +58,7 @@ def sub_jaxprs(eqn):
 def walk_eqns(jaxpr, path=()):
     """Yields (eqn, path) for every equation, depth first; `path` is the
     chain of enclosing primitive names."""
-    if _is_closed_jaxpr(jaxpr):
+    if is_closed_jaxpr(jaxpr):
         jaxpr = jaxpr.jaxpr
     for eqn in jaxpr.eqns:
         yield eqn, path
@@ -112,7 +112,7 @@ def live_pallas_eqns(closed_jaxpr) -> set[int]:
                         needed.add(v)
         return [v in needed for v in jaxpr.invars]
 
-    jaxpr = closed_jaxpr.jaxpr if _is_closed_jaxpr(closed_jaxpr) else closed_jaxpr
+    jaxpr = closed_jaxpr.jaxpr if is_closed_jaxpr(closed_jaxpr) else closed_jaxpr
     visit(jaxpr, [True] * len(jaxpr.outvars))
     return live
 
@@ -190,7 +190,7 @@ def _memory_space_of(aval) -> str:
     return s or "default"
 
 
-def _user_location(eqn, filename: str | None):
+def user_location(eqn, filename: str | None):
     """Deepest frame of the equation's creation stack in the user's file."""
     tb = getattr(getattr(eqn, "source_info", None), "traceback", None)
     if tb is None:
@@ -315,9 +315,9 @@ def pallas_call_facts(eqn, *, filename: str | None = None, path=()) -> dict:
     cost = None
     if ce is not None:
         cost = {
-            "flops": _num(getattr(ce, "flops", None)),
-            "transcendentals": _num(getattr(ce, "transcendentals", None)),
-            "bytes_accessed": _num(getattr(ce, "bytes_accessed", None)),
+            "flops": num(getattr(ce, "flops", None)),
+            "transcendentals": num(getattr(ce, "transcendentals", None)),
+            "bytes_accessed": num(getattr(ce, "bytes_accessed", None)),
             "source": "pallas_call cost_estimate",
         }
         cost["arithmetic_intensity"] = intensity(cost["flops"], cost["bytes_accessed"])
@@ -325,7 +325,7 @@ def pallas_call_facts(eqn, *, filename: str | None = None, path=()) -> dict:
     facts = {
         "kernel": kernel_name(eqn),
         "kernel_defined_at": kernel_src(eqn),
-        "location": _user_location(eqn, filename),
+        "location": user_location(eqn, filename),
         "nesting": list(path),
         "grid": grid,
         "num_scalar_prefetch": n_idx,
@@ -358,7 +358,7 @@ def _traffic(gm, operands) -> dict:
                 "grid_steps": None}
 
 
-def _num(v):
+def num(v):
     if v is None:
         return None
     try:

@@ -21,10 +21,10 @@ from mkw_gen_common import NoTemplate
 MAX_BLOCK = 128
 
 
-def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Generated:
-    ctx = matcher.ctx
+def emit(ctx, matched: MA.Matched) -> G.Generated:
+    matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
-    qn, kn, vn = (ident(names[v]) for v in (q_var, k_var, v_var))
+    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, odt = q_var.aval.dtype, out_var.aval.dtype
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     for what, dim in (("head_dim", D), ("v head_dim", DV)):
@@ -46,7 +46,7 @@ def emit(matcher, m, causal, scale, q_var, k_var, v_var, out_var, ident) -> G.Ge
                          f"{GPU.SMEM_BUDGET // 1024} KiB shared-memory budget")
     stages, bk = plan
     warps = 8 if bq * max(D, DV) >= 128 * 128 else 4
-    scale_text, _ = matcher._scale_text(scale, D)
+    scale_text, _ = matcher.scale_text(scale, D)
     views = {}
     for key, lay, dim in (("q", m["q"], D), ("k", m["k"], D), ("v", m["v"], DV)):
         # (batch, seq, heads*dim) is a free view of (batch, seq, heads, dim): a head's block is a

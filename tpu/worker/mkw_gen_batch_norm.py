@@ -31,7 +31,7 @@ from mkw_gen_common import NoTemplate
 
 KERNEL_CLASS = "matmul_batch_norm"
 COVERED_PRIMITIVES = ()
-_TABLES = (E._UNARY, E._BINARY_FLOAT, E._BINARY)
+_TABLES = (E.UNARY, E.BINARY_FLOAT, E.BINARY)
 _ALIAS = ("reshape", "broadcast_in_dim", "squeeze", "expand_dims", "copy", "stop_gradient",
           "optimization_barrier")
 
@@ -263,7 +263,7 @@ def _static_name(ctx, value, dtype):
 
 
 def _match(ctx):
-    m = MM._match(ctx)
+    m = MM.match(ctx)
     if m is None:
         return None
     ms, epilogue = m
@@ -506,7 +506,7 @@ def _normalize_kernel({b_refs},
 def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
 '''
-    description = (f"{MM._dot_summary(ms)} + batch statistics over all {ms.m} rows "
+    description = (f"{MM.dot_summary(ms)} + batch statistics over all {ms.m} rows "
                    f"({len(an.stats)} summed value{'s' if len(an.stats) != 1 else ''}) + "
                    "normalize: matmul+statistics pass, then a normalize pass")
     source, imports, body = G.write_module(

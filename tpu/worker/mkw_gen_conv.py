@@ -27,7 +27,7 @@ from mkw_gen_common import NoTemplate
 
 KERNEL_CLASS = "conv2d"
 COVERED_PRIMITIVES = ("conv_general_dilated",)
-_TABLES = (E._UNARY, E._BINARY_FLOAT, E._BINARY)
+_TABLES = (E.UNARY, E.BINARY_FLOAT, E.BINARY)
 _ALIAS = ("reshape", "broadcast_in_dim", "squeeze", "expand_dims", "copy", "stop_gradient",
           "optimization_barrier")
 

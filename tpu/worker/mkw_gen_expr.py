@@ -24,7 +24,7 @@ from mkw_gen_common import NoTemplate
 
 # primitive -> format string on operand code ({0}, {1}, ...). Float-only forms are marked so that
 # integer operands use lax's exact semantics instead.
-_UNARY = {
+UNARY = {
     "neg": "-{0}",
     "exp": "jnp.exp({0})",
     "exp2": "jnp.exp2({0})",
@@ -51,14 +51,14 @@ _UNARY = {
     "not": "~{0}",
     "reciprocal": "1.0 / {0}",
 }
-_BINARY_FLOAT = {
+BINARY_FLOAT = {
     "add": "{0} + {1}",
     "sub": "{0} - {1}",
     "mul": "{0} * {1}",
     "div": "{0} / {1}",
     "pow": "jnp.power({0}, {1})",
 }
-_BINARY = {
+BINARY = {
     "max": "jnp.maximum({0}, {1})",
     "min": "jnp.minimum({0}, {1})",
     "eq": "{0} == {1}",
@@ -85,7 +85,7 @@ _LAYOUT = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
 _ROW_REDUCTIONS = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
 
 ELEMENTWISE_PRIMITIVES = tuple(sorted(
-    set(_UNARY) | set(_BINARY_FLOAT) | set(_BINARY) | set(_BINARY_INT) | set(_IDENTITY)
+    set(UNARY) | set(BINARY_FLOAT) | set(BINARY) | set(_BINARY_INT) | set(_IDENTITY)
     | {"integer_pow", "select_n", "clamp", "convert_element_type"}))
 LAYOUT_PRIMITIVES = _LAYOUT
 # gather: only jnp.take_along_axis(v, idx[:, None], axis=-1) on an (M, N) value, one element
@@ -511,15 +511,15 @@ class Region:
             x = self.code(ins[0])
             self._assign(e, f"_erf({x})" if name == "erf" else f"(1.0 - _erf({x}))")
             return
-        if name in _UNARY:
-            self._assign(e, _UNARY[name].format(self.code(ins[0])))
+        if name in UNARY:
+            self._assign(e, UNARY[name].format(self.code(ins[0])))
             return
         is_float = _float_dtype(out.aval.dtype)
         table = None
-        if name in _BINARY:
-            table = _BINARY
-        elif is_float and name in _BINARY_FLOAT:
-            table = _BINARY_FLOAT
+        if name in BINARY:
+            table = BINARY
+        elif is_float and name in BINARY_FLOAT:
+            table = BINARY_FLOAT
         elif not is_float and name in _BINARY_INT:
             table = _BINARY_INT
         if table is None:

@@ -34,8 +34,8 @@ class _Dot:
     """A projection `x @ w` whose operands are task inputs: names, shape and layout."""
 
     def __init__(self, ctx, dot, users):
-        lhs = MM._trace_operand(dot.invars[0], ctx, users)
-        rhs = MM._trace_operand(dot.invars[1], ctx, users)
+        lhs = MM.trace_operand(dot.invars[0], ctx, users)
+        rhs = MM.trace_operand(dot.invars[1], ctx, users)
         self.eqn = dot
         self.lhs, self.rhs = lhs, rhs
         self.ok = lhs is not None and rhs is not None and lhs.var is not rhs.var
@@ -49,7 +49,7 @@ def _match(ctx):
     dots = [e for e in eqns if e.primitive.name == "dot_general"]
     if len(dots) not in (2, 3) or not ctx.single_output:
         return None
-    users = MM._users(eqns)
+    users = MM.users_by_var(eqns)
     first = [_Dot(ctx, d, users) for d in dots[:2]]
     if not all(d.ok for d in first) or first[0].lhs.var is not first[1].lhs.var:
         return None
@@ -60,7 +60,7 @@ def _match(ctx):
     down = None
     if len(dots) == 3:
         c = dots[2]
-        rhs = MM._trace_operand(c.invars[1], ctx, users)
+        rhs = MM.trace_operand(c.invars[1], ctx, users)
         if rhs is None:
             return None
         h = c.invars[0]

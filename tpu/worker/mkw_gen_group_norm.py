@@ -33,7 +33,7 @@ from mkw_gen_common import NoTemplate
 KERNEL_CLASS = "matmul_group_norm"
 COVERED_PRIMITIVES = ()
 
-_TABLES = (E._UNARY, E._BINARY_FLOAT, E._BINARY)
+_TABLES = (E.UNARY, E.BINARY_FLOAT, E.BINARY)
 
 
 class _Emitter:
@@ -186,7 +186,7 @@ def _static_name(ctx, value, dtype):
 
 
 def _match(ctx):
-    m = MM._match(ctx)
+    m = MM.match(ctx)
     if m is None:
         return None
     ms, epilogue = m
@@ -375,7 +375,7 @@ def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
 '''
     after = [p for p in ("logistic", "tanh", "max", "erf", "exp") if p in em.prims]
-    description = (f"{MM._dot_summary(ms)} + GroupNorm over {groups} groups of {gsize} "
+    description = (f"{MM.dot_summary(ms)} + GroupNorm over {groups} groups of {gsize} "
                    f"channels" + (f" + {', '.join(after)}" if after else "")
                    + ", fused in one kernel")
     source, imports, body_text = G.write_module(

@@ -65,7 +65,8 @@ def _choose(ms, reduction: bool):
     return bm, bn, bk, stages, tun
 
 
-def write(ctx, ms, region, out, store, reduction: bool, blocks, out_block) -> G.Generated:
+def emit(ctx, matched: MM.Matched) -> G.Generated:
+    ms, region, out, store, reduction, blocks, out_block = matched
     x_name = ctx.name_of_invar(ms.lhs.var)
     w_name = ctx.name_of_invar(ms.rhs.var)
     batched = ms.nbatch > 0
@@ -80,7 +81,7 @@ def write(ctx, ms, region, out, store, reduction: bool, blocks, out_block) -> G.
     sig = ", ".join(params) + ", *, " + ", ".join(["bk"] + statics)
     xv = "x_tile" + (f".astype({G.dtype_code(ms.lhs.convert)})" if ms.lhs.convert else "")
     wv = "w_tile" + (f".astype({G.dtype_code(ms.rhs.convert)})" if ms.rhs.convert else "")
-    prec = f", precision={MM._precision_code(ms.precision)}" if ms.precision is not None else ""
+    prec = f", precision={MM.precision_code(ms.precision)}" if ms.precision is not None else ""
     if ms.w_transposed:
         w_slice = f"{w_name}_ref[:, pl.ds(kk * bk, bk)]"
         dot = (f"jax.lax.dot_general({xv}, {wv}, (((1,), (1,)), ((), ())),\n"

@@ -28,6 +28,7 @@ import itertools
 
 import mkw_gen_common as G
 import mkw_gen_expr as E
+import mkw_gen_matmul as MM
 
 _REDUCE_FN = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
 _COMBINE = {"reduce_sum": "{0} + {1}", "reduce_max": "jnp.maximum({0}, {1})",
@@ -326,12 +327,11 @@ def vmem(ms, blocks, out_block, nstats, bm, bn, bk) -> int:
 
 
 def cost(ctx, ms, out_block, bm, bn, bk) -> float:
-    """Modelled seconds, as the matmul plans are (mkw_gen_matmul._cost): each step the longer of
+    """Modelled seconds, as the matmul plans are (mkw_gen_matmul_tpu._cost): each step the longer of
     its MXU work and its DMA, plus the fixed step cost. With the whole depth in one step the x
     block stays put across the N tiles (its index does not change), so it is read once per M
     block (only with a short K; see MAX_DEPTH); the output (a row statistic, or the whole row)
     is written once per M block."""
-    import mkw_gen_matmul as MM
     peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
     ws = G.itemsize(ms.rhs.var.aval.dtype)
@@ -347,16 +347,15 @@ def cost(ctx, ms, out_block, bm, bn, bk) -> float:
 def choose(ctx, ms, blocks, out_block, nstats, sub):
     """The least modelled cost whose step fits the VMEM budget (within COST_SLACK, the least
     VMEM), or None; with the tunable lists around it."""
-    import mkw_gen_matmul as MM
-    m_c = MM._candidates(ms.m, sub, ragged=True)
+    m_c = MM.candidates(ms.m, sub, ragged=True)
     if out_block.cols_full:
         # A full-row output keeps BM whole rows: below MIN_ROW_BLOCK rows the weight would be
         # re-read once per handful of rows (recomputing the tiles in a second pass is the fix).
         m_c = [b for b in m_c if b >= min(MIN_ROW_BLOCK, ms.m)]
-    n_c = MM._candidates(ms.n, G.LANE, ragged=True)
+    n_c = MM.candidates(ms.n, G.LANE, ragged=True)
     k_align = max(G.LANE, G.sublane_multiple(ms.rhs.var.aval.dtype))
-    k_c = [b for b in MM._candidates(ms.k, k_align) if b <= MAX_DEPTH] or \
-        MM._candidates(ms.k, k_align)[:1]
+    k_c = [b for b in MM.candidates(ms.k, k_align) if b <= MAX_DEPTH] or \
+        MM.candidates(ms.k, k_align)[:1]
     budget = ctx.vmem_budget
 
     def v(bm, bn, bk):
@@ -384,7 +383,6 @@ def choose(ctx, ms, blocks, out_block, nstats, sub):
 
 def write(ctx, ms, region, out, blocks, out_block, sg: Staged, plan, tunables, sub, k_align,
           dot) -> G.Generated:
-    import mkw_gen_matmul as MM
     x_name = ctx.name_of_invar(ms.lhs.var)
     w_name = ctx.name_of_invar(ms.rhs.var)
     batched = ms.nbatch > 0
@@ -492,7 +490,7 @@ def _row_kernel({sig}):
         kernel=kernel_ref, out_shape=view.shape,
         grid=f"({', '.join(view.grid + ['k // bk'])})", in_specs=specs, out_spec=out_spec,
         options=[f"scratch_shapes={scratch_text}",
-                 f"compiler_params={MM._wrap_params(G.compiler_params_code(sem, ctx, plan.limit_vmem))}"],
+                 f"compiler_params={MM.wrap_params(G.compiler_params_code(sem, ctx, plan.limit_vmem))}"],
         args=args, final=view.final)
     entry = MM.entry_code(ctx, lines, call, ragged=True)
     constants = [("BLOCK_M", plan.bm, "rows of the output tile"),

@@ -16,13 +16,13 @@ reported as an `internal` error with the module text, never returned as a kernel
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import os
 import time
 
 import jax
 import mkw_common as C
+import mkw_gen_classes as KC
 import mkw_gen_common as G
 import mkw_gen_degenerate
 import mkw_gen_expr as E
@@ -30,23 +30,10 @@ import mkw_gen_gpu as GPU
 import mkw_run
 import mkw_tasks
 import mkw_trace
-from mkw_gen_common import GenContext, NoTemplate
+from mkw_gen_common import GenContext
 
 NO_TEMPLATE = "no_template"
 
-# (kernel class, module, function): tried in this order; a module that is not there (another
-# helper's template not written yet) is skipped.
-TEMPLATES = (
-    ("attention", "mkw_gen_attention", "generate"),
-    ("gated_mlp", "mkw_gen_gated_mlp", "generate"),
-    ("matmul_group_norm", "mkw_gen_group_norm", "generate"),
-    ("matmul_batch_norm", "mkw_gen_batch_norm", "generate"),
-    ("conv2d", "mkw_gen_conv", "generate"),
-    ("matmul_row_reduction", "mkw_gen_matmul", "generate_row_reduction"),
-    ("matmul_epilogue", "mkw_gen_matmul", "generate_epilogue"),
-    ("rowwise", "mkw_gen_rowwise", "generate"),
-    ("elementwise", "mkw_gen_elementwise", "generate"),
-)
 # Primitives some template handles (a reference made only of these that still matched no
 # template has a structure no template covers, e.g. two matmuls).
 _STRUCTURAL = ("dot_general", "transpose", "reduce_sum", "reduce_max", "reduce_min")
@@ -72,12 +59,12 @@ def op_generate(req, cancel, progress) -> dict:
         cancel.check()
         warnings = mkw_gen_degenerate.warnings_for(ctx)
         progress(stage="match")
-        try:
-            gen, tried = run_templates(ctx)
-        except C.WorkerError as e:
+        gen, tried, refusals = KC.run_templates(ctx)
+        if gen is None:
+            e = _no_template(ctx, refusals)
             if warnings:
                 e.extra["warnings"] = warnings
-            raise
+            raise e
         cancel.check()
         progress(stage="lower")
         lowering = lower_generated(gen, ctx, task, filename)
@@ -259,47 +246,12 @@ def inline_calls(closed):
 # ---------------------------------------------------------------------------
 # Templates.
 
-def run_templates(ctx: GenContext):
-    """The first template that writes a kernel, and the classes tried. When none does, the
-    first refusal (NoTemplate: class recognised, a part not covered) explains why."""
-    tried = []
-    refusals = []
-    for kclass, modname, fname in TEMPLATES:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name == modname:
-                continue
-            raise
-        fn = getattr(mod, fname, None)
-        if fn is None:
-            continue
-        tried.append(kclass)
-        try:
-            gen = fn(ctx)
-        except NoTemplate as e:
-            # The class is recognised but a part is not covered: keep the reason, and let a
-            # later template that covers the whole reference (if one does) write it.
-            refusals.append((kclass, e))
-            continue
-        if gen is not None:
-            return gen, tried
-    raise _no_template(ctx, refusals)
-
-
 def _all_primitives(ctx) -> list[str]:
     return list(ctx.primitive_names())
 
 
 def _known_primitives() -> set:
-    known = set(E.COVERED_PRIMITIVES) | set(_STRUCTURAL)
-    for _, modname, _ in TEMPLATES:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError:
-            continue
-        known |= set(getattr(mod, "COVERED_PRIMITIVES", ()))
-    return known
+    return set(E.COVERED_PRIMITIVES) | set(_STRUCTURAL) | KC.covered_primitives()
 
 
 def _no_template(ctx: GenContext, refusals) -> C.WorkerError:

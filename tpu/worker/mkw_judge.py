@@ -57,8 +57,8 @@ class JudgeGolden:
         if not self.inputs:
             raise C.WorkerError(C.INTERNAL, "the reference's process sent no input sets")
         # The reference's programs: this answer's, or those of the kept child's first answer.
-        self.programs = programs or ReferencePrograms(_blob(header.get("program"), blobs),
-                                                      _blob(header.get("target_program"), blobs))
+        self.programs = programs or ReferencePrograms(blob(header.get("program"), blobs),
+                                                      blob(header.get("target_program"), blobs))
 
     def tolerances(self) -> tuple[dict | None, bool]:
         """(the task's tolerances, whether another output dtype is accepted), as the reference's
@@ -90,7 +90,7 @@ class ReferencePrograms:
         self.compiled = None
 
 
-def _blob(desc, blobs):
+def blob(desc, blobs):
     if not isinstance(desc, dict) or not isinstance(desc.get("blob"), int) or not 0 <= desc["blob"] < len(blobs):
         return None
     kept = desc.get("kept")
@@ -213,7 +213,7 @@ def _kept_answer(key, fields, seeds, cancel, extra_shapes=None):
     if header.get("error") or not header.get("reference_frozen"):
         kept.child.close()
         return header, blobs, None
-    programs = ReferencePrograms(_blob(header.get("program"), blobs), _blob(header.get("target_program"), blobs))
+    programs = ReferencePrograms(blob(header.get("program"), blobs), blob(header.get("target_program"), blobs))
     kept.programs, kept.signature = programs, header.get("signature")
     _KEPT[key] = kept
     while len(_KEPT) > KEPT_REFERENCES:
@@ -238,7 +238,7 @@ def golden_for(req, seeds, plat, cancel, extra_shapes=None) -> tuple[JudgeGolden
         header, blobs = mkw_sandbox.run_child(dict(fields, role="reference", seeds=seeds, extra_shapes=extra_shapes),
                                               cancel=cancel)
         programs = None
-    _raise_error(header)
+    raise_error(header)
     golden = JudgeGolden(header, blobs, programs)
     golden.extra = _extra_goldens(header, blobs)
     golden.origin = header.get("reference_from") or "fresh child"
@@ -253,7 +253,7 @@ _CHILD_KINDS = (C.BAD_REQUEST, C.SYNTAX, C.IMPORT, C.TRACE, C.LOWERING, C.COMPIL
                 C.CANCELLED, "timeout")
 
 
-def _raise_error(header):
+def raise_error(header):
     err = header.get("error")
     if err is None:
         return
@@ -514,7 +514,7 @@ _EXPORT = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
 
 
 def candidate_callable(header, blobs, golden: JudgeGolden, plat):
-    prog = _blob(header.get("program"), blobs)
+    prog = blob(header.get("program"), blobs)
     if prog is None:
         raise ProgramRefused("the candidate's process sent no program")
     module, kept, _ = prog

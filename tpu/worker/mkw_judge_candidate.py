@@ -61,7 +61,7 @@ def judge(fields: dict, golden: mkw_judge.JudgeGolden, plat: str, cancel, *, par
         request["lower_first"] = True
     header, blobs = mkw_sandbox.run_child(request, cancel=cancel, blobs=input_blobs)
     t_cand = mkw_judge.elapsed(t_cand)
-    mkw_judge._raise_error(header)
+    mkw_judge.raise_error(header)
     facts = header.get("pallas_calls") if isinstance(header.get("pallas_calls"), list) else []
     res = {
         "entry": header.get("entry"),
@@ -95,7 +95,7 @@ def judge(fields: dict, golden: mkw_judge.JudgeGolden, plat: str, cancel, *, par
             # every program, so there is no kernel to find and no outside to count.
             work, failure = {"skipped": "interpret_mode none: the kernels pass interpret=... themselves"}, None
         else:
-            work, failure = mkw_judge.judge_target(mkw_judge._blob(header.get("target_program"), blobs), golden,
+            work, failure = mkw_judge.judge_target(mkw_judge.blob(header.get("target_program"), blobs), golden,
                                                    ins, header.get("work"))
         res["work"] = dict(header.get("work") or {}, judge=work)
         if failure:

@@ -35,7 +35,7 @@ def check(parsed, golden: mkw_judge.JudgeGolden, fields: dict, facts, plat, tol,
         cancel.check()
         header, progs = mkw_sandbox.run_child(dict(fields, role="candidate", extra_inputs=given), cancel=cancel,
                                               blobs=blobs)
-        mkw_judge._raise_error(header)
+        mkw_judge.raise_error(header)
         answers = header.get("extra_programs")
         if not isinstance(answers, list) or len(answers) != len(runnable):
             raise C.WorkerError(C.RUNTIME, "the candidate's process sent no program per extra shape")

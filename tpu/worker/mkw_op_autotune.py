@@ -127,7 +127,7 @@ def _rank_by_compiler(req, fields, configs, seeds, plat, target, ranking, result
         cancel.check()
         chunk = configs[start:start + COMPILE_CHUNK]
         header, blobs = mkw_sandbox.run_child(dict(fields, role="compile_configs", configs=chunk), cancel=cancel)
-        mkw_judge._raise_error(header)
+        mkw_judge.raise_error(header)
         records = header.get("configs")
         if not isinstance(records, list) or len(records) != len(chunk):
             raise C.WorkerError(C.INTERNAL, "the candidate's process sent a malformed answer")

@@ -42,7 +42,7 @@ def op_lower(req, cancel, progress) -> dict:
     child_req = dict(req, role="op", child_op="lower", compile_reference=(
         req.get("compile_reference", True) is not False and own_reference))
     header, blobs = mkw_sandbox.run_child(child_req, cancel=cancel)
-    mkw_judge._raise_error(header)
+    mkw_judge.raise_error(header)
     pending = header.pop("tpu_compile_pending", None)
     header.pop("sandbox", None)
     if isinstance(pending, dict):

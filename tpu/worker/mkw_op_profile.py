@@ -28,7 +28,7 @@ def op_profile(req, cancel, progress) -> dict:
     out_dir = os.path.abspath(out_dir) if out_dir else mkw_scratch.numbered_dir("profile_{n}")
     os.makedirs(out_dir, exist_ok=True)
     header, _ = mkw_sandbox.run_child(dict(req, role="op", child_op="profile", out_dir=out_dir), cancel=cancel)
-    mkw_judge._raise_error(header)
+    mkw_judge.raise_error(header)
     header.pop("sandbox", None)
     return header
 

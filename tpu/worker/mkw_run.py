@@ -359,7 +359,7 @@ def abstract_value(task: mkw_tasks.Task):
         raise task.inputs_error(e) from None
 
 
-def _synthesize(base, rng: np.random.Generator, warnings: list[str], index: int):
+def synthesize(base, rng: np.random.Generator, warnings: list[str], index: int):
     """A fresh random array shaped like `base`, drawn from its value range."""
     if not _is_array(base):
         return base
@@ -426,7 +426,7 @@ def make_input_set(task: mkw_tasks.Task, seed: int, instance=None) -> InputSet:
             rng = np.random.default_rng(seed)
             leaves, tdef = jax.tree_util.tree_flatten(task._base_inputs)
             value = jax.tree_util.tree_unflatten(
-                tdef, [_synthesize(x, rng, warnings, i) for i, x in enumerate(leaves)])
+                tdef, [synthesize(x, rng, warnings, i) for i, x in enumerate(leaves)])
         args, kwargs = split_inputs(value, task)
         args, kwargs = jax.tree_util.tree_map(
             lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, (args, kwargs))

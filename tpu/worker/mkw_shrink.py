@@ -218,7 +218,7 @@ class Resized:
             src.base = [np.array(x) for x in src.program(None)]
             for x in src.base:
                 x.flags.writeable = False  # shared by later requests of this task
-        return [mkw_run._synthesize(x, rng, warnings, i) for i, x in enumerate(src.base)]
+        return [mkw_run.synthesize(x, rng, warnings, i) for i, x in enumerate(src.base)]
 
     def _draw_array(self, aval, st: dict, rng, warnings, index: int):
         shape, dt = tuple(aval.shape), aval.dtype

@@ -133,7 +133,7 @@ class Tally:
 def _count(jaxpr, tally: Tally, mult: int, *, filename=None, kernels=None, top=True):
     """Adds the work of `jaxpr`'s equations, `mult` times, to `tally`; pallas_calls go to
     `kernels` (a list) instead, when given."""
-    if mkw_facts._is_closed_jaxpr(jaxpr):
+    if mkw_facts.is_closed_jaxpr(jaxpr):
         jaxpr = jaxpr.jaxpr
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -186,7 +186,7 @@ def _count(jaxpr, tally: Tally, mult: int, *, filename=None, kernels=None, top=T
         tally.ops += 1
         if top and (flops or nbytes):
             op = {"primitive": name, "flops": mult * flops, "bytes": mult * nbytes}
-            loc = mkw_facts._user_location(eqn, filename) if filename else None
+            loc = mkw_facts.user_location(eqn, filename) if filename else None
             if loc:
                 op["line"] = loc["line"]
             tally.top.append(op)
@@ -237,7 +237,7 @@ def program_work(closed_jaxpr, facts=None, filename=None) -> dict:
 def reference_work(closed_jaxpr, args_avals, out_avals) -> dict:
     t = Tally()
     _count(closed_jaxpr, t, 1, top=False)
-    jaxpr = closed_jaxpr.jaxpr if mkw_facts._is_closed_jaxpr(closed_jaxpr) else closed_jaxpr
+    jaxpr = closed_jaxpr.jaxpr if mkw_facts.is_closed_jaxpr(closed_jaxpr) else closed_jaxpr
     used = set()
     for eqn in jaxpr.eqns:
         used.update(id(v) for v in eqn.invars)
