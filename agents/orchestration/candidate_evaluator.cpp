@@ -262,7 +262,8 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     e.error = "incorrect: " + (!f.message.empty()       ? f.message
                                : f.as_written.is_null() ? json::object().dump()
                                                         : f.as_written.dump());
-    // Where and how the outputs differ (tpu/worker/mkw_mismatch.py), for the debugger and HITL.
+    // Where and how the outputs differ (tpu/worker/mkworker/judge/mismatch.py), for the debugger
+    // and HITL.
     if (f.report.is_object()) e.metrics["correctness_report"] = f.report;
   } else {
     e.status = NodeStatus::correct;

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import jax
 import jax.numpy as jnp
-import mkw_tpu_compiler
+from mkworker.tpu_compiler import compiler
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
@@ -67,7 +67,7 @@ def program(n, blocks):
 
 def compile_row(n, blocks, limits=None) -> dict:
     specs = [jax.ShapeDtypeStruct((n, n), jnp.bfloat16)] * 2
-    return mkw_tpu_compiler.estimate(program(n, blocks), specs, "v5e", limits=limits)
+    return compiler.estimate(program(n, blocks), specs, "v5e", limits=limits)
 
 
 def analytic_s(n, blocks) -> float:
@@ -97,7 +97,7 @@ def main():
             c = f"{comp['status']} | - | -"
         print(f"| {name} | {measured * 1e3:.2f} ms | {c} | {a * 1e3:.2f} ms | {a / measured - 1:+.1%} |"
               f"  <!-- compile {comp.get('wall_s', 0):.1f} s, rss {comp.get('rss_peak_bytes', 0) >> 20} MiB -->")
-    mkw_tpu_compiler.shutdown()
+    compiler.shutdown()
 
 
 if __name__ == "__main__":

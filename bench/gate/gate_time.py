@@ -17,7 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "tpu", "worker"), os.path.join(ROOT, "tests", "worker")]
 
-import mkw_gate
+from mkworker.sandbox import gate
 from gate_sources import legit_file
 
 CORPUS = ["examples/**/*.py", "tests/corpus/**/*.py", "tests/worker/tasks/**/*.py", "tests/optimize/**/*.py",
@@ -33,7 +33,7 @@ def _time(source: str, name: str, runs: int):
         ast.parse(source)
         parses.append(time.perf_counter() - start)
         start = time.perf_counter()
-        mkw_gate.check_source(source, name)
+        gate.check_source(source, name)
         times.append(time.perf_counter() - start)
     return min(times), statistics.median(times), min(parses)
 

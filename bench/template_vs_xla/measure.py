@@ -43,10 +43,10 @@ def generate(spec: dict, target: str) -> dict:
     _setup_worker_path()
     import jax
     jax.config.update("jax_platforms", "cpu")
-    import mkw_gen_common as G
-    import mkw_generate as GEN
-    import mkw_tasks
-    task = mkw_tasks.resolve(spec, None, None)
+    from mkworker.generate import common as G
+    from mkworker.ops import generate as GEN
+    from mkworker.tasks import tasks as tasks_tasks
+    task = tasks_tasks.resolve(spec, None, None)
     try:
         tgt = GEN._target(target)
         ctx = GEN.build_context(task, task.default_entry, tgt, "tpu")
@@ -67,10 +67,10 @@ def cycles_child(spec: dict, which: str, source_file: str | None, entry: str | N
     _setup_worker_path()
     import jax
     jax.config.update("jax_platforms", "cpu")
-    import mkw_run
-    import mkw_tasks
+    from mkworker.judge import run
+    from mkworker.tasks import tasks as tasks_tasks
     from jax.experimental import topologies
-    task = mkw_tasks.resolve(spec, None, None)
+    task = tasks_tasks.resolve(spec, None, None)
     topo = topologies.get_topology_desc(topology_name=topology, platform="tpu",
                                         chip_config_name="default",
                                         chips_per_host_bounds=(1, 1, 1), num_slices=1)
@@ -82,8 +82,8 @@ def cycles_child(spec: dict, which: str, source_file: str | None, entry: str | N
         src = pathlib.Path(source_file).read_text()
         exec(compile(src, source_file, "exec"), ns)  # noqa: S102 - our own generated module
         fn = ns[entry]
-    args, kwargs = mkw_run.abstract_inputs(task)
-    bound, dyn_args, dyn_kwargs, _ = mkw_run.bind_static(fn, args, kwargs)
+    args, kwargs = run.abstract_inputs(task)
+    bound, dyn_args, dyn_kwargs, _ = run.bind_static(fn, args, kwargs)
     sh = jax.sharding.SingleDeviceSharding(dev)
 
     def sds(a):

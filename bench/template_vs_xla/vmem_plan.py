@@ -29,20 +29,20 @@ def plan_bytes(notes) -> int | None:
 
 def compiler_bytes(source: str, entry: str, spec: dict) -> tuple[int | None, str]:
     import jax
-    import mkw_run
-    import mkw_tasks
+    from mkworker.judge import run
+    from mkworker.tasks import tasks
     from jax.experimental import topologies
     low = re.sub(r"vmem_limit_bytes=\d+ \* 1024 \* 1024", "vmem_limit_bytes=1024 * 1024", source)
     ns: dict = {"__name__": "generated_kernel"}
     exec(compile(low, "<generated>", "exec"), ns)  # noqa: S102 - our own generated module
-    task = mkw_tasks.resolve(spec, None, None)
+    task = tasks.resolve(spec, None, None)
     try:
         topo = topologies.get_topology_desc(topology_name="v5e:1x1", platform="tpu",
                                             chip_config_name="default",
                                             chips_per_host_bounds=(1, 1, 1), num_slices=1)
         sh = jax.sharding.SingleDeviceSharding(topo.devices[0])
-        args, kwargs = mkw_run.abstract_inputs(task)
-        bound, dyn, dkw, _ = mkw_run.bind_static(ns[entry], args, kwargs)
+        args, kwargs = run.abstract_inputs(task)
+        bound, dyn, dkw, _ = run.bind_static(ns[entry], args, kwargs)
         dyn = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a in dyn]
         try:
             jax.jit(bound).lower(*dyn, **dkw).compile()

@@ -10,7 +10,7 @@ once per candidate and compares it with the warm worker's `evaluate`.
         --seeds 11,22,33 --timing '{"warmup": 1, "min_runs": 5, "min_seconds": 0, "max_seconds": 0.5}'
 
 The work mirrors the worker's in-process `evaluate` before the judge split (mkw_check.py, since removed;
-mkw_run.py) step for step, with the same counts of kernel runs:
+mkworker/judge/run.py) step for step, with the same counts of kernel runs:
 
 1. input sets from `make_inputs(jax.random.key(seed))` per seed, host copies
    kept (pristine bytes);
@@ -25,15 +25,15 @@ mkw_run.py) step for step, with the same counts of kernel runs:
 5. per seed: candidate, reference, reference, candidate, each on fresh
    copies of the inputs, inputs checked for mutation after each candidate
    run, each output compared with the golden outputs by the worker's own
-   comparison (mkw_run.compare, imported from tpu/worker: the task's TOLERANCES
+   comparison (judge.run.compare, imported from tpu/worker: the task's TOLERANCES
    or the per-dtype defaults, |c - r| <= atol * max(1, max|r|) + rtol * |r|,
    finiteness, exact integers);
-6. timing of candidate and reference with the same loop as mkw_run.time_fn
+6. timing of candidate and reference with the same loop as judge.run.time_fn
    (warmup, then until min_runs and min_seconds, capped by max_runs /
    max_seconds, block_until_ready around every run), inputs rotating over
    the input sets.
 
-Standard library + JAX/numpy + the worker's mkw_run (for its comparison) only.  Exit status 0 when a JSON result was
+Standard library + JAX/numpy + the worker's judge.run (for its comparison) only.  Exit status 0 when a JSON result was
 printed (correct or not), 1 on an unexpected error (JSON with "error").
 """
 
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     import numpy as np
     from jax.experimental.pallas import tpu as pltpu
     sys.path.insert(0, WORKER_DIR)
-    import mkw_run  # the worker's output comparison, so both paths judge a candidate alike
+    from mkworker.judge import run  # the worker's output comparison, so both paths judge a candidate alike
     phases["import_s"] = time.perf_counter() - t
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     task = load(args.task, "task")
     reference, make_inputs = task["reference"], task["make_inputs"]
     tol = task.get("TOLERANCES")  # None: the worker's per-dtype defaults
-    plat = mkw_run.platform()
+    plat = run.platform()
     sets, pristine = [], []
     for seed in seeds:
         v = make_inputs(jax.random.key(seed))
@@ -177,8 +177,8 @@ def main(argv=None) -> int:
             if probs:
                 msg = ("input_mutated", "; ".join(probs))
             else:
-                msg = _compare(mkw_run, c, golden[i], tol, plat) or \
-                    _compare(mkw_run, r, golden[i], tol, plat, reference=True)
+                msg = _compare(run, c, golden[i], tol, plat) or \
+                    _compare(run, r, golden[i], tol, plat, reference=True)
             if msg and failure is None:
                 failure = {"kind": msg[0], "seed": seed, "message": msg[1]}
     phases["checks_s"] = time.perf_counter() - t
@@ -223,10 +223,10 @@ def _count_pallas(closed) -> int:
     return seen
 
 
-def _compare(mkw_run, cand, golden, tol, plat, reference=False):
+def _compare(run, cand, golden, tol, plat, reference=False):
     """(kind, message) when `cand` differs from the golden outputs by the worker's rule, as
-    the worker's checks word it (now mkw_judge.check); None when it matches."""
-    cmp = mkw_run.compare(cand, golden, tol, plat)
+    the worker's checks word it (now judge.judge.check); None when it matches."""
+    cmp = run.compare(cand, golden, tol, plat)
     if cmp["ok"]:
         return None
     if reference:
@@ -245,7 +245,7 @@ def _percentile(s, q):
 
 
 def _time_fn(jax, fn, sets, cfg) -> dict:
-    """Same loop as mkw_run.time_fn."""
+    """Same loop as judge.run.time_fn."""
     n = len(sets)
     for i in range(cfg["warmup"]):
         jax.block_until_ready(fn(*sets[i % n]))

@@ -33,10 +33,18 @@ if (fs.statSync(from).isDirectory()) {
   if (strip.status !== 0) fs.copyFileSync(from, target); // no binutils: ship it as built
   const workerFrom = path.join(root, "tpu", "worker");
   const workerTo = path.join(here, "share", "maxkernel", "tpu", "worker");
-  fs.mkdirSync(workerTo, { recursive: true });
-  for (const f of fs.readdirSync(workerFrom).filter((f) => f.endsWith(".py"))) {
-    fs.copyFileSync(path.join(workerFrom, f), path.join(workerTo, f));
-  }
+  // The worker is a package with subpackages: every .py below tpu/worker, caches left out.
+  const copyPython = (from, to) => {
+    fs.mkdirSync(to, { recursive: true });
+    for (const e of fs.readdirSync(from, { withFileTypes: true })) {
+      if (e.isDirectory() && e.name !== "__pycache__" && !e.name.startsWith(".")) {
+        copyPython(path.join(from, e.name), path.join(to, e.name));
+      } else if (e.isFile() && e.name.endsWith(".py")) {
+        fs.copyFileSync(path.join(from, e.name), path.join(to, e.name));
+      }
+    }
+  };
+  copyPython(workerFrom, workerTo);
 }
 fs.chmodSync(target, 0o755);
 console.log(`bundle-server: ${from} -> bin/maxkernel-lsp (${(fs.statSync(target).size / 1e6).toFixed(1)} MB), lib/, share/`);

@@ -58,7 +58,7 @@ def run_until_a_worker_spins(tmp_path, kernel, candidate):
 def run_processes(store):
     """The run's workers, and their zygotes and candidate children (the candidate runs in a child
     forked from its worker's zygote, and spins there)."""
-    return worker_processes(store) + worker_processes(store, b"mkw_zygote.py")
+    return worker_processes(store) + worker_processes(store, b"mkworker.sandbox.zygote")
 
 
 def cancel_and_time(proc, workers, store):

@@ -88,9 +88,21 @@ def worker_copy(tmp_path_factory):
     worker, and worker processes are recognisable by this path in their command line."""
     dst = tmp_path_factory.mktemp("worker") / "worker"
     dst.mkdir()
-    for f in WORKER_SRC.glob("*.py"):
-        shutil.copy2(f, dst / f.name)
+    for rel in worker_files(WORKER_SRC):  # the entry and the package below it
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(WORKER_SRC / rel, dst / rel)
     return dst
+
+
+def worker_files(worker_dir: Path) -> list[str]:
+    """The worker bundle's files as tpu/host/worker_bundle.cpp lists them: every .py under the
+    directory by its '/'-separated relative path, sorted, caches (__pycache__, .*) left out."""
+    out = []
+    for f in worker_dir.rglob("*.py"):
+        rel = f.relative_to(worker_dir)
+        if not any(p == "__pycache__" or p.startswith(".") for p in rel.parts[:-1]):
+            out.append(rel.as_posix())
+    return sorted(out)
 
 
 @pytest.fixture(scope="session")

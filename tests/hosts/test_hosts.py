@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TASKS, free_port, keygen, pids_with_cmdline, wait_until
+from conftest import TASKS, free_port, keygen, pids_with_cmdline, wait_until, worker_files
 
 SCALE_ADD = TASKS / "scale_add.py"
 BUNDLE_LOG = r"worker bundle ([0-9a-f]{16}) on {host}: (installed|already installed)"
 
 
 def bundle_hash(worker_dir: Path) -> str:
-    """The CLI's bundle hash: sha256 over name NUL content NUL of the sorted *.py files."""
+    """The CLI's bundle hash: sha256 over path NUL content NUL of the bundle's files (every .py
+    under the worker directory, by relative path, sorted)."""
     h = hashlib.sha256()
-    for f in sorted(worker_dir.glob("*.py"), key=lambda p: p.name):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    for rel in worker_files(worker_dir):
+        h.update(rel.encode() + b"\0" + (worker_dir / rel).read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -88,8 +89,10 @@ def test_ssh_install_lower_reuse_and_test(sshd, run_cli, write_hosts, worker_cop
     assert (bundle / ".complete").is_file()
     assert not (remote / f"worker-{short}.part").exists()
     assert sorted(p.name for p in remote.iterdir()) == [bundle.name]
-    for f in worker_copy.glob("*.py"):
-        assert (bundle / f.name).read_bytes() == f.read_bytes(), f.name
+    files = worker_files(worker_copy)
+    assert "mkworker/judge/judge.py" in files  # the package's subfolders travel too
+    for rel in files:
+        assert (bundle / rel).read_bytes() == (worker_copy / rel).read_bytes(), rel
     # ... and the login went through our sshd with our key.
     assert re.search(r"Accepted publickey for \S+ from 127\.0\.0\.1",
                      sshd.log_path.read_text(errors="replace")), sshd.log_path.read_text()
@@ -246,7 +249,7 @@ def crashing_worker(worker_copy, tmp_path) -> Path:
     worker's own: a bug, or the OOM killer."""
     private = tmp_path / "crashing-worker"
     shutil.copytree(worker_copy, private, ignore=shutil.ignore_patterns("__pycache__"))
-    op = private / "mkw_op_lower.py"
+    op = private / "mkworker" / "ops" / "lower.py"
     marker = "def op_lower(req, cancel, progress) -> dict:\n"
     text = op.read_text()
     assert marker in text

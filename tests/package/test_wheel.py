@@ -44,7 +44,9 @@ def test_wheel_puts_both_programs_on_path_in_a_fresh_venv(package, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAXKERNEL_")} | {"PATH": path}
     assert shutil.which("maxkernel", path=path) == str(venv / "bin" / "maxkernel")
     assert shutil.which("maxkernel-lsp", path=path) == str(venv / "bin" / "maxkernel-lsp")
-    assert (venv / "share" / "maxkernel" / "tpu" / "worker" / "maxkernel_worker.py").exists()
+    worker = venv / "share" / "maxkernel" / "tpu" / "worker"
+    assert (worker / "maxkernel_worker.py").exists()
+    assert (worker / "mkworker" / "judge" / "judge.py").exists()  # the package, subpackages included
     ldd = subprocess.run(["ldd", str(venv / "bin" / "maxkernel-lsp")], capture_output=True, text=True,
                          check=True).stdout
     spdlog = next(line for line in ldd.splitlines() if "libspdlog" in line)

@@ -154,7 +154,7 @@ def test_a_worker_that_crashes_on_a_node_is_a_crash_as_on_any_host(cluster, tmp_
     for part in ("worker", "ray"):
         shutil.copytree(ROOT / "tpu" / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
     worker = copy / "worker"
-    op = worker / "mkw_op_lower.py"
+    op = worker / "mkworker" / "ops" / "lower.py"
     marker = "def op_lower(req, cancel, progress) -> dict:\n"
     assert marker in op.read_text()
     op.write_text(op.read_text().replace(marker, marker + "    import os\n    os._exit(7)\n", 1))

@@ -22,8 +22,8 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_common
-import mkw_gate
+from mkworker import common
+from mkworker.sandbox import gate
 
 WORKER_DIR = os.path.join(ROOT, "tpu", "worker")
 # Generous for a busy two-core machine: the gate takes milliseconds on kernel files and well under
@@ -44,8 +44,8 @@ REPRO = textwrap.dedent("""\
 def _gate_in_child(source: str, limit_s: float):
     """check_source in a fresh interpreter, killed after limit_s: returns the violations' rules,
     or fails the test naming the time limit."""
-    code = ("import sys, mkw_gate; src = sys.stdin.read(); "
-            "print(','.join(v.rule for v in mkw_gate.check_source(src, 'repro.py')))")
+    code = ("import sys; from mkworker.sandbox import gate; src = sys.stdin.read(); "
+            "print(','.join(v.rule for v in gate.check_source(src, 'repro.py')))")
     try:
         r = subprocess.run([sys.executable, "-c", code], input=source, capture_output=True, text=True,
                            cwd=WORKER_DIR, timeout=limit_s, check=False)
@@ -57,7 +57,7 @@ def _gate_in_child(source: str, limit_s: float):
 
 def _timed(source: str, name: str = "gen.py"):
     start = time.perf_counter()
-    found = mkw_gate.check_source(source, name, time_bound_s=ANSWER_WITHIN_S)
+    found = gate.check_source(source, name, time_bound_s=ANSWER_WITHIN_S)
     return found, time.perf_counter() - start
 
 
@@ -158,9 +158,9 @@ def test_a_name_bound_to_too_many_imported_things_is_refused_clearly():
 
 
 def test_the_time_bound_is_a_clear_refusal_not_a_hang(monkeypatch):
-    monkeypatch.setattr(mkw_gate, "TIME_BOUND_S", 0.0)
-    with pytest.raises(mkw_common.WorkerError) as e:
-        mkw_gate.refuse(REPRO * 50, "/tmp/kernel.py")
+    monkeypatch.setattr(gate, "TIME_BOUND_S", 0.0)
+    with pytest.raises(common.WorkerError) as e:
+        gate.refuse(REPRO * 50, "/tmp/kernel.py")
     assert e.value.kind == "refused" and e.value.extra["rule"] == "gate-time"
     assert e.value.message == ("kernel.py: the source gate did not finish reading the candidate within "
                                "0 s (351 lines); it is refused unread [gate-time]")

@@ -124,18 +124,18 @@ def test_the_form_follows_the_host_and_the_environment(worker):
 
 
 def test_a_tpu_kernel_on_a_gpu_host_is_interpreted_and_says_so():
-    import mkw_run
+    from mkworker.judge import run
 
     tpu = [{"compiler_params": "tpu"}]
     gpu = [{"compiler_params": "triton"}]
-    mode = mkw_run.choose_mode("gpu", tpu, None)
+    mode = run.choose_mode("gpu", tpu, None)
     assert (mode.kind, mode.interpret_kind, mode.time_kind) == ("interpret", "tpu", "interpret")
-    assert mode.to_json()["note"] == mkw_run.TPU_KERNEL_ON_GPU
-    assert mkw_run.RunMode.from_json(mode.to_json()).note == mkw_run.TPU_KERNEL_ON_GPU
-    mode = mkw_run.choose_mode("gpu", gpu, None)
+    assert mode.to_json()["note"] == run.TPU_KERNEL_ON_GPU
+    assert run.RunMode.from_json(mode.to_json()).note == run.TPU_KERNEL_ON_GPU
+    mode = run.choose_mode("gpu", gpu, None)
     assert (mode.kind, mode.time_kind) == ("device", "device") and "note" not in mode.to_json()
-    assert mkw_run.choose_mode("cpu", gpu, None).interpret_kind == "hlo"
-    assert mkw_run.choose_mode("cpu", tpu, None).interpret_kind == "tpu"
+    assert run.choose_mode("cpu", gpu, None).interpret_kind == "hlo"
+    assert run.choose_mode("cpu", tpu, None).interpret_kind == "tpu"
 
 
 def test_autotune_lowers_each_gpu_config_for_cuda(worker, tmp_path):

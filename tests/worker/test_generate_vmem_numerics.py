@@ -15,8 +15,8 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_gen_attention as A
-import mkw_gen_common as G
+from mkworker.generate.templates import attention_tpu as A
+from mkworker.generate import common as G
 
 MIB = 1024 * 1024
 

@@ -50,23 +50,23 @@ def _gpu_trace(runs, annotation):
 
 
 def test_gpu_device_time_sums_the_stream_rows_only():
-    import mkw_clock
+    from mkworker.judge import clock
 
-    out = mkw_clock.device_run_times(_gpu_trace(3, mkw_clock.TIMED_ANNOTATION), "jit_f", 3)
+    out = clock.device_run_times(_gpu_trace(3, clock.TIMED_ANNOTATION), "jit_f", 3)
     assert out["attribution"] == "annotations"
     assert out["events"] == 9  # three kernels per run, on two streams; not the derived rows
     assert out["run_s"] == [44e-6, 44e-6, 44e-6]
 
 
 def test_gpu_profile_summary_counts_each_kernel_once_and_finds_the_pallas_share(tmp_path):
-    import mkw_profile
+    from mkworker.cost import profile
 
     path = tmp_path / "perfetto_trace.json.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
-        json.dump({"traceEvents": _gpu_trace(2, mkw_profile.RUN_ANNOTATION)}, f)
+        json.dump({"traceEvents": _gpu_trace(2, profile.RUN_ANNOTATION)}, f)
     ops = {"custom-call.1": "jit(f)/mk_pallas_0__matmul_kernel/pallas_call",
            "fusion.2": "jit(f)/add", "copy.3": "jit(f)/copy"}
-    s = mkw_profile.summarize(str(path), "jit_f", ops, ["_matmul_kernel"], 2, "gpu")
+    s = profile.summarize(str(path), "jit_f", ops, ["_matmul_kernel"], 2, "gpu")
     assert s["measured"] == "device"
     assert s["matched_events"] == 6
     assert s["op_time_per_run_us"] == 44.0
@@ -77,15 +77,15 @@ def test_gpu_profile_summary_counts_each_kernel_once_and_finds_the_pallas_share(
 
 def test_tpu_trace_still_counts_its_op_row():
     """A TPU's ops sit on its "XLA Ops" row (no stream rows): that row is the one counted."""
-    import mkw_clock
+    from mkworker.judge import clock
 
     ev = [_meta(1, proc="/host:CPU"), _meta(7, proc="/device:TPU:0"),
           _meta(7, 1, thread="XLA Ops"), _meta(7, 2, thread="XLA Modules"),
-          {"ph": "X", "name": f"{mkw_clock.TIMED_ANNOTATION}/0", "pid": 1, "tid": 2, "ts": 0.0,
+          {"ph": "X", "name": f"{clock.TIMED_ANNOTATION}/0", "pid": 1, "tid": 2, "ts": 0.0,
            "dur": 100.0},
           {"ph": "X", "name": "fusion.1", "pid": 7, "tid": 1, "ts": 10.0, "dur": 7.0,
            "args": {"hlo_op": "fusion.1", "hlo_module": "jit_f"}},
           {"ph": "X", "name": "jit_f", "pid": 7, "tid": 2, "ts": 10.0, "dur": 9.0,
            "args": {"hlo_module": "jit_f"}}]
-    out = mkw_clock.device_run_times(ev, "jit_f", 1)
+    out = clock.device_run_times(ev, "jit_f", 1)
     assert out["events"] == 1 and out["run_s"] == [7e-6]

@@ -1,4 +1,4 @@
-"""The judge's count of an exported program's work (mkw_program_work, issue 36): from StableHLO text
+"""The judge's count of an exported program's work (judge.program_work, issue 36): from StableHLO text
 only, loops by their trip count, scatters by their updates, custom calls listed."""
 import os
 import sys
@@ -9,7 +9,7 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_program_work as W
+from mkworker.judge import program_work as W
 
 X = jax.ShapeDtypeStruct((64, 64), jnp.float32)
 

@@ -12,9 +12,9 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_run
-import mkw_tasks
-import mkw_yaml
+from mkworker.judge import run
+from mkworker.tasks import tasks
+from mkworker.tasks import yaml
 
 SUITE = os.path.join(ROOT, "bench", "suites", "reference")
 # The shrink factor each suite is checked at on a CPU host (README.md).
@@ -42,7 +42,7 @@ def _read(path):
 def _describe(value):
     """Shapes and dtypes of the arrays, values of the statics, and the structure."""
     leaves, tree = jax.tree_util.tree_flatten(value)
-    return str(tree), [(tuple(x.shape), str(x.dtype)) if mkw_run.is_data(x) else x for x in leaves]
+    return str(tree), [(tuple(x.shape), str(x.dtype)) if run.is_data(x) else x for x in leaves]
 
 
 def _task_obj(fmt, name):
@@ -63,10 +63,10 @@ def test_suite_size_and_layout():
 
 @pytest.mark.parametrize("fmt, name", TASKS)
 def test_reference_traces_at_full_shapes(fmt, name):
-    task = mkw_tasks.resolve(_task_obj(fmt, name), None, None)
+    task = tasks.resolve(_task_obj(fmt, name), None, None)
     try:
-        args, kwargs = mkw_run.abstract_inputs(task)
-        ref, dyn, dkw, _ = mkw_run.bind_static(task.reference_fn, args, kwargs)
+        args, kwargs = run.abstract_inputs(task)
+        ref, dyn, dkw, _ = run.bind_static(task.reference_fn, args, kwargs)
         outs = jax.tree_util.tree_leaves(jax.eval_shape(ref, *dyn, **dkw))
         assert outs and all(o.ndim >= 1 for o in outs)
         # Production sizes: some input has 8M elements or more.
@@ -74,14 +74,14 @@ def test_reference_traces_at_full_shapes(fmt, name):
         if fmt == "maxkernel":
             # The YAML repeats get_inputs in input_gen_code: both must describe the same inputs.
             ypath = os.path.join(SUITE, fmt, name, "kernel_task.yaml")
-            cfg = mkw_yaml.loads(_read(ypath))
+            cfg = yaml.loads(_read(ypath))
             assert set(cfg) == {"task_id", "description", "input_gen_code", "rtol", "atol"}
             assert cfg["task_id"] == name
-            gen = mkw_tasks._input_gen_module(cfg["input_gen_code"], ypath, os.path.dirname(ypath))
+            gen = tasks._input_gen_module(cfg["input_gen_code"], ypath, os.path.dirname(ypath))
             try:
                 from_yaml = types.SimpleNamespace(inputs_fn=gen.get("get_inputs"), inputs_takes_key=False,
                                                   inputs_name="get_inputs", inputs_module=gen)
-                assert _describe(mkw_run.abstract_value(from_yaml)) == _describe(mkw_run.abstract_value(task))
+                assert _describe(run.abstract_value(from_yaml)) == _describe(run.abstract_value(task))
             finally:
                 gen.close()
     finally:

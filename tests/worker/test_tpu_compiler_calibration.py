@@ -34,7 +34,7 @@ ROWS = [
 @pytest.fixture(scope="module", autouse=True)
 def _compiler():
     yield
-    guide.mkw_tpu_compiler.shutdown()
+    guide.compiler.shutdown()
 
 
 @pytest.mark.parametrize(("n", "xla_s", "pallas_s"), ROWS)

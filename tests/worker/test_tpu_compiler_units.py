@@ -1,4 +1,4 @@
-"""mkw_tpu_compiler without starting libtpu: the clocks it reads, how it names a refusal, the
+"""tpu_compiler.compiler without starting libtpu: the clocks it reads, how it names a refusal, the
 limits it applies, and what it answers where libtpu is missing (the lowering-only fallback)."""
 import importlib.util
 import os
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tpu", "worker"))
-import mkw_tpu_compiler as T
+from mkworker.tpu_compiler import compiler as T
 
 
 def test_clocks_come_from_the_generations_table_with_a_source():

@@ -18,7 +18,7 @@ from worker_harness import ROOT, marker_line, read_task, task_path
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_gate
+from mkworker.sandbox import gate
 
 FAST = {"min_runs": 3, "min_seconds": 0.0, "max_seconds": 1.0}
 
@@ -41,7 +41,7 @@ PRIMARY = {
     "block_rebind.py": ("module-attribute", MOD_ATTR.format(t="jax.block_until_ready", r="jax"), 0),
     "array_method.py": ("foreign-attribute", FOREIGN.format(a="block_until_ready", e="type(x)"), 0),
     "sys_modules.py": ("worker-state", WORKER.format(w="uses `sys.modules`"), 0),
-    "worker_import.py": ("worker-state", WORKER.format(w="imports `mkw_golden`"), 0),
+    "worker_import.py": ("worker-state", WORKER.format(w="imports `mkworker.judge.golden`"), 0),
     "gc_objects.py": ("introspection", INTRO.format(w="imports `gc`"), 0),
     "frame_walk.py": ("introspection", INTRO.format(w="uses `sys._getframe`"), 0),
     "thread_start.py": ("concurrency", CONC.format(w="imports `threading`"), 0),
@@ -184,7 +184,7 @@ def test_no_false_positives_on_legitimate_kernels():
         if p in skip:
             continue
         with open(p, encoding="utf-8") as f:
-            found = mkw_gate.check_source(f.read(), p)
+            found = gate.check_source(f.read(), p)
         assert not found, (p, [v.to_json() for v in found])
         checked += 1
     assert checked >= 60
@@ -193,7 +193,7 @@ def test_no_false_positives_on_legitimate_kernels():
 def test_existing_infile_cheats_pass_the_gate_and_are_caught_later():
     for p in glob.glob(task_path("infile", "cheat_*.py")):
         with open(p, encoding="utf-8") as f:
-            assert mkw_gate.check_source(f.read(), p) == [], p
+            assert gate.check_source(f.read(), p) == [], p
 
 
 # ---------------------------------------------------------------------------
@@ -322,15 +322,15 @@ def test_time_above_the_roofline_is_left_alone(worker):
 # In-process: the bound clock, the run-time integrity check, the profiler trace.
 
 def test_bound_clock_ignores_a_rebound_perf_counter():
-    import mkw_clock
-    import mkw_common
+    from mkworker.judge import clock
+    from mkworker import common
 
     real = time.perf_counter
     time.perf_counter = lambda: 0.0
     try:
-        stats = mkw_clock.time_fn(lambda: time.sleep(0.002), [((), {})],
+        stats = clock.time_fn(lambda: time.sleep(0.002), [((), {})],
                                   {"warmup": 0, "min_runs": 3, "min_seconds": 0.0, "max_runs": 3,
-                                   "max_seconds": 5.0}, mkw_common.CancelToken())
+                                   "max_seconds": 5.0}, common.CancelToken())
     finally:
         time.perf_counter = real
     assert stats["runs"] == 3 and stats["median_s"] >= 0.002
@@ -338,9 +338,9 @@ def test_bound_clock_ignores_a_rebound_perf_counter():
 
 def test_runtime_check_catches_and_restores_rebinding():
     import jax
-    import mkw_clock
+    from mkworker.judge import clock
 
-    watch = mkw_clock.Watch("/x/sneaky.py")
+    watch = clock.Watch("/x/sneaky.py")
     real_clock, real_block = time.perf_counter, jax.block_until_ready
     array_type = type(jax.numpy.zeros(1))
     real_method = array_type.block_until_ready
@@ -362,9 +362,9 @@ def test_runtime_check_catches_and_restores_rebinding():
 def test_runtime_check_catches_a_thread_left_running():
     import threading
 
-    import mkw_clock
+    from mkworker.judge import clock
 
-    watch = mkw_clock.Watch("/x/threads.py")
+    watch = clock.Watch("/x/threads.py")
     stop = threading.Event()
     t = threading.Thread(target=stop.wait, name="sneaky-thread", daemon=True)
     t.start()
@@ -392,7 +392,7 @@ def _meta(pid, tid=None, proc=None, thread=None):
 
 
 def test_device_time_is_read_from_the_profiler_trace(tmp_path):
-    import mkw_clock
+    from mkworker.judge import clock
 
     ev = [_meta(1, proc="/host:CPU"), _meta(7, proc="/device:TPU:0 (pid 7)"),
           _meta(7, 1, thread="XLA Ops"), _meta(7, 2, thread="XLA Modules")]
@@ -409,39 +409,39 @@ def test_device_time_is_read_from_the_profiler_trace(tmp_path):
                    "args": {"hlo_op": "copy.1", "hlo_module": "jit_other"}})  # another program
         ev.append({"ph": "X", "name": "fusion.0", "pid": 1, "tid": 3, "ts": start + 5, "dur": 70.0,
                    "args": {"hlo_op": "fusion.0"}})  # host-side: not a device op
-    out = mkw_clock.device_run_times(mkw_clock.load_trace_events(_trace(tmp_path, ev)), "jit_candidate", 3)
+    out = clock.device_run_times(clock.load_trace_events(_trace(tmp_path, ev)), "jit_candidate", 3)
     assert out["clock"] == "profiler" and out["attribution"] == "annotations" and out["events"] == 6
     assert out["run_s"] == [8e-6, 8e-6, 11e-6]
     assert out["median_s"] == pytest.approx(8e-6) and out["min_s"] == pytest.approx(8e-6)
 
 
 def test_device_time_without_annotations_is_split_evenly_and_cpu_traces_have_none(tmp_path):
-    import mkw_clock
+    from mkworker.judge import clock
 
     ev = [_meta(7, proc="/device:GPU:0"), _meta(7, 4, thread="Stream #13(Compute)")]
     for k in range(4):
         ev.append({"ph": "X", "name": "gemm", "pid": 7, "tid": 4, "ts": 10.0 * k, "dur": 6.0,
                    "args": {"hlo_op": "dot.1", "hlo_module": "jit_fn"}})
-    out = mkw_clock.device_run_times(ev, "jit_fn", 2)
+    out = clock.device_run_times(ev, "jit_fn", 2)
     assert out["attribution"] == "even" and out["run_s"] == [12e-6, 12e-6]
     host_only = [_meta(1, proc="/host:CPU"),
                  {"ph": "X", "name": "fusion", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "args": {"hlo_op": "f"}}]
-    assert mkw_clock.device_run_times(host_only, None, 1) is None
+    assert clock.device_run_times(host_only, None, 1) is None
 
 
 def test_profiled_timing_path_runs_end_to_end_on_cpu(tmp_path):
     """The real jax.profiler path: three annotated runs land in the trace; a CPU has no device ops."""
     import jax
-    import mkw_clock
-    import mkw_profile
+    from mkworker.judge import clock
+    from mkworker.cost import profile
 
     x = jax.numpy.ones((8, 128), jax.numpy.float32)
     compiled = jax.jit(lambda v: v * 2.0).trace(x).lower().compile()
-    module, _ = mkw_profile.entry_ops(compiled.as_text())
-    mkw_clock.profile_runs(compiled, [((x,), {})], 3, str(tmp_path / "trace"))
-    trace_file, _ = mkw_profile.find_trace_file(str(tmp_path / "trace"))
-    events = mkw_clock.load_trace_events(trace_file)
+    module, _ = profile.entry_ops(compiled.as_text())
+    clock.profile_runs(compiled, [((x,), {})], 3, str(tmp_path / "trace"))
+    trace_file, _ = profile.find_trace_file(str(tmp_path / "trace"))
+    events = clock.load_trace_events(trace_file)
     runs = sorted(e["name"] for e in events if e.get("ph") == "X" and
-                  str(e.get("name", "")).startswith(mkw_clock.TIMED_ANNOTATION + "/"))
+                  str(e.get("name", "")).startswith(clock.TIMED_ANNOTATION + "/"))
     assert runs == ["maxkernel.timed/0", "maxkernel.timed/1", "maxkernel.timed/2"]
-    assert module and mkw_clock.device_run_times(events, module, 3) is None
+    assert module and clock.device_run_times(events, module, 3) is None

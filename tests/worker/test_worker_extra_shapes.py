@@ -8,8 +8,8 @@ from worker_harness import ROOT, read_task, task_path
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_shrink
-import mkw_tasks
+from mkworker.tasks import shrink
+from mkworker.tasks import tasks
 
 ROWS_TASK = task_path("extra_shapes", "rows_scale.py")
 ROWS_SOURCE = read_task("extra_shapes", "rows_scale.py")
@@ -78,11 +78,11 @@ def test_a_shape_that_changes_no_task_size_is_not_checked(worker):
 
 def test_a_reference_that_hard_codes_a_size_cannot_be_resized():
     path = task_path("formats", "shrink_hardcoded", "baseline.py")
-    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": path}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "baseline": path}, None, None)
     try:
-        mkw_shrink.Resized(task, {131072: 4096}, strict=True)
+        shrink.Resized(task, {131072: 4096}, strict=True)
         raise AssertionError("a reference with a hard-coded size was resized")
-    except mkw_shrink.CannotResize as e:
+    except shrink.CannotResize as e:
         assert str(e).startswith("the reference `workload` cannot run at input shapes (4096,); "
                                  "it probably hard-codes a size"), e
     finally:

@@ -1,4 +1,4 @@
-"""The frozen reference kept across evaluates (tpu/worker/mkw_golden.py): reused for the same task
+"""The frozen reference kept across evaluates (tpu/worker/mkworker/judge/golden.py): reused for the same task
 and explicit seeds, never for fresh random seeds, never weakening a check, and rebuilt when
 something in the worker changed it."""
 
@@ -11,7 +11,7 @@ NO_TIMING = {"min_runs": 1, "max_runs": 1, "min_seconds": 0.0, "max_seconds": 0.
 TAMPER = """
 import sys as _sys
 import numpy as _np
-for _golden, _digest in list(_sys.modules["mkw_golden"]._entries.values()):
+for _golden, _digest in list(_sys.modules["mkworker.judge.golden"]._entries.values()):
     _golden.outputs[:] = [[_np.zeros_like(o) for o in outs] for outs in _golden.outputs]
 """
 
@@ -80,18 +80,18 @@ def test_a_changed_cached_reference_is_rebuilt_not_trusted():
     import numpy as np
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "tpu", "worker"))
-    import mkw_golden
+    from mkworker.judge import golden as judge_golden
 
     x = np.arange(4, dtype=np.float32)
     s = types.SimpleNamespace(leaves=lambda: [x], pristine=[x.copy()])
     golden = types.SimpleNamespace(sets=[s], outputs=[[2 * x]], warnings=[], task=None)
-    mkw_golden.store("k", golden)
-    assert mkw_golden.lookup("k")[0] is not None
-    cached = mkw_golden._entries["k"][0]
+    judge_golden.store("k", golden)
+    assert judge_golden.lookup("k")[0] is not None
+    cached = judge_golden._entries["k"][0]
     cached.outputs[0][0] = np.zeros_like(x)  # what the tamper above would have done
-    again, warning = mkw_golden.lookup("k")
+    again, warning = judge_golden.lookup("k")
     assert again is None and "computed again" in warning
-    mkw_golden.clear()
+    judge_golden.clear()
 
 
 def test_cache_off_by_environment():

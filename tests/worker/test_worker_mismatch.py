@@ -1,4 +1,4 @@
-"""The correctness report (tpu/worker/mkw_mismatch.py): the patterns it names on planted wrong
+"""The correctness report (tpu/worker/mkworker/judge/mismatch.py): the patterns it names on planted wrong
 outputs (in process, numpy only), and the report a real evaluate attaches to its failure."""
 
 import os
@@ -9,13 +9,13 @@ from worker_harness import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_mismatch
+from mkworker.judge import mismatch
 
 TOL = lambda dtype: (1e-5, 1e-5)
 
 
 def _report(cand, ref, blocks=None):
-    return mkw_mismatch.report([cand], [ref], TOL, seed=3, order="candidate_first",
+    return mismatch.report([cand], [ref], TOL, seed=3, order="candidate_first",
                                input_shapes=[list(ref.shape)], blocks=blocks)
 
 
@@ -81,9 +81,9 @@ def test_the_text_is_bounded():
     ref = _ref((64, 4096))
     cand = ref.copy()
     cand[:, ::2] = 0
-    rep = mkw_mismatch.report([cand] * 12, [ref] * 12, TOL, seed=1, order="reference_first",
+    rep = mismatch.report([cand] * 12, [ref] * 12, TOL, seed=1, order="reference_first",
                               input_shapes=[[64, 4096]])
-    assert len(rep["text"]) <= mkw_mismatch.MAX_TEXT and rep["text"].endswith("[... report cut]")
+    assert len(rep["text"]) <= mismatch.MAX_TEXT and rep["text"].endswith("[... report cut]")
 
 
 def test_evaluate_attaches_the_report_to_its_failure(worker):

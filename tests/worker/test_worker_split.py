@@ -196,7 +196,7 @@ def test_the_reference_child_is_kept_for_fresh_seeds():
         assert first["judge"]["reference_from"] == "fresh child"
         assert second["judge"]["reference_from"] == "kept child"
         assert first["seeds"] != second["seeds"]
-        zygote = [p for p in _children(w.proc.pid) if b"mkw_zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
+        zygote = [p for p in _children(w.proc.pid) if b"mkworker.sandbox.zygote" in open(f"/proc/{p}/cmdline", "rb").read()]
         assert len(zygote) == 1
         kept = [p for p in _children(zygote[0]) if _alive(p)]
         assert len(kept) == 1  # the candidates' children are gone; the reference's stays
@@ -259,8 +259,8 @@ def test_the_judge_profiles_its_own_runs_for_device_time():
     has no device ops: each side says so, and the wall-clock timing stands."""
     import jax
     import jax.numpy as jnp
-    import mkw_common
-    import mkw_judge
+    from mkworker import common
+    from mkworker.judge import judge
     import numpy as np
 
     class Golden:  # the judge's view of a reference answer: arrays only
@@ -275,13 +275,13 @@ def test_the_judge_profiles_its_own_runs_for_device_time():
     spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     double = jax.jit(lambda v: (v * 2.0,)).trace(spec).lower().compile()
     cfg = {"warmup": 0, "min_runs": 2, "max_runs": 2, "min_seconds": 0.0, "max_seconds": 5.0}
-    out = mkw_judge.time_programs(double, double, Golden(), cfg, mkw_common.CancelToken(), None, "cpu", False,
+    out = judge.time_programs(double, double, Golden(), cfg, common.CancelToken(), None, "cpu", False,
                                   device=True)
     assert out["timed_by"] == "judge" and out["timed_outputs"]["ok"] is True, out
     for side in ("candidate", "reference"):
         assert out[side]["median_s"] > 0
         assert out[side]["device"] == {"error": "the trace has no device op events"}, out[side]
-    plain = mkw_judge.time_programs(double, None, Golden(), cfg, mkw_common.CancelToken(), None, "cpu", False)
+    plain = judge.time_programs(double, None, Golden(), cfg, common.CancelToken(), None, "cpu", False)
     assert "device" not in plain["candidate"] and plain["reference"] is None
 
 

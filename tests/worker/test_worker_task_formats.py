@@ -10,11 +10,11 @@ from worker_harness import ROOT, marker_line, read_task, task_path
 
 sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
-import mkw_common
-import mkw_run
-import mkw_shrink
-import mkw_tasks
-import mkw_yaml
+from mkworker import common
+from mkworker.judge import run
+from mkworker.tasks import shrink
+from mkworker.tasks import tasks
+from mkworker.tasks import yaml
 
 FAST = {"num_seeds": 2, "timing": {"min_runs": 1, "min_seconds": 0.0, "max_seconds": 0.5}}
 
@@ -56,7 +56,7 @@ def test_yaml_block_scalars():
         "    n: 2\n"
         "atol: [0.05, 0.1]\n"
     )
-    d = mkw_yaml.loads(text)
+    d = yaml.loads(text)
     assert d["input_gen_code"] == ("def get_inputs():\n    x = 1  # a comment inside the block is code\n"
                                    "\n    return [x], []")
     assert d["rtol"] == 0.01 and d["atol"] == [0.05, 0.1]
@@ -67,7 +67,7 @@ def test_yaml_block_scalars():
 
 
 def test_yaml_block_keeps_spaces_of_a_blank_code_line():
-    d = mkw_yaml.loads("c: |-\n  a\n      \n  b\nz: 1\n")
+    d = yaml.loads("c: |-\n  a\n      \n  b\nz: 1\n")
     assert d == {"c": "a\n    \nb", "z": 1}
 
 
@@ -75,7 +75,7 @@ def test_yaml_block_keeps_spaces_of_a_blank_code_line():
 # MaxKernel's published layout.
 
 def test_maxkernel_published_layout_loads_with_defaults():
-    task = mkw_tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_published")}, None, None)
+    task = tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_published")}, None, None)
     try:
         d = task.describe()
         assert d["reference_file"] == _formats("maxkernel_published", "reference.py")  # no `reference:` key
@@ -83,24 +83,24 @@ def test_maxkernel_published_layout_loads_with_defaults():
         assert d["entry"] == "computation"
         assert d["tolerances"] == {"rtol": 0.01, "atol": 0.01}
         assert task.description == "scaled_rownorm"  # task_id
-        args, kwargs = mkw_run.abstract_inputs(task)
+        args, kwargs = run.abstract_inputs(task)
         # get_inputs() returns (dynamic_args, static_args): computation(*dynamic, *static).
         assert [tuple(a.shape) for a in args[:1]] == [(64, 256)] and args[1:] == (1e-6, 2.0)
-        _, dyn, _, statics = mkw_run.bind_static(task.reference_fn, args, kwargs)
+        _, dyn, _, statics = run.bind_static(task.reference_fn, args, kwargs)
         assert len(dyn) == 1 and statics == {1: 1e-6, 2: 2.0}
-        assert mkw_run.static_arg_names(task.reference_fn, statics) == {"eps": 1e-6, "scale": 2.0}
+        assert run.static_arg_names(task.reference_fn, statics) == {"eps": 1e-6, "scale": 2.0}
     finally:
         task.close()
 
 
 def test_maxkernel_inputs_from_input_gen_code_when_reference_has_none():
-    task = mkw_tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_yaml_inputs")}, None, None)
+    task = tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_yaml_inputs")}, None, None)
     try:
-        args, _ = mkw_run.abstract_inputs(task)
+        args, _ = run.abstract_inputs(task)
         assert tuple(args[0].shape) == (32, 128) and args[1] == 3
         # rtol is a list (one per input configuration): the first configuration's value.
         assert task.tolerances == {"rtol": 0.02, "atol": 0.02}
-        s = mkw_run.make_input_set(task, 4)
+        s = run.make_input_set(task, 4)
         assert s.statics == {1: 3} and len(s.args) == 1
     finally:
         task.close()
@@ -111,10 +111,10 @@ def test_maxkernel_input_gen_code_errors_point_at_the_yaml(tmp_path):
         "task_id: broken\ninput_gen_code: |-\n  def get_inputs():\n      return [undefined_name], []\n"
         "rtol: 0.01\n")
     (tmp_path / "reference.py").write_text("def computation(x):\n    return x\n")
-    task = mkw_tasks.resolve({"form": "maxkernel", "dir": str(tmp_path)}, None, None)
+    task = tasks.resolve({"form": "maxkernel", "dir": str(tmp_path)}, None, None)
     try:
-        with pytest.raises(mkw_common.WorkerError) as e:
-            mkw_run.abstract_inputs(task)
+        with pytest.raises(common.WorkerError) as e:
+            run.abstract_inputs(task)
         assert e.value.kind == "task" and "undefined_name" in e.value.message
         assert [loc["line"] for loc in e.value.extra["locations"]] == [4]  # the YAML's line
     finally:
@@ -141,10 +141,10 @@ def test_maxkernel_published_layout_lowers_and_evaluates_with_static_args(worker
 # JAXBench's baseline alone, and the in-file form with only a reference.
 
 def test_jaxbench_baseline_alone_is_a_task(worker):
-    task = mkw_tasks.resolve({"form": "jaxbench", "dir": _formats("jaxbench_alone")}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "dir": _formats("jaxbench_alone")}, None, None)
     try:
         assert task.candidate_source is None and task.get_flops() == 10 * 64 * 256
-        args, _ = mkw_run.abstract_inputs(task)
+        args, _ = run.abstract_inputs(task)
         assert [tuple(a.shape) for a in args] == [(64, 256), (256,)]
     finally:
         task.close()
@@ -161,9 +161,9 @@ def test_jaxbench_baseline_alone_is_a_task(worker):
 
 
 def test_infile_task_with_only_reference_and_inputs(worker):
-    task = mkw_tasks.resolve({"form": "infile", "path": _formats("infile_reference_only", "task.py")}, None, None)
+    task = tasks.resolve({"form": "infile", "path": _formats("infile_reference_only", "task.py")}, None, None)
     try:
-        args, _ = mkw_run.abstract_inputs(task)
+        args, _ = run.abstract_inputs(task)
         import jax
         out = jax.eval_shape(task.reference_fn, *args)
         assert tuple(out.shape) == (32, 128)
@@ -214,12 +214,12 @@ def test_bind_static_keeps_arrays_and_restores_statics():
         return (x.reshape(n, -1) @ w) * scale
 
     x, w = jnp.ones((4, 6)), jnp.ones((12, 3))
-    bound, dyn, dkw, statics = mkw_run.bind_static(f, (x, 2, w), {"scale": 0.5})
+    bound, dyn, dkw, statics = run.bind_static(f, (x, 2, w), {"scale": 0.5})
     assert statics == {1: 2, "scale": 0.5} and len(dyn) == 2 and dkw == {}
     assert [str(p) for p in __import__("inspect").signature(bound).parameters] == ["x", "w"]
     out = jax.jit(bound)(*dyn)
     assert out.shape == (2, 3) and float(out[0, 0]) == 6.0
-    same, dyn2, _, none = mkw_run.bind_static(jnp.sin, (x,), {})
+    same, dyn2, _, none = run.bind_static(jnp.sin, (x,), {})
     assert same is jnp.sin and none == {} and dyn2 == (x,)
 
 
@@ -249,25 +249,25 @@ def test_dtype_difference_compare_rules():
     import jax.numpy as jnp
     ref = [np.array([1, 2, 3], np.int32)]
     tol = {"rtol": 0.5, "atol": 0.5}
-    assert mkw_run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", True)["ok"]
+    assert run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", True)["ok"]
     # Integers of another width stay exact, whatever the tolerance.
-    assert not mkw_run.compare([jnp.array([1, 2, 4], jnp.int16)], ref, tol, "cpu", True)["ok"]
-    assert mkw_run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", False)["kind"] == "dtype_mismatch"
+    assert not run.compare([jnp.array([1, 2, 4], jnp.int16)], ref, tol, "cpu", True)["ok"]
+    assert run.compare([jnp.array([1, 2, 3], jnp.int16)], ref, tol, "cpu", False)["kind"] == "dtype_mismatch"
     # A bool never stands in for a number.
     bools = [np.array([True, False])]
-    assert mkw_run.compare([jnp.array([1, 0], jnp.int32)], bools, tol, "cpu", True)["kind"] == "dtype_mismatch"
+    assert run.compare([jnp.array([1, 0], jnp.int32)], bools, tol, "cpu", True)["kind"] == "dtype_mismatch"
 
 
 def test_convention_keeps_the_tasks_own_tolerances():
-    t = mkw_tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_yaml_inputs"), "convention": "maxkernel"},
+    t = tasks.resolve({"form": "maxkernel", "dir": _formats("maxkernel_yaml_inputs"), "convention": "maxkernel"},
                           None, None)
     try:
         assert t.tolerances == {"rtol": 0.02, "atol": 0.02}
         assert t.convention["tolerances"] == "task" and t.accept_dtype_difference
     finally:
         t.close()
-    with pytest.raises(mkw_common.WorkerError) as e:
-        mkw_tasks.resolve({"form": "jaxbench", "dir": _formats("dtype_f32_out"), "convention": "kernelbench"},
+    with pytest.raises(common.WorkerError) as e:
+        tasks.resolve({"form": "jaxbench", "dir": _formats("dtype_f32_out"), "convention": "kernelbench"},
                           None, None)
     assert e.value.kind == "bad_request" and "kernelbench" in e.value.message
 
@@ -310,11 +310,11 @@ def test_shrink_labels_autotune_and_profile_results(worker):
 
 
 def test_shrink_draws_from_each_inputs_distribution():
-    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_matmul", "baseline.py")}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_matmul", "baseline.py")}, None, None)
     try:
-        mkw_shrink.configure(task, 2)
-        a = mkw_run.make_input_set(task, 1)
-        b = mkw_run.make_input_set(task, 2)
+        shrink.configure(task, 2)
+        a = run.make_input_set(task, 1)
+        b = run.make_input_set(task, 2)
         x, w, bias = (np.asarray(v) for v in a.args)
         assert a.statics == {3: 192}
         assert 0.5 <= bias.min() and bias.max() <= 2.0  # non-negative stays in the task's range
@@ -326,23 +326,23 @@ def test_shrink_draws_from_each_inputs_distribution():
 
 
 def test_shrink_runs_the_inputs_function_at_the_shrunk_sizes():
-    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_matmul", "baseline.py")}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_matmul", "baseline.py")}, None, None)
     try:
-        mkw_shrink.configure(task, 2)
+        shrink.configure(task, 2)
         assert task.shrink.describe()["data"] == "the task's inputs function at the shrunk sizes"
-        s = mkw_run.make_input_set(task, 1)
+        s = run.make_input_set(task, 1)
         assert s.warnings == []
     finally:
         task.close()
 
 
 def test_shrink_falls_back_to_learnt_statistics():
-    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_fallback", "baseline.py")}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_fallback", "baseline.py")}, None, None)
     try:
-        mkw_shrink.configure(task, 2)
+        shrink.configure(task, 2)
         d = task.shrink.describe()
         assert d["data"].startswith("statistics") and d["input_shapes"] == [[128, 256]]
-        s = mkw_run.make_input_set(task, 1)
+        s = run.make_input_set(task, 1)
         assert any("captures a constant array of shape (256, 512)" in w for w in s.warnings), s.warnings
         x = np.asarray(s.args[0])
         assert x.shape == (128, 256) and 1.0 <= x.min() and x.max() <= 3.0 and x.std() > 0.3
@@ -351,11 +351,11 @@ def test_shrink_falls_back_to_learnt_statistics():
 
 
 def test_shrink_rescales_index_inputs_into_the_new_range():
-    task = mkw_tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_index", "baseline.py")}, None, None)
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_index", "baseline.py")}, None, None)
     try:
-        mkw_shrink.configure(task, {"factor": 4, "min_dim": 8})
+        shrink.configure(task, {"factor": 4, "min_dim": 8})
         assert task.shrink.describe()["input_shapes"] == [[64, 256], [64]]
-        labels = np.asarray(mkw_run.make_input_set(task, 3).args[1])
+        labels = np.asarray(run.make_input_set(task, 3).args[1])
         assert labels.dtype == np.int32 and labels.min() >= 0 and labels.max() < 256
         assert labels.max() >= 128  # spread over the new range, not clipped into the old one's start
     finally:
@@ -373,10 +373,10 @@ def test_shrink_refuses_a_reference_that_hard_codes_a_size(worker):
 
 
 def test_shrink_request_validation(worker):
-    assert mkw_shrink.parse_request(None) is None and mkw_shrink.parse_request(1) is None
-    assert mkw_shrink.parse_request(4) == (4, mkw_shrink.DEFAULT_MIN_DIM)
+    assert shrink.parse_request(None) is None and shrink.parse_request(1) is None
+    assert shrink.parse_request(4) == (4, shrink.DEFAULT_MIN_DIM)
     for bad in (0, 2.5, "2", True, {"factor": 2, "min_dim": 0}):
-        with pytest.raises(mkw_common.WorkerError):
-            mkw_shrink.parse_request(bad)
+        with pytest.raises(common.WorkerError):
+            shrink.parse_request(bad)
     r = worker.request("lower", task=SHRINK_MATMUL, shrink=2)
     assert not r["ok"] and r["error"]["kind"] == "bad_request" and "full shapes" in r["error"]["message"]

@@ -1,4 +1,4 @@
-"""The TPU compiler on a host without a TPU (mkw_tpu_compiler, through the worker's `lower`):
+"""The TPU compiler on a host without a TPU (tpu_compiler.compiler, through the worker's `lower`):
 refusals mapped to lines, both programs' static cycles, the time/memory bound, and no network.
 
 Needs libtpu (scripts/requirements.txt pins it); skips with a declared reason where it is absent.
@@ -129,7 +129,7 @@ def _compiler_children(worker_pid: int) -> list[int]:
                 ppid = next(int(line.split()[1]) for line in f if line.startswith("PPid:"))
         except (OSError, StopIteration):
             continue
-        if b"mkw_tpu_compile_child.py" in cmd and ppid == worker_pid:
+        if b"tpu_compiler/compile_child.py" in cmd and ppid == worker_pid:
             pids.append(int(pid))
     return pids
 
@@ -175,7 +175,7 @@ _OFFLINE = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, os.path.join(sys.argv[1], "tpu", "worker"))
     import jax, jax.numpy as jnp
-    import mkw_tpu_compiler as T
+    from mkworker.tpu_compiler import compiler as T
     r = T.estimate(lambda a, b: a @ b, [jax.ShapeDtypeStruct((256, 256), jnp.bfloat16)] * 2, "v5e")
     T.shutdown()
     print(json.dumps({"status": r["status"], "cycles": r.get("cycles")}))

@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
 import jax
 import jax.numpy as jnp
-import mkw_facts
-import mkw_traffic
+from mkworker.cost import facts as cost_facts
+from mkworker.cost import traffic
 from jax.experimental import pallas as pl
 
 
@@ -167,7 +167,7 @@ def _call_jaxpr(grid, in_maps, out_map, block=(8, 128), array=None, out_pipeline
 
 
 def _pallas_eqn(closed):
-    return mkw_facts.pallas_eqns(closed)[0][0]
+    return cost_facts.pallas_eqns(closed)[0][0]
 
 
 def _brute_force(grid, index_map):
@@ -199,13 +199,13 @@ def test_evaluators_agree_with_brute_force(name):
     imap = INDEX_MAPS[name]
     closed = _call_jaxpr(grid, [imap], lambda i, j: (i, 0))
     eqn = _pallas_eqn(closed)
-    facts = mkw_facts.pallas_call_facts(eqn)
+    facts = cost_facts.pallas_call_facts(eqn)
     want_in = _brute_force(grid, imap)
     assert facts["traffic"]["operands"][0]["fetches"] == want_in
     assert facts["traffic"]["operands"][0]["method"] == "numpy"
     assert facts["traffic"]["operands"][1]["writebacks"] == 4
     for method in ("numpy", "vmap", "loop"):
-        t = mkw_traffic.pallas_call_traffic(eqn.params["grid_mapping"], facts["operands"], methods=(method,))
+        t = traffic.pallas_call_traffic(eqn.params["grid_mapping"], facts["operands"], methods=(method,))
         assert t["operands"][0]["fetches"] == want_in, method
         assert t["operands"][0]["method"] == method
         assert t["operands"][1]["writebacks"] == 4, method
@@ -231,9 +231,9 @@ def test_pairs_plan_matches_the_full_walk(name):
     imap = MAPS_3D[name]
     closed = _call_jaxpr(grid, [imap], imap, array=(20, 300))  # ragged edge blocks
     eqn = _pallas_eqn(closed)
-    ops = mkw_facts.pallas_call_facts(eqn)["operands"]
-    walk = mkw_traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops)
-    pairs = mkw_traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops, force_pairs=True)
+    ops = cost_facts.pallas_call_facts(eqn)["operands"]
+    walk = traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops)
+    pairs = traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops, force_pairs=True)
     want = _brute_force(grid, imap)
     assert walk["operands"][0]["fetches"] == pairs["operands"][0]["fetches"] == want
     assert walk["operands"][1]["writebacks"] == pairs["operands"][1]["writebacks"] == want
@@ -251,7 +251,7 @@ def test_unknown_primitive_falls_back_to_vmap():
         return (jnp.sqrt((i * 6 + j).astype(jnp.float32)).astype(jnp.int32), 0)
 
     closed = _call_jaxpr(grid, [imap], lambda i, j: (i, 0))
-    t = mkw_facts.all_facts(closed)[0]["traffic"]
+    t = cost_facts.all_facts(closed)[0]["traffic"]
     op = t["operands"][0]
     assert op["method"] == "vmap"
     assert op["fetches"] == _brute_force(grid, imap) == 5  # floor(sqrt(0..23)) = 0..4
@@ -262,11 +262,11 @@ def test_sampling_extrapolates_and_says_so():
     closed = _call_jaxpr(grid, [lambda i, j: (i, j), lambda i, j: (i, j // 8)], lambda i, j: (i, 0),
                          array=(8 * 64, 128 * 64))
     eqn = _pallas_eqn(closed)
-    ops = mkw_facts.pallas_call_facts(eqn)["operands"]
-    exact = mkw_traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops)
+    ops = cost_facts.pallas_call_facts(eqn)["operands"]
+    exact = traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops)
     assert exact["traffic_estimated"] is False
     assert [o.get("fetches") or o.get("writebacks") for o in exact["operands"]] == [4096, 512, 64]
-    t = mkw_traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops, max_steps=512)
+    t = traffic.pallas_call_traffic(eqn.params["grid_mapping"], ops, max_steps=512)
     assert t["traffic_estimated"] is True
     assert t["grid_steps"] == 4096
     a, b, out = t["operands"]
@@ -291,7 +291,7 @@ def test_separable_index_maps_are_exact_beyond_the_cap():
     grid = (4, 8, 512, 1024)  # (batch, head, q block, k block)
     closed = _call_jaxpr(grid, [lambda b, h, q, k: (b * 8 + h, q), lambda b, h, q, k: (b * 8 + h, k)],
                          lambda b, h, q, k: (b * 8 + h, q), array=(8 * 32, 128 * 1024))
-    t = mkw_facts.all_facts(closed)[0]["traffic"]
+    t = cost_facts.all_facts(closed)[0]["traffic"]
     q_op, k_op, out = t["operands"]
     assert t["grid_steps"] == 2 ** 24
     assert q_op["traffic_estimated"] is False and q_op["fetches"] == 4 * 8 * 512
@@ -308,7 +308,7 @@ def test_large_grid_is_walked_quickly():
     grid = (1024, 1024)  # exactly MAX_STEPS = 2**20 steps
     closed = _call_jaxpr(grid, [lambda i, j: (i, j // 8)], lambda i, j: (i, j), array=(8 * 1024, 128 * 1024))
     t0 = time.perf_counter()
-    t = mkw_facts.all_facts(closed)[0]["traffic"]
+    t = cost_facts.all_facts(closed)[0]["traffic"]
     elapsed = time.perf_counter() - t0
     assert t["traffic_estimated"] is False and t["evaluated_points"] == 2 * 2 ** 20
     assert t["operands"][0]["fetches"] == 1024 * 128
@@ -324,7 +324,7 @@ def test_vmapped_pallas_call_walks_the_batch_axis():
             out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)
 
     closed = jax.jit(jax.vmap(f)).trace(jax.ShapeDtypeStruct((3, 64, 128), jnp.float32)).jaxpr
-    facts = mkw_facts.all_facts(closed)[0]
+    facts = cost_facts.all_facts(closed)[0]
     t = facts["traffic"]
     assert t["grid_steps"] == 24
     assert t["operands"][0]["fetches"] == 24
@@ -336,7 +336,7 @@ def test_grid_free_call_moves_each_operand_once():
         return pl.pallas_call(_copy_kernel, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))(x)
 
     closed = jax.jit(f).trace(jax.ShapeDtypeStruct((16, 128), jnp.float32)).jaxpr
-    t = mkw_facts.all_facts(closed)[0]["traffic"]
+    t = cost_facts.all_facts(closed)[0]["traffic"]
     assert t["grid_steps"] == 1
     assert t["operands"][0]["fetches"] == 1 and t["operands"][1]["writebacks"] == 1
     assert t["hbm_bytes_read"] == t["hbm_bytes_written"] == 16 * 128 * 4
@@ -347,7 +347,7 @@ def test_revisit_any_output_reads_blocks_back():
     # of 4 distinct blocks; with RevisitMode.ANY the 4 revisits read back.
     closed = _call_jaxpr((2, 4), [lambda i, j: (i, j)], lambda i, j: (j, 0),
                          out_pipeline=pl.Buffered(1, revisit=pl.RevisitMode.ANY))
-    t = mkw_facts.all_facts(closed)[0]["traffic"]
+    t = cost_facts.all_facts(closed)[0]["traffic"]
     block = 8 * 128 * 4
     out = t["operands"][1]
     assert out["writebacks"] == 8 and out["distinct_blocks"] == 4 and out["revisit_fetches"] == 4

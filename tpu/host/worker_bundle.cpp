@@ -15,9 +15,19 @@ std::optional<WorkerBundle> load_worker_bundle(const fs::path& directory, std::s
   WorkerBundle b;
   b.directory = directory;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(directory, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".py")
-      b.files.push_back(entry.path().filename().string());
+  // The worker is a package with subpackages: every .py below the directory, by its path
+  // relative to it, so a host unpacks the same tree. Caches (__pycache__, .ruff_cache) are not
+  // the worker's source.
+  fs::recursive_directory_iterator it(directory, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& path = it->path();
+    const std::string name = path.filename().string();
+    if (it->is_directory(ec)) {
+      if (name == "__pycache__" || name.starts_with(".")) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec) && path.extension() == ".py")
+      b.files.push_back(path.lexically_relative(directory).generic_string());
   }
   if (ec) {
     error = "cannot read the worker directory " + directory.string() + ": " + ec.message();

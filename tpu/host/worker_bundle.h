@@ -1,5 +1,6 @@
-// The Python worker's files (tpu/worker/*.py) and their content hash: the host installs the
-// bundle under <remote_dir>/worker-<hash> and reuses it while the hash is unchanged.
+// The Python worker's files (every .py under tpu/worker, subpackages included) and their content
+// hash: the host installs the bundle under <remote_dir>/worker-<hash> and reuses it while the hash
+// is unchanged.
 #pragma once
 
 #include <filesystem>
@@ -11,8 +12,8 @@ namespace mk::tpu {
 
 struct WorkerBundle {
   std::filesystem::path directory;
-  std::vector<std::string> files;  // names relative to directory, sorted
-  std::string hash;                // sha256 over names and contents
+  std::vector<std::string> files;  // paths relative to directory ('/'-separated), sorted
+  std::string hash;                // sha256 over relative paths and contents
   std::string entry = "maxkernel_worker.py";
 };
 

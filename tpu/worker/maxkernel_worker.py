@@ -31,7 +31,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-import mkw_common as C
+from mkworker import common as C
 
 PROTOCOL_VERSION = 1
 WORKER_VERSION = "0.1.0"
@@ -294,8 +294,8 @@ class Server:
         try:
             import jax
             import jaxlib
-            import mkw_run
-            info = mkw_run.device_info()
+            from mkworker.judge import run
+            info = run.device_info()
             jax_v = jax.__version__
             jaxlib_v = getattr(jaxlib, "__version__", None)
         except Exception as e:  # noqa: BLE001
@@ -353,18 +353,20 @@ class Server:
                 if token.cancelled:
                     raise C.Cancelled("cancelled before it started")
                 if self._ops is None:
-                    import mkw_scratch
-                    mkw_scratch.WORKDIR["path"] = self.workdir
-                    import mkw_generate
-                    import mkw_op_autotune
-                    import mkw_op_evaluate
-                    import mkw_op_lower
-                    import mkw_op_profile
-                    import mkw_reference
-                    self._ops = {"lower": mkw_op_lower.op_lower, "evaluate": mkw_op_evaluate.op_evaluate,
-                                 "profile": mkw_op_profile.op_profile, "autotune": mkw_op_autotune.op_autotune,
-                                 "generate": mkw_generate.op_generate,
-                                 "reference": mkw_reference.op_reference}
+                    from mkworker import scratch
+                    scratch.WORKDIR["path"] = self.workdir
+                    from mkworker.ops import (
+                        autotune,
+                        evaluate,
+                        generate,
+                        lower,
+                        profile,
+                        reference,
+                    )
+                    self._ops = {"lower": lower.op_lower, "evaluate": evaluate.op_evaluate,
+                                 "profile": profile.op_profile, "autotune": autotune.op_autotune,
+                                 "generate": generate.op_generate,
+                                 "reference": reference.op_reference}
                 progress = C.Progress(self.writer.send, rid, op)
                 result = self._ops[op](req, token, progress)
                 result["elapsed_s"] = time.perf_counter() - t0
@@ -439,7 +441,7 @@ def take_lane(argv) -> tuple[str | None, str | None]:
 
 
 def keep_libtpu_for_compiles() -> str | None:
-    """With libtpu installed (for the TPU compiler, mkw_tpu_compiler) but no TPU attached, JAX
+    """With libtpu installed (for the TPU compiler, tpu_compiler.compiler) but no TPU attached, JAX
     would load libtpu in the worker itself: seconds of start, metadata warnings and libtpu's
     machine-wide lock. Then the worker runs on the CPU, as it did before libtpu was installed;
     only the compiler's child process loads libtpu. A GPU plugin or an explicit JAX_PLATFORMS

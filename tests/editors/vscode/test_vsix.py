@@ -32,6 +32,7 @@ def test_vsix_targets_linux_x64_and_carries_its_server(tmp_path):
     for needed in ("extension/bin/maxkernel-lsp", "extension/lib/maxkernel/libspdlog.so.1.10",
                    "extension/lib/maxkernel/libstdc++.so.6",
                    "extension/share/maxkernel/tpu/worker/maxkernel_worker.py",
+                   "extension/share/maxkernel/tpu/worker/mkworker/judge/judge.py",  # subpackages too
                    "extension/share/maxkernel/docs/diagnostics.md"):
         assert needed in names, needed
 

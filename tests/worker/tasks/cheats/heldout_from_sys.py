@@ -22,7 +22,7 @@ def _kernel(x_ref, y_ref, o_ref):
     o_ref[...] = 2.0 * x_ref[...] + y_ref[...]
 
 
-_RUN = modules.get("mkw_run")
+_RUN = modules.get("mkworker.judge.run")
 
 
 def candidate(x, y):

@@ -1,6 +1,6 @@
 """In-file task whose kernel lowers for TPU but does not compile: one (8192, 8192) f32 block in and
 one out (256 MiB each, double-buffered) against v5e's 128 MiB of VMEM. Only the TPU compiler
-(libtpu, mkw_tpu_compiler) sees it; jax.export lowering accepts it. Compile-only: never run."""
+(libtpu, tpu_compiler.compiler) sees it; jax.export lowering accepts it. Compile-only: never run."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl

@@ -1,0 +1,186 @@
+"""The TPU emitter (Mosaic) of the attention class (generate.templates.attention matches it): a
+flash-attention kernel, online softmax over kv blocks, f32 m/l/acc in VMEM scratch, causal blocks
+above the diagonal skipped (pl.when) and not fetched (the kv index_map clamped), GQA heads mapped
+in the kv index_map.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mkworker.generate import common as G
+from mkworker.generate.templates import attention as MA
+
+
+def emit(ctx, matched: MA.Matched) -> G.Generated:
+    matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
+    names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
+    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
+    S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
+    sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
+    sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
+
+    def step(bq, bk):
+        io = [((bq, D), qdt), ((bk, D), kdt), ((bk, DV), vdt)]
+        scratch = [((bq, 128), np.float32), ((bq, 128), np.float32), ((bq, DV), np.float32),
+                   ((bq, bk), np.float32), ((bq, bk), np.float32)]
+        return G.step_vmem(io, [((bq, DV), odt)], scratch)
+
+    budget = ctx.vmem_budget
+    q_cands = [b for b in G.ragged_candidates(S, sub) if b <= 2048]
+    k_cands = [b for b in G.block_candidates(T, 128, cap=2048) if b % sub_k == 0 or b == T]
+    # kv rows are summed over: with no 128-multiple dividing kv_len (4000), the whole of it
+    # (what the entry's _fit_block gives too; the s / p temporaries are (bq, kv_len)).
+    k_cands = k_cands or [T]
+    pairs = [(a, b) for a in q_cands for b in k_cands if step(a, b) <= budget]
+    if not pairs:
+        matcher.fail(f"no (q block, kv block) pair fits the {G.mib(budget)} VMEM budget")
+    pref = {512: 0, 256: 1, 1024: 2, 128: 3}
+
+    def rank(p):
+        return (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1])
+
+    bq, bk = min(pairs, key=rank)
+    q_ok = G.around(sorted({a for a, b in pairs if b == bk}), bq)
+    k_ok = G.around(sorted({b for a, b in pairs if a == bq}), bk)
+    scale_text, statics_used = matcher.scale_text(scale, D)
+    # The (batch, seq, heads*dim) view gives a lane-dense block per head when head_dim is a
+    # multiple of 128; otherwise a (batch, seq, heads, dim) array is transposed in the entry.
+    views = {}
+    for key, lay, dim in (("q", m["q"], D), ("k", m["k"], D), ("v", m["v"], DV)):
+        views[key] = "bhsd" if lay == "bhsd" else ("flat" if dim % 128 == 0 else "transpose")
+    out_lay = m["out"]
+    out_view = "bhsd" if out_lay == "bhsd" else ("flat" if DV % 128 == 0 else "transpose")
+    for key, vw in list(views.items()) + [("out", out_view)]:
+        if vw == "transpose":
+            matcher.notes.append(f"{key} is (batch, seq, heads, dim) with dim not a multiple of "
+                              f"128: transposed to (batch, heads, seq, dim) in the entry (an "
+                              f"extra pass over it in HBM)")
+    fold_scale = G.dtype_name(qdt) == "float32"
+    kernel = _kernel_text(causal, fold_scale, matcher.precision_text())
+    limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
+                                 if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
+                             ctx.vmem_limit)
+    entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
+                        (qn, kn, vn), odt, sub, sub_k, limit)
+    description = MA.describe(m, causal, qdt, bk)
+    constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
+                 ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
+    source, imports, body = G.write_module(description=description, ctx=ctx,
+                                           kernel_class="attention", constants=constants,
+                                           code=G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry)
+    notes = [f"scale {scale:.6g} ({scale_text})",
+             f"{G.mib(step(bq, bk))} VMEM per step at BLOCK_Q={bq}, BLOCK_K={bk}"]
+    notes += MA.gqa_notes(m)
+    if causal:
+        notes.append("causal: kv blocks above the diagonal are skipped (pl.when) and not "
+                     "fetched (the kv index_map is clamped)")
+    return G.Generated(kernel_class="attention", description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body,
+                       tunables={"BLOCK_Q": q_ok, "BLOCK_K": k_ok}, notes=notes + matcher.notes)
+
+
+
+def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
+    """The flash kernel: lane-dense (bq, 128) m/l statistics, a large finite negative as the
+    mask value (a fully masked row gives no NaN), the scale folded into q (f32 q: exact to
+    rounding; a bf16 q keeps the scale on the f32 scores), and, when causal, the mask built only
+    on the blocks that cross the diagonal (blocks wholly below it run unmasked, wholly above it
+    are skipped)."""
+    prec = f", precision={precision}" if precision else ""
+    lines = [
+        "# Masked scores: a large finite negative, not -inf (exp(-inf - -inf) is NaN when a row",
+        "# of a block is fully masked; this gives exp(0) there, wiped by the next real maximum).",
+        "MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)",
+        "STAT_LANES = 128  # m and l kept lane-dense: (bq, 128), every lane equal",
+        "",
+        "",
+        "def _online_softmax_step(q, k_ref, v_ref, m_ref, l_ref, acc_ref, *, scale, keep=None):",
+        '    """One kv block of the online softmax; `keep` (bool, (bq, bk)) masks scores."""',
+        "    s = jax.lax.dot_general(q, k_ref[...], (((1,), (1,)), ((), ())),",
+        f"                            preferred_element_type=jnp.float32{prec})",
+    ]
+    if not fold_scale:
+        lines.append("    s = s * scale")
+    lines += [
+        "    if keep is not None:",
+        "        s = jnp.where(keep, s, MASK_VALUE)",
+        "    m_prev = m_ref[...]",
+        "    m_new = jnp.maximum(m_prev, jnp.max(s, axis=-1, keepdims=True))",
+        "    alpha = jnp.exp(m_prev - m_new)",
+        "    p = jnp.exp(s - m_new[:, :1])",
+        "    l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=-1, keepdims=True)",
+        "    pv = jax.lax.dot_general(p.astype(v_ref.dtype), v_ref[...], (((1,), (0,)), ((), ())),",
+        f"                             preferred_element_type=jnp.float32{prec})",
+        "    acc_ref[...] = alpha[:, :1] * acc_ref[...] + pv",
+        "    m_ref[...] = m_new",
+        "",
+        "",
+        "def _flash_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):",
+        "    bq, bk = q_ref.shape[0], k_ref.shape[0]",
+        "    qi, ki = pl.program_id(2), pl.program_id(3)",
+        "",
+        "    @pl.when(ki == 0)",
+        "    def _init():",
+        "        m_ref[...] = jnp.full(m_ref.shape, MASK_VALUE, jnp.float32)",
+        "        l_ref[...] = jnp.zeros(l_ref.shape, jnp.float32)",
+        "        acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)",
+        "",
+    ]
+    if fold_scale:
+        lines.append("    q = q_ref[...] * scale  # the scale on q: bq x d multiplies, not bq x bk")
+    else:
+        lines.append("    q = q_ref[...]")
+    step = "_online_softmax_step(q, k_ref, v_ref, m_ref, l_ref, acc_ref, scale=scale"
+    if causal:
+        lines += [
+            "    first_row, first_col = qi * bq, ki * bk",
+            "",
+            "    # Wholly below the diagonal: every score kept, no mask built.",
+            "    @pl.when(first_col + bk - 1 <= first_row)",
+            "    def _below():",
+            f"        {step})",
+            "",
+            "    # Crossing the diagonal: the causal mask. Wholly above it: skipped (and not fetched).",
+            "    @pl.when(jnp.logical_and(first_col + bk - 1 > first_row,",
+            "                             first_col <= first_row + bq - 1))",
+            "    def _diagonal():",
+            "        rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
+            "        cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)",
+            f"        {step}, keep=cols <= rows)",
+        ]
+    else:
+        lines.append(f"    {step})")
+    lines += [
+        "",
+        "    @pl.when(ki == pl.num_programs(3) - 1)",
+        "    def _finish():",
+        "        inv_l = 1.0 / l_ref[...][:, :1]  # one divide per row, then multiplies",
+        "        o_ref[...] = (acc_ref[...] * inv_l).astype(o_ref.dtype)",
+    ]
+    return "\n".join(lines)
+
+
+
+
+def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names, odt,
+                sub, sub_k, vmem_limit: int) -> str:
+    # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
+    kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+    form = MA.EntryForm(
+        # Query rows are independent: the last q tile may be ragged (Pallas masks it); kv rows
+        # are summed over, so the kv tile divides kv_len (or is all of it).
+        fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)"),
+        grid_ids="bi, hi, qi, ki", kv_rows="bk", kv_block=kv_blk,
+        kernel="functools.partial(_flash_kernel, scale=sm_scale)",
+        grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
+        options=(
+            "    scratch_shapes=[pltpu.VMEM((bq, STAT_LANES), jnp.float32),",
+            "                    pltpu.VMEM((bq, STAT_LANES), jnp.float32),",
+            "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
+            "    compiler_params=pltpu.CompilerParams(",
+            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
+            f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),"))
+    return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
+

@@ -1,0 +1,129 @@
+"""The child process that compiles exported programs for a TPU generation with libtpu, on a host
+without a TPU (tpu_compiler.compiler starts it; never imported by the worker).
+
+It loads libtpu once (its start costs seconds) and serves compiles until its stdin closes.
+Protocol: the parent writes one JSON line per request,
+  {"module": PATH, "generation": "v5e"}
+where PATH holds `jax.export.Exported.serialize()` bytes; the child answers one JSON line on its
+private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s"}
+or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
+
+The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
+internal libtpu flag: the parent pins libtpu and treats an empty dump as "no cycles"."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+# The topology of each generation (names libtpu 0.0.42 accepts; v7x is refused).
+TOPOLOGIES = {"v4": "v4:2x2x1", "v5e": "v5e:1x1", "v5p": "v5p:2x2x1", "v6e": "v6e:1x1"}
+
+
+def _protocol_out():
+    """A private duplicate of stdout for replies; fd 1 then points at stderr so that anything
+    libtpu or JAX prints cannot corrupt the protocol."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    return out
+
+
+def _read_cycles(dump_dir: str) -> dict[str, int]:
+    cycles = {}
+    for name in sorted(os.listdir(dump_dir)):
+        if not name.endswith("_static_llo_profile.textproto"):
+            continue
+        op = name[: -len("_static_llo_profile.textproto")]
+        with open(os.path.join(dump_dir, name)) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("estimated_cycles:"):
+                    cycles[op] = cycles.get(op, 0) + int(line.split(":", 1)[1])
+    return cycles
+
+
+def _clear(dump_dir: str) -> None:
+    for name in os.listdir(dump_dir):
+        try:
+            os.remove(os.path.join(dump_dir, name))
+        except OSError:
+            pass
+
+
+def _cost_analysis(compiled) -> dict:
+    try:
+        ca = compiled.cost_analysis()
+    except Exception:  # noqa: BLE001 - cost analysis is optional
+        return {}
+    if isinstance(ca, (list, tuple)):
+        ca = ca[0] if ca else {}
+    keep = ("flops", "bytes accessed", "transcendentals", "optimal_seconds")
+    return {k: float(v) for k, v in (ca or {}).items() if k in keep}
+
+
+def _exit_with_parent() -> None:
+    """A compile can run for minutes: when the worker is gone, nobody would bound it, so stop."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main() -> int:
+    _exit_with_parent()
+    dump_dir = os.environ["MKW_TPU_DUMP_DIR"]
+    out = _protocol_out()
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    from jax.experimental import topologies
+
+    devices = {}
+
+    def device(gen):
+        if gen not in devices:
+            topo = topologies.get_topology_desc(
+                topology_name=TOPOLOGIES[gen], platform="tpu", chip_config_name="default",
+                chips_per_host_bounds=(1, 1, 1), num_slices=1)
+            devices[gen] = topo.devices[0]
+        return devices[gen]
+
+    out.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            gen = req["generation"]
+            if gen not in TOPOLOGIES:
+                raise ValueError(f"no TPU topology for generation {gen!r} "
+                                 f"(known: {', '.join(TOPOLOGIES)})")
+            dev = device(gen)
+            with open(req["module"], "rb") as f:
+                exported = jax.export.deserialize(bytearray(f.read()))
+            sharding = jax.sharding.SingleDeviceSharding(dev)
+            specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
+                     for a in exported.in_avals]
+            _clear(dump_dir)
+            t0 = time.perf_counter()
+            compiled = jax.jit(exported.call).lower(*specs).compile()
+            reply = {"ok": True, "compile_s": time.perf_counter() - t0,
+                     "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
+                     "device_kind": dev.device_kind}
+        except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],
+                     "error_type": type(e).__name__}
+        out.write(json.dumps(reply) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

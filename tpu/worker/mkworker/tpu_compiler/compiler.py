@@ -1,0 +1,350 @@
+"""The TPU compiler on a host without a TPU: compile a program for a TPU generation with libtpu
+(deviceless, through jax.experimental.topologies) and read its errors and static cycles.
+
+The public API (for the worker's ops and the kernel generators):
+
+    estimate(fn, arg_specs, generation="v5e", kwargs=None, limits=None, cancelled=None) -> dict
+    estimate_exported(exported, generation="v5e", limits=None, cancelled=None) -> dict
+    available() -> (bool, reason)
+
+`fn` is a function of arrays (static arguments already bound); `arg_specs` are
+jax.ShapeDtypeStruct (or arrays: only shape and dtype are used). The program is exported for
+TPU here (jax.export, no libtpu needed) and compiled in a CHILD process (tpu_compiler.compile_child)
+that holds libtpu, so that a compile that runs away in time or memory is killed without taking
+the worker with it. The result's "status" is one of
+  "compiled"     - compiled for the generation; "cycles" (sum of libtpu's static per-op
+                   estimates), "ops", "predicted_s" (cycles / the generation's clock), "clock",
+                   "cost_analysis" (XLA's flops / bytes accessed / optimal_seconds), "compile_s",
+                   "rss_peak_bytes" (the child's resident memory, sampled), "label"
+  "refused"      - the compiler refused the program: "error" (its own text), "error_kind"
+                   ("vmem", "hbm", "layout" or "other")
+  "too_large"    - over the time or memory limit ("too large to estimate"); the child was killed
+                   and is restarted on the next call
+  "crashed"      - libtpu ended the child (an abort): "reason" with its log's tail
+  "cancelled"    - `cancelled()` (a callable) turned true while waiting: the child was killed at
+                   once (a compile can run for minutes) and is restarted on the next call
+  "unavailable"  - libtpu (or a piece it needs) is missing, or the generation has no topology:
+                   "reason"; callers fall back to lowering only (jax.export) and say so
+  "export_failed"- the program does not lower for TPU at all: "error"
+The cycles are libtpu's static estimates (an internal, undocumented dump flag, pinned with
+libtpu 0.0.42.1): a prediction, never a measurement.
+
+Limits: `limits` = {"time_s", "memory_bytes"}; defaults from MAXKERNEL_TPU_COMPILE_LIMITS (JSON) or
+DEFAULT_LIMITS. One warm child per worker process serves every compile (libtpu's start costs a
+few seconds); concurrent callers take turns. ALLOW_MULTIPLE_LIBTPU_LOAD=1 lets several workers'
+children (and a test run's) hold libtpu at once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+GENERATIONS = ("v4", "v5e", "v5p", "v6e")
+# libtpu 0.0.42.1's static profile models DMA latency for these only; on v4 it aborts the process
+# ("Dma latency model is currently only supported on VF/VL/GF/GL"), so v4 compiles in a child
+# without the dump flag and gets no cycles.
+PROFILED = ("v5e", "v5p", "v6e")
+DEFAULT_LIMITS = {"time_s": 120.0, "memory_bytes": 8 << 30}
+START_TIMEOUT_S = 180.0
+POLL_S = 0.05
+LIBTPU_PIN = "0.0.42.1"
+_CHILD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_child.py")
+_GENERATIONS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "knowledge",
+                                 "data", "tpu_generations.json")
+
+
+def available() -> tuple[bool, str]:
+    """(True, libtpu version) when this host can compile for TPU without one; else (False, why)."""
+    if importlib.util.find_spec("libtpu") is None:
+        return False, "libtpu is not installed (pip install \"jax[tpu]==0.10.2\")"
+    if importlib.util.find_spec("flatbuffers") is None:
+        return False, "flatbuffers is not installed (jax.export serialisation needs it)"
+    try:
+        from importlib.metadata import version
+        return True, version("libtpu")
+    except Exception:  # noqa: BLE001
+        return True, "unknown"
+
+
+def clock(generation: str) -> dict | None:
+    """{"hz", "source"} for a generation from knowledge/data/tpu_generations.json, or None."""
+    try:
+        with open(_GENERATIONS_JSON) as f:
+            data = json.load(f)
+    except OSError:
+        return None
+    for g in data.get("generations", []):
+        if g.get("name") == generation and g.get("clock_hz"):
+            src = (g.get("sources") or {}).get("clock_hz") or {}
+            return {"hz": float(g["clock_hz"]), "source": src.get("url"), "note": src.get("note")}
+    return None
+
+
+def label(generation: str) -> str:
+    return f"predicted (TPU compiler, {generation})"
+
+
+def limits_from(overrides: dict | None = None) -> dict:
+    lim = dict(DEFAULT_LIMITS)
+    env = os.environ.get("MAXKERNEL_TPU_COMPILE_LIMITS")
+    if env:
+        try:
+            lim.update({k: float(v) for k, v in json.loads(env).items() if k in DEFAULT_LIMITS})
+        except (ValueError, AttributeError):
+            pass
+    if overrides:
+        lim.update({k: float(v) for k, v in overrides.items() if k in DEFAULT_LIMITS and v})
+    return lim
+
+
+def error_kind(text: str) -> str:
+    t = text.lower()
+    if "vmem" in t:
+        return "vmem"
+    if "hbm" in t or "exceed memory" in t or "out of memory" in t:
+        return "hbm"
+    if "layout" in t or "tiling" in t or "not implemented" in t or "unsupported" in t:
+        return "layout"
+    return "other"
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class _Child:
+    """One libtpu process; killed (and replaced later) when a compile goes over a limit."""
+
+    def __init__(self, profiled: bool, cancelled=None):
+        self.dir = tempfile.mkdtemp(prefix="maxkernel-tpu-compile-")
+        dump = os.path.join(self.dir, "dump")
+        os.mkdir(dump)
+        env = dict(os.environ)
+        flag = f" --xla_jf_dump_static_llo_profile_to={dump}" if profiled else ""
+        env.update({
+            "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+            "LIBTPU_INIT_ARGS": (env.get("LIBTPU_INIT_ARGS", "") + flag).strip(),
+            "MKW_TPU_DUMP_DIR": dump,
+            "JAX_PLATFORMS": "cpu",
+            # No TPU here: keep libtpu from asking the GCE metadata server who we are.
+            "TPU_SKIP_MDS_QUERY": "1",
+            "TPU_ACCELERATOR_TYPE": env.get("TPU_ACCELERATOR_TYPE", "v5litepod-1"),
+            "TPU_WORKER_HOSTNAMES": "localhost",
+            "TPU_WORKER_ID": "0",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+        })
+        self.log_path = os.path.join(self.dir, "child.log")
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the child
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", _CHILD_PATH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log, env=env, cwd=self.dir)
+        self.buf = b""
+        ready, why = self._reply(START_TIMEOUT_S, None, cancelled)
+        if not ready or not ready.get("ready"):
+            tail = self.log_tail()
+            self.close()
+            if why and why[0] == "cancelled":
+                raise _CancelledStart()
+            raise RuntimeError(f"the TPU compiler process did not start: {tail}")
+        self.start_s = time.perf_counter() - t0
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _reply(self, time_s: float, memory_bytes: float | None, cancelled=None):
+        """(reply, rss_peak), or (None, (status, reason)) when a limit is hit ("too_large"), the
+        child dies ("crashed") or the caller cancels ("cancelled")."""
+        deadline = time.monotonic() + time_s
+        peak = 0
+        fd = self.proc.stdout.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        try:
+            while True:
+                if b"\n" in self.buf:
+                    line, self.buf = self.buf.split(b"\n", 1)
+                    return json.loads(line), peak
+                if cancelled is not None and cancelled():
+                    return None, ("cancelled", "cancelled by request")
+                rss = _rss(self.proc.pid)
+                peak = max(peak, rss)
+                if memory_bytes and rss > memory_bytes:
+                    return None, ("too_large", (f"too large to estimate: over the memory limit "
+                                               f"({rss >> 20} MiB > {int(memory_bytes) >> 20} MiB)"))
+                if time.monotonic() > deadline:
+                    return None, ("too_large", f"too large to estimate: over the time limit ({time_s:g} s)")
+                if sel.select(POLL_S):
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        return None, ("crashed", (f"the TPU compiler process ended (exit {self.proc.wait()}): "
+                                                 f"{self.log_tail(600)}"))
+                    self.buf += chunk
+        finally:
+            sel.close()
+
+    def compile(self, module_path: str, generation: str, lim: dict,
+                cancelled=None) -> tuple[dict | None, object]:
+        self.proc.stdin.write((json.dumps({"module": module_path, "generation": generation}) + "\n").encode())
+        self.proc.stdin.flush()
+        return self._reply(lim["time_s"], lim["memory_bytes"], cancelled)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class _CancelledStart(Exception):
+    """The caller cancelled while libtpu was starting."""
+
+
+_lock = threading.Lock()
+_children: dict[bool, _Child] = {}  # by "profiled" (the dump flag is fixed at libtpu's start)
+
+
+def shutdown() -> None:
+    """Ends the warm compiler processes (tests, worker exit)."""
+    with _lock:
+        for child in _children.values():
+            child.close()
+        _children.clear()
+
+
+def _acquire(cancelled) -> bool:
+    """Takes the compiler's lock (one compile at a time per worker), or gives up when the caller
+    cancels while another request's compile holds it."""
+    while not _lock.acquire(timeout=POLL_S):
+        if cancelled is not None and cancelled():
+            return False
+    return True
+
+
+def estimate_exported(exported, generation: str = "v5e", limits: dict | None = None,
+                      cancelled=None) -> dict:
+    """Compiles a jax.export.Exported (made with platforms=["tpu"]) for `generation`. `cancelled`
+    (a callable, polled while waiting) stops the wait and kills the compile."""
+    try:
+        blob = exported.serialize()
+    except Exception as e:  # noqa: BLE001
+        return {"generation": generation, "compiler": "libtpu", "status": "unavailable",
+                "reason": f"cannot serialise the program: {type(e).__name__}: {e}"}
+    return estimate_serialized(blob, generation, limits, cancelled)
+
+
+def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | None = None,
+                        cancelled=None) -> dict:
+    """As estimate_exported, from the program's serialized bytes (a candidate's child exported
+    it: the judge hands the bytes to the compiler's process and never deserializes them)."""
+    out: dict = {"generation": generation, "compiler": "libtpu"}
+    ok, why = available()
+    if not ok:
+        return {**out, "status": "unavailable", "reason": why}
+    out["libtpu"] = why
+    if generation not in GENERATIONS:
+        return {**out, "status": "unavailable",
+                "reason": f"no TPU topology for {generation!r} in libtpu {why} (known: {', '.join(GENERATIONS)})"}
+    lim = limits_from(limits)
+    profiled = generation in PROFILED
+    waited = time.perf_counter()
+    if not _acquire(cancelled):
+        return {**out, "status": "cancelled", "reason": "cancelled by request"}
+    # The time limit bounds the compile itself; the wait for another request's compile and
+    # libtpu's start (START_TIMEOUT_S) come before it and are reported beside it.
+    out["wait_s"] = time.perf_counter() - waited
+    try:
+        child = _children.get(profiled)
+        if child is not None and child.proc.poll() is not None:
+            child.close()
+            child = None
+        if child is None:
+            try:
+                child = _children[profiled] = _Child(profiled, cancelled)
+                out["start_s"] = child.start_s
+            except _CancelledStart:
+                _children.pop(profiled, None)
+                return {**out, "status": "cancelled", "reason": "cancelled by request"}
+            except Exception as e:  # noqa: BLE001
+                _children.pop(profiled, None)
+                return {**out, "status": "unavailable", "reason": str(e)[:2000]}
+        path = os.path.join(child.dir, "module.bin")
+        with open(path, "wb") as f:
+            f.write(blob)
+        t0 = time.perf_counter()
+        reply, extra = child.compile(path, generation, lim, cancelled)
+        wall = time.perf_counter() - t0
+        if reply is None:
+            # Over a limit, dead or cancelled: the child (and whatever it allocated) goes; the
+            # next call starts a fresh one.
+            child.close()
+            _children.pop(profiled, None)
+            status, reason = extra
+            before = out["wait_s"] + out.get("start_s", 0.0)
+            if status == "too_large" and before >= 1.0:
+                reason += (f"; before the compile: {out['wait_s']:.0f} s waiting for this worker's "
+                           f"compiler, {out.get('start_s', 0.0):.0f} s starting libtpu")
+            return {**out, "status": status, "reason": reason, "limits": lim, "wall_s": wall}
+    finally:
+        _lock.release()
+    out["wall_s"] = wall
+    out["rss_peak_bytes"] = extra
+    if not reply.get("ok"):
+        err = reply.get("error", "")
+        return {**out, "status": "refused", "error": err, "error_kind": error_kind(err)}
+    cycles = reply.get("cycles") or {}
+    out.update(status="compiled", compile_s=reply.get("compile_s"), device_kind=reply.get("device_kind"),
+               cost_analysis=reply.get("cost_analysis") or {}, ops=cycles, label=label(generation))
+    if cycles:
+        total = sum(cycles.values())
+        out["cycles"] = total
+        clk = clock(generation)
+        if clk:
+            out["clock"] = clk
+            out["predicted_s"] = total / clk["hz"]
+    elif not profiled:
+        out["cycles_note"] = f"libtpu's static profile does not cover {generation}: no cycles"
+    else:
+        out["cycles_note"] = "libtpu wrote no static cycle profile (flag unsupported in this libtpu?)"
+    return out
+
+
+def export_for_tpu(fn, arg_specs, kwargs=None):
+    import jax
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arg_specs]
+    kspecs = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in (kwargs or {}).items()}
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    return jax.export.export(jitted, platforms=["tpu"])(*specs, **kspecs)
+
+
+def estimate(fn, arg_specs, generation: str = "v5e", kwargs=None, limits: dict | None = None,
+             cancelled=None) -> dict:
+    """Exports `fn` at `arg_specs` for TPU and compiles it for `generation` (see the module doc)."""
+    ok, why = available()
+    if not ok:
+        return {"generation": generation, "status": "unavailable", "reason": why}
+    try:
+        exported = export_for_tpu(fn, arg_specs, kwargs)
+    except Exception as e:  # noqa: BLE001
+        return {"generation": generation, "status": "export_failed", "error": f"{type(e).__name__}: {e}"[:8000]}
+    return estimate_exported(exported, generation, limits, cancelled)
