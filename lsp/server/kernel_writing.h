@@ -16,9 +16,8 @@
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
-#include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
-#include "tpu/host/host_pool.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 

@@ -10,6 +10,7 @@
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/process_memory.h"
+#include "lsp/server/uri.h"
 #include "source/analysis/describe.h"
 
 namespace mk::server {
@@ -74,7 +75,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
                             options_.client_request_timeout);
            },
            [this](const std::string& job) { return runs_.cancel_job(job); }},
-          progress_),
+          workspace_, progress_),
       hitl_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { return documents_.find(uri); },
              [this](const std::string& method, json params) { notify(method, std::move(params)); },
@@ -84,7 +85,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
              [this] {
                return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
              }},
-            outgoing_, client_, progress_),
+            workspace_, outgoing_, client_, progress_),
       writing_(
           {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
            [this](const std::string& uri) { return documents_.find(uri); },
@@ -98,7 +99,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
              [this](const std::string& uri) { return documents_.find(uri); }},
-            progress_) {
+            workspace_, progress_) {
   documents_.set_tree_release([this](syntax::TreePtr tree) { trees_.release(std::move(tree)); });
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
@@ -393,8 +394,8 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
     const std::string token = p.raw("token").dump();
-    if (!runs_.cancel_by_progress_token(token) && !hitl_.cancel_by_progress_token(token))
-      optimizations_.cancel_by_progress_token(token);
+    if (const service::Job* job = workspace_.jobs().cancel_by_progress_token(token))
+      spdlog::info("{} job {} cancelled by its progress token {}", job->group, job->id, token);
   });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");

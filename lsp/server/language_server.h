@@ -23,6 +23,7 @@
 #include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
 #include "lsp/server/tree_worker.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 
@@ -89,6 +90,8 @@ class LanguageServer {
   bool shutdown_requested_ = false;
   bool exit_requested_ = false;
   std::vector<std::string> dirty_;  // documents whose diagnostics must be re-published
+  // The store, warm hosts and job table every feature below shares; outlives them all.
+  service::Workspace workspace_;
   ProgressTracker progress_;
   OptimizationRuns optimizations_;  // Auto / graph search runs
   HitlRuns hitl_;                   // "Optimize step by step" sessions
