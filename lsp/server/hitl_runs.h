@@ -19,6 +19,7 @@
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/feature.h"
 #include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
 #include "service/hitl_phases.h"
@@ -35,7 +36,7 @@ struct LlmChoice {
   std::optional<std::string> api_key;  // memory only; never stored or logged
 };
 
-class HitlRuns {
+class HitlRuns : public Feature {
  public:
   struct Context {
     std::function<void(std::function<void()>)> post;  // run on the main loop
@@ -65,7 +66,12 @@ class HitlRuns {
   // A phase's host work is a job in the workspace's table (keyed by session id): cancelled by
   // its $/progress token there, the session then asks what to do next.
   void cancel_all() { cancelled_->store(true); }
-  size_t running() const;  // phases working on a host
+  size_t running() const override;  // phases working on a host
+  const char* status_name() const override { return "stepByStep"; }
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis&,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc));
+  }
   static constexpr const char* kJobGroup = "hitl";
 
  private:

@@ -15,6 +15,7 @@
 
 #include "lsp/server/background.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/feature.h"
 #include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
 #include "service/finding.h"
@@ -36,7 +37,7 @@ struct KernelResult {
   std::string origin;                                 // "Profile on local" (the hover says it)
 };
 
-class KernelRuns {
+class KernelRuns : public Feature {
  public:
   struct Context {
     std::function<void(std::function<void()>)> post;      // run on the main loop
@@ -65,7 +66,21 @@ class KernelRuns {
   // there is none).
   std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                              const knowledge::TpuGeneration& target) const;
-  size_t running() const { return workspace_.jobs().count(kJobGroup); }
+  // Feature: the runs' diagnostics, inlay hints and hover facts.
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc, a));
+  }
+  void add_inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, inlay_hints(doc, a));
+  }
+  void add_hover(OpenDocument& doc, const pallas::Kernel& kernel,
+                 const knowledge::TpuGeneration& target, std::string& markdown) const override {
+    markdown += hover_addendum(doc, kernel, target);
+  }
+  const char* status_name() const override { return "kernel"; }
+  size_t running() const override { return workspace_.jobs().count(kJobGroup); }
   // The workspace's warm hosts for the current settings, shared with other background jobs (the
   // kernel writer, step-by-step sessions): the pool outlives a settings change until its last
   // job ends. Main loop only.

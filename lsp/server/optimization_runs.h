@@ -22,6 +22,7 @@
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/feature.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
 #include "service/kernel_diagnosis.h"
@@ -54,7 +55,7 @@ struct OptimizationSettings {
   int autotune_configs = -1;           // maxkernel.autotuneConfigs (-1: automatic)
 };
 
-class OptimizationRuns {
+class OptimizationRuns : public Feature {
  public:
   using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
   struct Context {
@@ -76,7 +77,8 @@ class OptimizationRuns {
   void execute(const std::string& command, const rpc::ParamReader& params, rpc::Reply reply,
                const OptimizationSettings& settings);
 
-  size_t running() const { return workspace_.jobs().count(kJobGroup); }
+  const char* status_name() const override { return "optimization"; }
+  size_t running() const override { return workspace_.jobs().count(kJobGroup); }
   static constexpr const char* kJobGroup = "optimize";  // this class's jobs in the job table
   void cancel_all();
   // Cancels every running search and waits (bounded) until their workers are gone.
@@ -90,6 +92,28 @@ class OptimizationRuns {
   std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const;
   // Quick fixes for the MK300 diagnostics in a codeAction request's context.
   nlohmann::json code_actions(const std::string& uri, const nlohmann::json& diagnostics) const;
+
+  // Feature: the runs' MK300 diagnostics, lenses, hints, hover and quick fixes.
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc, a));
+  }
+  void add_code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, code_lenses(doc, a));
+  }
+  void add_inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, inlay_hints(doc, a));
+  }
+  void add_code_actions(OpenDocument& doc, const nlohmann::json& context_diagnostics,
+                        nlohmann::json& out) const override {
+    append_all(out, code_actions(doc.text.uri(), context_diagnostics));
+  }
+  void add_hover(OpenDocument& doc, const pallas::Kernel& kernel, const knowledge::TpuGeneration&,
+                 std::string& markdown) const override {
+    markdown += hover_addendum(doc, kernel);
+  }
 
  private:
   // Counts searches on the pool so shutdown can wait for them; shared with the pool jobs.
