@@ -54,7 +54,8 @@ TEST(Workspace, AStoreThatCannotOpenFailsRunsEachTimeAndTheCacheOnce) {
 }
 
 TEST(Workspace, OneWarmPoolPerHostChoice) {
-  Workspace ws(fresh_dir("pools") / "store.sqlite");
+  const auto dir = fresh_dir("pools");
+  Workspace ws(dir / "store.sqlite");
   HostChoice local;
   HostChoice other_python;
   other_python.local_python = "/nonexistent/python3";
@@ -82,10 +83,12 @@ TEST(Workspace, OneWarmPoolPerHostChoice) {
   ASSERT_TRUE(d) << error;
   EXPECT_NE(d, a);                           // a fresh pool after the settings changed
   EXPECT_NE(ws.own_hosts(local, error), d);  // a search's own pool is never the warm one
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Workspace, AJobIsCancelledByItsProgressTokenAndCountedByItsGroup) {
-  Workspace ws(fresh_dir("jobs") / "store.sqlite");
+  const auto dir = fresh_dir("jobs");
+  Workspace ws(dir / "store.sqlite");
   JobTable& jobs = ws.jobs();
   auto test = jobs.add("job-1", "kernel", "\"t1\"", "file:///a.py");
   auto search = jobs.add("opt-1", "optimize", "\"t2\"", "file:///a.py");
@@ -113,6 +116,7 @@ TEST(Workspace, AJobIsCancelledByItsProgressTokenAndCountedByItsGroup) {
   EXPECT_FALSE(jobs.remove("job-1"));
   jobs.cancel_group("hitl");
   EXPECT_EQ(jobs.jobs("optimize").size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
