@@ -1,11 +1,7 @@
 #include "cli/host_session.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdlib>
 #include <iostream>
-
-#include "service/hosts.h"
 
 namespace mk::cli {
 
@@ -31,15 +27,10 @@ std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::
   }
   if (!file.empty() && !service::read_hosts_file(file, choice, error)) return nullptr;
   auto session = std::make_unique<HostSession>();
-  session->host = service::open_hosts(choice, /*verify=*/true, error, no_host_answered);
+  session->workspace = std::make_unique<service::Workspace>(store_path_of(options));
+  session->host = session->workspace->warm_hosts(choice, error, /*verify=*/true, no_host_answered);
   if (!session->host) return nullptr;
-  if (options.open_store) {
-    try {
-      session->store = std::make_unique<knowledge::Store>(store_path_of(options));
-    } catch (const std::exception& e) {
-      spdlog::warn("evaluation cache disabled: {}", e.what());
-    }
-  }
+  if (options.open_store) session->store = session->workspace->cache();
   session->jobs = std::make_unique<tpu::KernelJobs>(*session->host, session->store.get());
   return session;
 }
@@ -54,7 +45,7 @@ std::unique_ptr<SearchSession> open_search_session(const HostOptions& options,
     return nullptr;
   }
   try {
-    out->runs = std::make_unique<agents::RunStore>(store_path_of(options));
+    out->runs = out->hosts->workspace->runs();
   } catch (const std::exception& e) {
     std::cerr << "maxkernel " << command << ": " << e.what() << "\n";
     return nullptr;

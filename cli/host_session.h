@@ -10,9 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/orchestration/run_store.h"
-#include "knowledge/store.h"
-#include "tpu/host/host_pool.h"
+#include "service/workspace.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::cli {
@@ -27,8 +25,9 @@ struct HostOptions {
 };
 
 struct HostSession {
-  std::unique_ptr<knowledge::Store> store;  // null when it could not be opened (cache disabled)
-  std::unique_ptr<tpu::HostPool> host;      // one host, or several sharing the work
+  std::unique_ptr<service::Workspace> workspace;  // the store file and the hosts, opened once
+  std::shared_ptr<knowledge::Store> store;  // null when it could not be opened (cache disabled)
+  std::shared_ptr<tpu::HostPool> host;      // one host, or several sharing the work
   std::unique_ptr<tpu::KernelJobs> jobs;
   ~HostSession();
 };
@@ -44,7 +43,7 @@ std::unique_ptr<HostSession> open_host_session(const HostOptions& options, std::
 // <why>" to stderr (both optimize and bench --optimize exit 2 then).
 struct SearchSession {
   std::unique_ptr<HostSession> hosts;
-  std::unique_ptr<agents::RunStore> runs;
+  std::shared_ptr<agents::RunStore> runs;
 };
 std::unique_ptr<SearchSession> open_search_session(const HostOptions& options,
                                                    const std::string& command);

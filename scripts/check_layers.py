@@ -2,7 +2,9 @@
 """The layering table of ARCHITECTURE.md as a check: every C++ file of a layer may include only
 the project folders its row allows, the source engine never sees JSON, knowledge keeps nlohmann
 inside its .cpp files, and nothing outside lsp/ (tests aside; service/ and cli/ included) includes
-lsp/. A product folder with no row fails too, so a new folder cannot slip past the table.
+lsp/. The server owns no store and no host pool: lsp/server reaches the store file and the hosts
+only through service/workspace.h (no store or pool header of its own, no connection or pool made
+there). A product folder with no row fails too, so a new folder cannot slip past the table.
 
 Usage: scripts/check_layers.py [ROOT]   (exit 1 and one line per violation)
 """
@@ -38,6 +40,16 @@ ALLOWED: dict[str, set[str]] = {
 NOT_LAYERS = {"tests", "bench", "third_party", "editors", "docs", "examples", "scripts", "build"}
 NO_JSON_ANYWHERE = ("source/",)        # the engine's plain structs
 NO_JSON_IN_HEADERS = ("knowledge/",)   # nlohmann stays inside knowledge's .cpp files
+
+# The server's state lives in service::Workspace: what opens the store file or builds host pools.
+SERVER = "lsp/server/"
+OWNING_HEADERS = {
+    "knowledge/store.h", "knowledge/store_database.h", "agents/orchestration/run_store.h",
+    "agents/orchestration/session_store.h", "tpu/host/host_pool.h", "tpu/host/kernel_host.h",
+}
+OWNING_CALLS = re.compile(
+    r"\bopen_hosts\s*\(|\bsqlite3_open|make_(?:unique|shared)\s*<\s*(?:mk::)?(?:knowledge::Store|"
+    r"agents::RunStore|agents::SessionStore|tpu::HostPool|tpu::KernelHost|(?:knowledge::)?sql::Database)\s*>")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
@@ -88,6 +100,10 @@ def check(root: Path) -> list[str]:
                                                         and path.suffix == ".h"):
                     problems.append(f"{rel}:{line}: includes <{inc}>: {layer} must not know JSON")
                 continue
+            if rel.startswith(SERVER) and inc in OWNING_HEADERS:
+                problems.append(f"{rel}:{line}: includes {inc}: the server reaches stores and "
+                                "host pools only through service/workspace.h")
+                continue
             target = project_folder(inc, root)
             if target is None:
                 continue
@@ -95,6 +111,11 @@ def check(root: Path) -> list[str]:
                 problems.append(f"{rel}:{line}: includes {inc}: only lsp/ knows LSP")
             elif not allowed(layer, target):
                 problems.append(f"{rel}:{line}: includes {inc}: {layer} may not use {target}")
+        if rel.startswith(SERVER):
+            for m in OWNING_CALLS.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{line}: {m.group(0).strip()}: the server opens no store "
+                                "and builds no host pool; service::Workspace does")
         if rel.startswith(NO_JSON_ANYWHERE) and "nlohmann::" in text:
             problems.append(f"{rel}: names an nlohmann type: the source engine has no JSON")
     return problems

@@ -4,7 +4,7 @@
 #include <future>
 #include <utility>
 
-#include "lsp/server/kernel_runs.h"
+#include "lsp/server/uri.h"
 #include "source/pallas/half_models.h"
 #include "source/pallas/kernel_extractor.h"
 #include "source/pallas/skipped_bodies.h"

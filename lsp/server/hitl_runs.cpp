@@ -11,8 +11,7 @@
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
 #include "lsp/server/optimization_runs.h"
-#include "lsp/server/progress_cancel.h"
-#include "service/kernel_requests.h"
+#include "lsp/server/uri.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::server {
@@ -73,9 +72,13 @@ class UnavailableProposer : public agents::Proposer {
 
 }  // namespace
 
-HitlRuns::HitlRuns(Context context, rpc::OutgoingRequests& outgoing,
+HitlRuns::HitlRuns(Context context, service::Workspace& workspace, rpc::OutgoingRequests& outgoing,
                    const ClientCapabilities& client, ProgressTracker& progress)
-    : context_(std::move(context)), outgoing_(outgoing), client_(client), progress_(progress) {}
+    : context_(std::move(context)),
+      workspace_(workspace),
+      outgoing_(outgoing),
+      client_(client),
+      progress_(progress) {}
 
 HitlRuns::~HitlRuns() {
   cancel_all();
@@ -84,39 +87,20 @@ HitlRuns::~HitlRuns() {
 // ----- persistence --------------------------------------------------------------------------
 
 agents::SessionStore& HitlRuns::store() {
-  if (!store_) {
-    try {
-      store_ = std::make_unique<agents::SessionStore>(knowledge::default_store_path());
-    } catch (const std::exception& e) {
-      throw rpc::RpcError(ec::kRequestFailed, std::string("MaxKernel sessions: ") + e.what());
-    }
+  try {
+    return *workspace_.sessions();
+  } catch (const std::exception& e) {
+    throw rpc::RpcError(ec::kRequestFailed, std::string("MaxKernel sessions: ") + e.what());
   }
-  return *store_;
 }
 
 agents::RunStore* HitlRuns::run_store() {
-  if (!run_store_ && !run_store_failed_) {
-    try {
-      run_store_ = std::make_unique<agents::RunStore>(store().path());
-    } catch (const std::exception& e) {
-      run_store_failed_ = true;
-      spdlog::warn("step by step: no run store: {}", e.what());
-    }
+  try {
+    return workspace_.runs().get();
+  } catch (const std::exception& e) {
+    spdlog::warn("step by step: no run store: {}", e.what());
+    return nullptr;
   }
-  return run_store_.get();
-}
-
-knowledge::Store* HitlRuns::tuning_cache(std::string& why) {
-  if (!tuning_cache_ && tuning_cache_error_.empty()) {
-    try {
-      tuning_cache_ = std::make_unique<knowledge::Store>(store().path());
-    } catch (const std::exception& e) {
-      tuning_cache_error_ = e.what();
-      spdlog::warn("step by step: autotune runs uncached: {}", e.what());
-    }
-  }
-  why = tuning_cache_error_;
-  return tuning_cache_.get();
 }
 
 std::optional<SessionRecord> HitlRuns::load(const std::string& id) {
@@ -151,14 +135,8 @@ bool HitlRuns::debugger_available() const {
 }
 
 std::shared_ptr<tpu::HostPool> HitlRuns::host(std::string& error) {
-  const HostSettings settings = context_.host_settings();
-  if (host_ && settings.default_host == host_settings_.default_host &&
-      settings.hosts == host_settings_.hosts &&
-      settings.local_python == host_settings_.local_python)
-    return host_;
-  host_ = make_host_pool(settings, error);
-  host_settings_ = settings;
-  return host_;
+  const std::optional<service::HostChoice> choice = host_choice_of(context_.host_settings(), error);
+  return choice ? workspace_.warm_hosts(*choice, error) : nullptr;
 }
 
 // ----- commands -----------------------------------------------------------------------------
@@ -290,10 +268,8 @@ json HitlRuns::diagnostics(const OpenDocument& doc) const {
   return out;
 }
 
-bool HitlRuns::cancel_by_progress_token(const std::string& token) {
-  const std::string* id = server::cancel_by_progress_token(host_work_, token);
-  if (id) spdlog::info("step by step: {} cancelled its {} work", *id, token);
-  return id != nullptr;
+size_t HitlRuns::running() const {
+  return workspace_.jobs().count(kJobGroup);
 }
 
 // ----- phases -------------------------------------------------------------------------------
@@ -390,7 +366,7 @@ void HitlRuns::run_phase(SessionRecord s) {
                              s.code.find("def make_inputs(") != std::string::npos);
   // s.kernel names the kernel function; the task's entry point stays the default.
   std::optional<tpu::KernelRequest> request =
-      path ? service::kernel_request(*path, s.code, infile, reason) : std::nullopt;
+      path ? service::Workspace::kernel_request(*path, s.code, infile, reason) : std::nullopt;
   std::string error;
   std::shared_ptr<tpu::HostPool> h = request ? host(error) : nullptr;
   if (!request || !h) {
@@ -402,12 +378,10 @@ void HitlRuns::run_phase(SessionRecord s) {
   const knowledge::TpuGeneration* target = &context_.target();
   const std::string code = s.code;
   const std::string kernel = s.kernel;
-  HostWork work{
-      progress_.begin("MaxKernel step by step: " + phase_name + " (" + kernel + ")", nullptr),
-      std::make_shared<std::atomic<bool>>(false)};
-  progress_.report(work.progress, "on " + h->name());
-  host_work_[id] = work;
-  auto is_cancelled = [cancelled, mine = work.cancelled] {
+  const std::string token =
+      progress_.begin("MaxKernel step by step: " + phase_name + " (" + kernel + ")", nullptr);
+  progress_.report(token, "on " + h->name());
+  auto is_cancelled = [cancelled, mine = workspace_.jobs().add(id, kJobGroup, token, s.uri)] {
     return cancelled->load() || mine->load();
   };
   HitlHostJob job;
@@ -419,7 +393,8 @@ void HitlRuns::run_phase(SessionRecord s) {
   job.target = target;
   job.cancelled = is_cancelled;
   job.diagnosis = agents::hitl_current_diagnosis(s);
-  if (phase == agents::HitlPhase::autotune) job.tuning_cache = tuning_cache(job.uncached_reason);
+  if (phase == agents::HitlPhase::autotune)
+    job.tuning_cache = workspace_.cache(&job.uncached_reason).get();
   // Cancelled work reports only that it was cancelled (a partial result would mislead).
   auto finish = [done, is_cancelled, phase_name](HitlPhaseOutcome out) {
     if (is_cancelled()) {
@@ -500,10 +475,8 @@ void HitlRuns::run_fix(SessionRecord s) {
 
 void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
                             HitlPhaseOutcome outcome) {
-  if (auto it = host_work_.find(id); it != host_work_.end()) {
-    progress_.end(it->second.progress, outcome.summary.substr(0, 120));
-    host_work_.erase(it);
-  }
+  if (const std::optional<service::Job> work = workspace_.jobs().remove(id))
+    progress_.end(work->progress, outcome.summary.substr(0, 120));
   std::optional<SessionRecord> s = load(id);
   if (s && outcome.llm_calls > 0) {  // spent even when the work no longer counts
     record_llm_cost(*s, outcome);

@@ -15,15 +15,15 @@
 #include <vector>
 
 #include "agents/orchestration/hitl_session.h"
-#include "agents/orchestration/run_store.h"
-#include "agents/orchestration/session_store.h"
 #include "lsp/protocol/outgoing_requests.h"
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
-#include "lsp/server/kernel_runs.h"
+#include "lsp/server/feature.h"
+#include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
 #include "service/hitl_phases.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 
@@ -36,7 +36,7 @@ struct LlmChoice {
   std::optional<std::string> api_key;  // memory only; never stored or logged
 };
 
-class HitlRuns {
+class HitlRuns : public Feature {
  public:
   struct Context {
     std::function<void(std::function<void()>)> post;  // run on the main loop
@@ -49,8 +49,8 @@ class HitlRuns {
     std::function<LlmChoice()> llm;
   };
 
-  HitlRuns(Context context, rpc::OutgoingRequests& outgoing, const ClientCapabilities& client,
-           ProgressTracker& progress);
+  HitlRuns(Context context, service::Workspace& workspace, rpc::OutgoingRequests& outgoing,
+           const ClientCapabilities& client, ProgressTracker& progress);
   ~HitlRuns();
 
   // A fixed proposer for every session (tests). Unset, each plan/implement phase builds one from
@@ -63,17 +63,20 @@ class HitlRuns {
   nlohmann::json sessions();
   // MK310 (lowering errors) and MK311 (test verdict) of the sessions on this document.
   nlohmann::json diagnostics(const OpenDocument& doc) const;
-  // Cancels the host work of the phase reporting on this $/progress token (the session then
-  // asks what to do next); false when the token is not one of ours.
-  bool cancel_by_progress_token(const std::string& token);
+  // A phase's host work is a job in the workspace's table (keyed by session id): cancelled by
+  // its $/progress token there, the session then asks what to do next.
   void cancel_all() { cancelled_->store(true); }
-  size_t running() const { return host_work_.size(); }  // phases working on a host
+  size_t running() const override;  // phases working on a host
+  const char* status_name() const override { return "stepByStep"; }
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis&,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc));
+  }
+  static constexpr const char* kJobGroup = "hitl";
 
  private:
   agents::SessionStore& store();
   agents::RunStore* run_store();
-  // Autotune's tuning cache, in the sessions' store file; null (with why) when it cannot open.
-  knowledge::Store* tuning_cache(std::string& why);
   std::optional<agents::SessionRecord> load(const std::string& id);
   void save(const agents::SessionRecord& session);
   std::filesystem::path plan_path(const std::string& id);
@@ -99,26 +102,15 @@ class HitlRuns {
   std::shared_ptr<tpu::HostPool> host(std::string& error);
 
   Context context_;
+  service::Workspace& workspace_;
   rpc::OutgoingRequests& outgoing_;
   const ClientCapabilities& client_;
   ProgressTracker& progress_;
   std::shared_ptr<agents::Proposer> proposer_;  // null: per phase, from Context::llm
-  std::unique_ptr<agents::SessionStore> store_;
-  std::unique_ptr<agents::RunStore> run_store_;
-  bool run_store_failed_ = false;
-  std::unique_ptr<knowledge::Store> tuning_cache_;  // used by the pool's phase work only
-  std::string tuning_cache_error_;                  // why it did not open ("" untried or open)
-  struct HostWork {
-    std::string progress;  // the $/progress token
-    std::shared_ptr<std::atomic<bool>> cancelled;
-  };
-  std::map<std::string, HostWork> host_work_;   // session -> its running host phase
   std::map<std::string, int> question_serial_;  // session -> the question whose answer counts
   std::map<std::string, std::pair<int64_t, std::vector<service::Finding>>>
       diagnostics_;  // uri -> (document version, the phase's findings)
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  HostSettings host_settings_;           // what host_ was made for
-  std::shared_ptr<tpu::HostPool> host_;  // shared with running phase work
   BackgroundPool pool_{1};  // last: destroyed first, so running work ends before the hosts go
 };
 

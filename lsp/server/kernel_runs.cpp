@@ -2,14 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cctype>
 #include <cstdio>
 #include <string_view>
 
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
-#include "lsp/server/progress_cancel.h"
-#include "service/kernel_requests.h"
+#include "lsp/server/uri.h"
 #include "service/operand_errors.h"
 #include "source/analysis/vmem.h"
 #include "source/syntax/normalize.h"
@@ -21,23 +19,6 @@ namespace mk::server {
 using nlohmann::json;
 namespace ec = rpc::error_code;
 
-namespace {
-
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& k) {
   const std::string& text = doc.text.text();
   const size_t end = std::min<size_t>(k.site_span.end, text.size());
@@ -47,63 +28,23 @@ std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& k) {
       .substr(0, 16);
 }
 
-KernelRuns::KernelRuns(Context context, ProgressTracker& progress)
-    : context_(std::move(context)), progress_(progress) {}
+KernelRuns::KernelRuns(Context context, service::Workspace& workspace, ProgressTracker& progress)
+    : context_(std::move(context)), workspace_(workspace), progress_(progress) {}
 
 KernelRuns::~KernelRuns() {
   cancel_all();
 }
 
 void KernelRuns::configure(const HostSettings& settings) {
-  if (settings.hosts != settings_.hosts || settings.local_python != settings_.local_python) {
-    for (auto& [name, h] : hosts_) h->shutdown();
-    hosts_.clear();  // rebuilt on next use; running jobs keep theirs alive through the pool
-  }
+  // Rebuilt on next use; running jobs keep theirs alive until they end.
+  if (settings.hosts != settings_.hosts || settings.local_python != settings_.local_python)
+    workspace_.retire_hosts();
   settings_ = settings;
 }
 
-std::string file_uri(const std::filesystem::path& path) {
-  std::string out = "file://";
-  for (const unsigned char c : path.string()) {
-    if (std::isalnum(c) ||
-        std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-std::optional<std::filesystem::path> path_of_uri(const std::string& uri) {
-  if (!uri.starts_with("file://")) return std::nullopt;
-  return std::filesystem::path(percent_decode(uri.substr(7)));
-}
-
-service::HostChoice host_choice_of(const HostSettings& settings) {
-  service::HostChoice choice;
-  std::string ignored;  // an empty name in the list is reported when the pool is opened
-  if (!service::add_host_names(settings.default_host, choice.names, ignored)) choice.names.clear();
-  for (const json& h : settings.hosts) choice.definitions.push_back(h.dump());
-  choice.definitions_origin = "maxkernel.hosts";
-  choice.local_python = settings.local_python;
-  return choice;
-}
-
-std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error) {
-  std::vector<std::string> names;
-  if (!service::add_host_names(settings.default_host, names, error)) return nullptr;
-  return service::open_hosts(host_choice_of(settings), /*verify=*/false, error);
-}
-
 std::shared_ptr<tpu::HostPool> KernelRuns::shared_host(std::string& error) {
-  const std::string& name = settings_.default_host;
-  if (auto it = hosts_.find(name); it != hosts_.end()) return it->second;
-  std::shared_ptr<tpu::HostPool> made = make_host_pool(settings_, error);
-  if (made) hosts_[name] = made;
-  return made;
+  const std::optional<service::HostChoice> choice = host_choice_of(settings_, error);
+  return choice ? workspace_.warm_hosts(*choice, error) : nullptr;
 }
 
 std::optional<tpu::KernelRequest> KernelRuns::request_for(OpenDocument& doc, const json& options,
@@ -114,7 +55,8 @@ std::optional<tpu::KernelRequest> KernelRuns::request_for(OpenDocument& doc, con
     return std::nullopt;
   }
   const bool infile = doc.analysis && doc.analysis->model.task.form() == "infile";
-  return service::kernel_request(*path, doc.text.text(), infile, reason, std::nullopt, options);
+  return service::Workspace::kernel_request(*path, doc.text.text(), infile, reason, std::nullopt,
+                                            options);
 }
 
 json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel_index,
@@ -131,30 +73,20 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   std::string error;
   std::shared_ptr<tpu::HostPool> h = shared_host(error);
   if (!h) throw rpc::RpcError(ec::kRequestFailed, error);
-  if (!store_ && !store_failed_) {
-    try {
-      store_ = std::make_unique<knowledge::Store>(knowledge::default_store_path());
-    } catch (const std::exception& e) {
-      store_failed_ = true;
-      spdlog::warn("evaluation cache disabled: {}", e.what());
-    }
-  }
+  std::shared_ptr<knowledge::Store> store = workspace_.cache();
 
   const std::string job_id = "job-" + std::to_string(next_job_++);
   const std::string title =
       std::string("MaxKernel: ") + (kind == "test" ? "Test " : "Profile ") + kernel.name;
   const std::string token = progress_.begin(title, work_done_token);
   progress_.report(token, "on " + h->name());
-  Job job{doc.text.uri(), kind, kernel.name, token, std::make_shared<std::atomic<bool>>(false)};
-  jobs_[job_id] = job;
+  auto cancelled = workspace_.jobs().add(job_id, kJobGroup, token, doc.text.uri());
 
   KernelResult pending;
   pending.kind = kind;
   pending.kernel_name = kernel.name;
   pending.site_hash = kernel_site_hash(doc, kernel);
   pending.version = doc.text.version();
-  knowledge::Store* store = store_.get();
-  auto cancelled = job.cancelled;
   auto post = context_.post;
   pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, cancelled,
                 post, token, target] {
@@ -165,8 +97,8 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
       post([this, token, stage] { progress_.report(token, stage); });
     };
     const service::KernelCheck check = service::run_kernel_check(
-        kind == "test" ? service::KernelOp::Test : service::KernelOp::Profile, *h, store, request,
-        options);
+        kind == "test" ? service::KernelOp::Test : service::KernelOp::Profile, *h, store.get(),
+        request, options);
     KernelResult result = pending;
     result.verdict = check.summary;
     result.hint = check.hint;
@@ -178,11 +110,8 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
 }
 
 void KernelRuns::finish(const std::string& job_id, const std::string& uri, KernelResult result) {
-  auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) {
-    progress_.end(it->second.progress, result.verdict.message.substr(0, 120));
-    jobs_.erase(it);
-  }
+  if (const std::optional<service::Job> job = workspace_.jobs().remove(job_id))
+    progress_.end(job->progress, result.verdict.message.substr(0, 120));
   results_[uri][result.kind + ":" + result.kernel_name] = std::move(result);
   context_.refresh(uri);
 }
@@ -234,19 +163,13 @@ void KernelRuns::on_save(OpenDocument& doc) {
   });
 }
 
-bool KernelRuns::cancel_by_progress_token(const std::string& token) {
-  return server::cancel_by_progress_token(jobs_, token) != nullptr;
-}
-
 bool KernelRuns::cancel_job(const std::string& job_id) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return false;
-  it->second.cancelled->store(true);
-  return true;
+  const service::Job* job = workspace_.jobs().find(job_id);
+  return job && job->group == kJobGroup && workspace_.jobs().cancel(job_id);
 }
 
 void KernelRuns::cancel_all() {
-  for (auto& [id, job] : jobs_) job.cancelled->store(true);
+  workspace_.jobs().cancel_group(kJobGroup);
 }
 
 json KernelRuns::diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a) const {

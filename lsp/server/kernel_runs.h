@@ -13,24 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "knowledge/store.h"
 #include "lsp/server/background.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/feature.h"
+#include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
 #include "service/finding.h"
-#include "service/hosts.h"
 #include "service/kernel_checks.h"
-#include "tpu/host/host_pool.h"
+#include "service/workspace.h"
 
 namespace mk::server {
-
-struct HostSettings {
-  std::string default_host = "local";  // one name, or several joined by commas (a pool)
-  std::string local_python;            // empty: MAXKERNEL_PYTHON, the repo .venv, or python3
-  nlohmann::json hosts = nlohmann::json::array();  // host objects, see docs/hosts.md
-  bool lower_on_save = true;
-  std::string target = "v5e";  // the generation on-save lowering is compiled for (no TPU attached)
-};
 
 // What a finished run says about one kernel, kept until the next run of the same kind.
 struct KernelResult {
@@ -45,7 +37,7 @@ struct KernelResult {
   std::string origin;                                 // "Profile on local" (the hover says it)
 };
 
-class KernelRuns {
+class KernelRuns : public Feature {
  public:
   struct Context {
     std::function<void(std::function<void()>)> post;      // run on the main loop
@@ -53,7 +45,7 @@ class KernelRuns {
     std::function<OpenDocument*(const std::string& uri)> find_document;
   };
 
-  KernelRuns(Context context, ProgressTracker& progress);
+  KernelRuns(Context context, service::Workspace& workspace, ProgressTracker& progress);
   ~KernelRuns();
 
   void configure(const HostSettings& settings);
@@ -63,7 +55,6 @@ class KernelRuns {
                        const nlohmann::json* work_done_token,
                        const knowledge::TpuGeneration& target);
   void on_save(OpenDocument& doc);
-  bool cancel_by_progress_token(const std::string& token);
   bool cancel_job(const std::string& job_id);
   void cancel_all();
 
@@ -75,16 +66,28 @@ class KernelRuns {
   // there is none).
   std::string hover_addendum(OpenDocument& doc, const pallas::Kernel& kernel,
                              const knowledge::TpuGeneration& target) const;
-  size_t running() const { return jobs_.size(); }
-  // The warm hosts of the current settings, shared with other background jobs (the kernel
-  // writer): the pool outlives a settings change until its last job ends. Main loop only.
+  // Feature: the runs' diagnostics, inlay hints and hover facts.
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc, a));
+  }
+  void add_inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, inlay_hints(doc, a));
+  }
+  void add_hover(OpenDocument& doc, const pallas::Kernel& kernel,
+                 const knowledge::TpuGeneration& target, std::string& markdown) const override {
+    markdown += hover_addendum(doc, kernel, target);
+  }
+  const char* status_name() const override { return "kernel"; }
+  size_t running() const override { return workspace_.jobs().count(kJobGroup); }
+  // The workspace's warm hosts for the current settings, shared with other background jobs (the
+  // kernel writer, step-by-step sessions): the pool outlives a settings change until its last
+  // job ends. Main loop only.
   std::shared_ptr<tpu::HostPool> shared_host(std::string& error);
+  static constexpr const char* kJobGroup = "kernel";  // this class's jobs in the job table
 
  private:
-  struct Job {
-    std::string uri, kind, kernel_name, progress;
-    std::shared_ptr<std::atomic<bool>> cancelled;
-  };
   // The worker request for the document's text (service::kernel_request); nullopt + reason when
   // it is no file:// document or belongs to no task.
   std::optional<tpu::KernelRequest> request_for(OpenDocument& doc, const nlohmann::json& options,
@@ -95,12 +98,9 @@ class KernelRuns {
   void finish(const std::string& job_id, const std::string& uri, KernelResult result);
 
   Context context_;
+  service::Workspace& workspace_;
   ProgressTracker& progress_;
   HostSettings settings_;
-  std::unique_ptr<knowledge::Store> store_;
-  bool store_failed_ = false;
-  std::map<std::string, std::shared_ptr<tpu::HostPool>> hosts_;  // by the host setting
-  std::map<std::string, Job> jobs_;                              // by job id
   std::map<std::string, std::map<std::string, KernelResult>>
       results_;                           // uri -> "kind:kernel" -> result
   std::map<std::string, bool> lowering_;  // uri -> a newer save arrived while lowering
@@ -110,18 +110,6 @@ class KernelRuns {
   int next_job_ = 1;
   BackgroundPool pool_{2};  // last: destroyed first, so running jobs finish before hosts go
 };
-
-// The hosts the settings' host names (one, or several as a pool that spreads the work), with
-// the worker bundle; nullptr and `error` when a name is no usable host. Nothing starts until the
-// first job (or HostPool::verify). Shared by Test/Profile, the optimization runs and HITL.
-std::unique_ptr<tpu::HostPool> make_host_pool(const HostSettings& settings, std::string& error);
-// The settings' host list and definitions as the service layer takes them.
-service::HostChoice host_choice_of(const HostSettings& settings);
-
-// The file path of a file:// URI (percent-decoded); nullopt for other schemes.
-std::optional<std::filesystem::path> path_of_uri(const std::string& uri);
-// The file:// URI of an absolute path, percent-encoding what is not a plain path character.
-std::string file_uri(const std::filesystem::path& path);
 
 // A short hash of the kernel's pallas_call text, to tell whether a result is stale.
 std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& kernel);

@@ -7,6 +7,7 @@
 #include "knowledge/tpu_generations.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
+#include "lsp/server/uri.h"
 #include "service/generation.h"
 #include "source/syntax/module_layout.h"
 #include "tpu/jobs/kernel_jobs.h"

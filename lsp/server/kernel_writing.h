@@ -16,13 +16,13 @@
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
-#include "lsp/server/kernel_runs.h"
+#include "lsp/server/feature.h"
 #include "lsp/server/progress.h"
-#include "tpu/host/host_pool.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 
-class KernelWriting {
+class KernelWriting : public Feature {
  public:
   using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
   struct Context {
@@ -43,7 +43,13 @@ class KernelWriting {
   nlohmann::json code_actions(OpenDocument& doc) const;
   // Starts writing; answers {"status": "started", "job", "progressToken"} at once.
   void execute(const rpc::ParamReader& params, rpc::Reply reply, const std::string& target);
-  size_t running() const { return running_->load(); }
+  size_t running() const override { return running_->load(); }
+  const char* status_name() const override { return "kernelWriting"; }
+  // Feature: "Write a Pallas kernel for this" on a Python document's reference functions.
+  void add_code_actions(OpenDocument& doc, const nlohmann::json&,
+                        nlohmann::json& out) const override {
+    if (doc.python) append_all(out, code_actions(doc));
+  }
 
  private:
   struct Written;

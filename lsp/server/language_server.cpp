@@ -9,8 +9,8 @@
 #include "lsp/server/commands.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/lsp_convert.h"
-#include "lsp/server/process_memory.h"
-#include "source/analysis/describe.h"
+#include "lsp/server/position_params.h"
+#include "lsp/server/uri.h"
 
 namespace mk::server {
 
@@ -23,14 +23,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kSlowTurn = std::chrono::milliseconds(100);
-
-text::Utf16Position read_position(const ParamReader& p) {
-  return {p.unsigned_integer("line"), p.unsigned_integer("character")};
-}
-
-text::Utf16Range read_range(const ParamReader& p) {
-  return {read_position(p.object("start")), read_position(p.object("end"))};
-}
 
 // The folders of the workspace (workspaceFolders, else rootUri, else rootPath).
 std::vector<std::filesystem::path> workspace_roots(const ParamReader& params) {
@@ -74,7 +66,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
                             options_.client_request_timeout);
            },
            [this](const std::string& job) { return runs_.cancel_job(job); }},
-          progress_),
+          workspace_, progress_),
       hitl_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { return documents_.find(uri); },
              [this](const std::string& method, json params) { notify(method, std::move(params)); },
@@ -84,7 +76,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
              [this] {
                return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
              }},
-            outgoing_, client_, progress_),
+            workspace_, outgoing_, client_, progress_),
       writing_(
           {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
            [this](const std::string& uri) { return documents_.find(uri); },
@@ -98,7 +90,7 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
              [this](const std::string& uri) { refresh_after_run(uri); },
              [this](const std::string& uri) { return documents_.find(uri); }},
-            progress_) {
+            workspace_, progress_) {
   documents_.set_tree_release([this](syntax::TreePtr tree) { trees_.release(std::move(tree)); });
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
@@ -262,18 +254,6 @@ void LanguageServer::flush_dirty_documents() {
   }
 }
 
-json LanguageServer::diagnostics_of(OpenDocument& doc) {
-  json diagnostics = json::array();
-  if (doc.python) {
-    const auto& a = doc.analyse(target());
-    diagnostics = to_diagnostics(doc.text, a);
-    for (json& d : runs_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
-    for (json& d : optimizations_.diagnostics(doc, a)) diagnostics.push_back(std::move(d));
-    for (json& d : hitl_.diagnostics(doc)) diagnostics.push_back(std::move(d));
-  }
-  return diagnostics;
-}
-
 void LanguageServer::publish_diagnostics(OpenDocument& doc) {
   json diagnostics = diagnostics_of(doc);
   doc.published_diagnostics = diagnostics.dump();
@@ -393,8 +373,8 @@ void LanguageServer::register_handlers() {
   });
   dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
     const std::string token = p.raw("token").dump();
-    if (!runs_.cancel_by_progress_token(token) && !hitl_.cancel_by_progress_token(token))
-      optimizations_.cancel_by_progress_token(token);
+    if (const service::Job* job = workspace_.jobs().cancel_by_progress_token(token))
+      spdlog::info("{} job {} cancelled by its progress token {}", job->group, job->id, token);
   });
   dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
     const std::string uri = p.object("textDocument").string("uri");
@@ -422,64 +402,18 @@ void LanguageServer::register_handlers() {
 
   dispatcher_.on_request("textDocument/hover",
                          [this](const ParamReader& p, Reply r) { on_hover(p, r); });
-  dispatcher_.on_request("textDocument/codeLens", [this](const ParamReader& p, Reply r) {
-    OpenDocument& doc = document_for(p);
-    if (!doc.python) return r.result(json::array());
-    json lenses = to_code_lenses(doc.text, doc.analyse(target()));
-    for (json& l : optimizations_.code_lenses(doc, doc.analyse(target())))
-      lenses.push_back(std::move(l));
-    r.result(std::move(lenses));
-  });
-  dispatcher_.on_request("textDocument/codeAction", [this](const ParamReader& p, Reply r) {
-    OpenDocument& doc = document_for(p);
-    const json* context = p.object("context").optional_raw("diagnostics");
-    json actions = optimizations_.code_actions(doc.text.uri(), context ? *context : json::array());
-    if (doc.python) {
-      doc.analyse(target());
-      for (json& a : writing_.code_actions(doc)) actions.push_back(std::move(a));
-    }
-    r.result(std::move(actions));
-  });
-  dispatcher_.on_request("textDocument/inlayHint", [this](const ParamReader& p, Reply r) {
-    OpenDocument& doc = document_for(p);
-    if (!doc.python) return r.result(json::array());
-    const text::Utf16Range range = read_range(p.object("range"));
-    const auto& a = doc.analyse(target());
-    json hints = to_inlay_hints(doc.text, a, target(), doc.text.offset_of(range.start),
-                                doc.text.offset_of(range.end));
-    for (json& h : runs_.inlay_hints(doc, a)) hints.push_back(std::move(h));
-    for (json& h : optimizations_.inlay_hints(doc, a)) hints.push_back(std::move(h));
-    r.result(std::move(hints));
-  });
-  dispatcher_.on_request("textDocument/documentSymbol", [this](const ParamReader& p, Reply r) {
-    OpenDocument& doc = document_for(p);
-    if (!doc.python) return r.result(json::array());
-    r.result(to_document_symbols(doc.text, doc.analyse(target()), client_.hierarchical_symbols));
-  });
+  dispatcher_.on_request("textDocument/codeLens",
+                         [this](const ParamReader& p, Reply r) { on_code_lens(p, r); });
+  dispatcher_.on_request("textDocument/codeAction",
+                         [this](const ParamReader& p, Reply r) { on_code_action(p, r); });
+  dispatcher_.on_request("textDocument/inlayHint",
+                         [this](const ParamReader& p, Reply r) { on_inlay_hint(p, r); });
+  dispatcher_.on_request("textDocument/documentSymbol",
+                         [this](const ParamReader& p, Reply r) { on_document_symbol(p, r); });
   dispatcher_.on_request("maxkernel/sessions",
                          [this](const ParamReader&, Reply r) { r.result(hitl_.sessions()); });
-  dispatcher_.on_request("maxkernel/status", [this](const ParamReader&, Reply r) {
-    const ProcessMemory m = read_process_memory();
-    const auto known = [](int64_t bytes) { return bytes >= 0 ? json(bytes) : json(nullptr); };
-    r.result({{"memory",
-               {{"residentBytes", known(m.resident_bytes)},
-                {"heapInUseBytes", known(m.heap_in_use_bytes)},
-                {"heapHeldBytes", known(m.heap_held_bytes)},
-                {"sqliteBytes", m.sqlite_bytes},
-                {"sqlitePeakBytes", m.sqlite_peak_bytes}}},
-              {"threads", m.threads},
-              {"openDocuments", documents_.all().size()},
-              {"partlyParsedDocuments", partly_parsed()},
-              {"reopenedUnparsed", documents_.reopened_unparsed()},
-              {"splitFirstParses", documents_.split_first_parses()},
-              {"skippedBodyFirstParses", documents_.skipped_body_first_parses()},
-              {"runningJobs",
-               {{"kernel", runs_.running()},
-                {"optimization", optimizations_.running()},
-                {"kernelWriting", writing_.running()},
-                {"stepByStep", hitl_.running()}}},
-              {"pendingClientRequests", outgoing_.pending()}});
-  });
+  dispatcher_.on_request("maxkernel/status",
+                         [this](const ParamReader& p, Reply r) { on_status(p, r); });
   dispatcher_.on_request("workspace/executeCommand",
                          [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
 }
@@ -582,20 +516,6 @@ void LanguageServer::on_did_change(const ParamReader& params) {
   doc->invalidate_analysis();
   dirty_.push_back(uri);
   wrapper_file_changed(uri);
-}
-
-void LanguageServer::on_hover(const ParamReader& params, Reply reply) {
-  OpenDocument& doc = document_for(params);
-  if (!doc.python) return reply.result(nullptr);
-  const size_t offset = doc.text.offset_of(read_position(params.object("position")));
-  const auto& a = doc.analyse(target());
-  const pallas::Kernel* k = kernel_at(a, offset);
-  if (!k) return reply.result(nullptr);
-  const std::string md = analysis::hover_markdown(*k, target()) +
-                         runs_.hover_addendum(doc, *k, target()) +
-                         optimizations_.hover_addendum(doc, *k);
-
-  reply.result(to_hover(doc.text, k->call_span, md, client_.markdown_hover));
 }
 
 void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {

@@ -3,6 +3,7 @@
 // handles $/cancelRequest; replies go through one serialised writer.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "lsp/server/progress.h"
 #include "lsp/server/settings.h"
 #include "lsp/server/tree_worker.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 
@@ -69,7 +71,13 @@ class LanguageServer {
   void on_did_change(const rpc::ParamReader& params);
   // A wrapper module may have changed: the documents that import it are analysed again.
   void wrapper_file_changed(const std::string& uri);
+  // The document requests (document_requests.cpp): each asks the features in features_.
   void on_hover(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_code_lens(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_code_action(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_inlay_hint(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_document_symbol(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_status(const rpc::ParamReader& params, rpc::Reply reply);
   void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
   void register_test_methods();
   void refresh_after_run(const std::string& uri);
@@ -89,11 +97,16 @@ class LanguageServer {
   bool shutdown_requested_ = false;
   bool exit_requested_ = false;
   std::vector<std::string> dirty_;  // documents whose diagnostics must be re-published
+  // The store, warm hosts and job table every feature below shares; outlives them all.
+  service::Workspace workspace_;
   ProgressTracker progress_;
   OptimizationRuns optimizations_;  // Auto / graph search runs
   HitlRuns hitl_;                   // "Optimize step by step" sessions
   KernelWriting writing_;           // "Write a Pallas kernel for this"
-  KernelRuns runs_;  // last: its destructor waits for background jobs that use the members above
+  KernelRuns runs_;  // its destructor waits for background jobs that use the members above
+  // What each document request asks, in this order (diagnostics, hints, hover and code actions
+  // list the runs' first, then the searches', the sessions', the kernel writer's).
+  const std::array<Feature*, 4> features_{&runs_, &optimizations_, &hitl_, &writing_};
 };
 
 }  // namespace mk::server

@@ -11,10 +11,9 @@
 #include "agents/orchestration/graph_search.h"
 #include "agents/orchestration/selection.h"
 #include "agents/report/report_html.h"
-#include "knowledge/store.h"
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/lsp_convert.h"
-#include "lsp/server/progress_cancel.h"
+#include "lsp/server/uri.h"
 #include "service/budget_defaults.h"
 #include "service/searches.h"
 #include "tpu/jobs/kernel_jobs.h"
@@ -128,8 +127,9 @@ agents::Budget editor_budget(const std::string& mode, const json& settings) {
   return b;
 }
 
-OptimizationRuns::OptimizationRuns(Context context, ProgressTracker& progress)
-    : context_(std::move(context)), progress_(progress) {}
+OptimizationRuns::OptimizationRuns(Context context, service::Workspace& workspace,
+                                   ProgressTracker& progress)
+    : context_(std::move(context)), workspace_(workspace), progress_(progress) {}
 
 OptimizationRuns::~OptimizationRuns() {
   shutdown();
@@ -142,20 +142,7 @@ bool OptimizationRuns::handles(const std::string& command) {
 }
 
 agents::RunStore& OptimizationRuns::run_store() {
-  const std::filesystem::path path = knowledge::default_store_path();
-  if (!store_ || path != store_path_) {
-    std::filesystem::create_directories(path.parent_path());
-    store_ = std::make_shared<agents::RunStore>(path);  // throws with the path and reason
-    store_path_ = path;
-    // The cache lives in the same file; without it searches still run, only uncached.
-    cache_.reset();
-    try {
-      cache_ = std::make_shared<knowledge::Store>(path);
-    } catch (const std::exception& e) {
-      spdlog::warn("evaluation cache disabled: {}", e.what());
-    }
-  }
-  return *store_;
+  return *workspace_.runs();  // throws with the path and reason
 }
 
 void OptimizationRuns::execute(const std::string& command, const rpc::ParamReader& params,
@@ -170,18 +157,18 @@ void OptimizationRuns::execute(const std::string& command, const rpc::ParamReade
     std::string job = arg.optional_string("job").value_or("");
     if (job.empty() && arg.optional_string("uri")) {
       int newest = 0;
-      for (const auto& [id, j] : jobs_) {
-        const int number = std::stoi(id.substr(4));  // "opt-N"
-        if (j.uri == *arg.optional_string("uri") && number > newest) {
+      for (const service::Job* j : workspace_.jobs().jobs(kJobGroup)) {
+        const int number = std::stoi(j->id.substr(4));  // "opt-N"
+        if (j->uri == *arg.optional_string("uri") && number > newest) {
           newest = number;
-          job = id;
+          job = j->id;
         }
       }
       if (job.empty()) arg.fail("job", "no running Auto or graph search job for this document");
     }
     if (job.empty()) job = arg.string("job");  // names the missing field
-    if (auto it = jobs_.find(job); it != jobs_.end()) {
-      it->second.cancelled->store(true);
+    if (const service::Job* j = workspace_.jobs().find(job); j && j->group == kJobGroup) {
+      workspace_.jobs().cancel(job);
       return reply.result({{"status", "cancelling"}, {"job", job}});
     }
     if (context_.cancel_other_job && context_.cancel_other_job(job))
@@ -257,8 +244,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
   const std::string token = progress_.begin(
       "MaxKernel: " + mode_title(mode, strategy) + " " + kernel.name, work_done_token);
   progress_.report(token, "run " + run_id + " on " + settings.host.default_host);
-  Job job{uri, run_id, token, std::make_shared<std::atomic<bool>>(false)};
-  jobs_[job_id] = job;
+  auto cancelled = workspace_.jobs().add(job_id, kJobGroup, token, uri);
   latest_run_[uri] = run_id;
 
   OptimizationResult pending;
@@ -269,13 +255,18 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     std::lock_guard lock(activity_->mutex);
     ++activity_->running;
   }
-  pool_.submit([this, store_keep = store_, cache = cache_, settings, run_id, job_id, uri, token,
-                pending, baseline = doc->text.text(), cancelled = job.cancelled,
-                activity = activity_, post = context_.post] {
+  // The cache lives in the same file; without it searches still run, only uncached.
+  std::shared_ptr<agents::RunStore> store_keep = workspace_.runs();
+  std::shared_ptr<knowledge::Store> cache = workspace_.cache();
+  std::string choice_error;
+  std::optional<service::HostChoice> choice = host_choice_of(settings.host, choice_error);
+  pool_.submit([this, store_keep, cache, settings, run_id, job_id, uri, token, pending,
+                baseline = doc->text.text(), cancelled, activity = activity_, post = context_.post,
+                choice = std::move(choice), error = choice_error,
+                &workspace = workspace_]() mutable {
     OptimizationResult result;
-    std::string error;
-    std::unique_ptr<tpu::HostPool> host =
-        service::open_hosts(host_choice_of(settings.host), /*verify=*/true, error);
+    // Its own pool: cancelling or ending the run stops its workers.
+    std::shared_ptr<tpu::HostPool> host = choice ? workspace.own_hosts(*choice, error) : nullptr;
     if (host) {
       for (const std::string& aside : host->set_aside()) {
         const std::string message = "set aside host " + aside + "; the others do the work";
@@ -347,22 +338,15 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
 
 void OptimizationRuns::finish(const std::string& job_id, const std::string& uri,
                               OptimizationResult result) {
-  auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) {
-    progress_.end(it->second.progress, result.message);
-    jobs_.erase(it);
-  }
+  if (const std::optional<service::Job> job = workspace_.jobs().remove(job_id))
+    progress_.end(job->progress, result.message);
   spdlog::info("run {} {}: {}", result.run_id, result.status, result.message);
   results_[uri][result.kernel_name] = std::move(result);
   context_.refresh(uri);
 }
 
-bool OptimizationRuns::cancel_by_progress_token(const std::string& token) {
-  return server::cancel_by_progress_token(jobs_, token) != nullptr;
-}
-
 void OptimizationRuns::cancel_all() {
-  for (auto& [id, job] : jobs_) job.cancelled->store(true);
+  workspace_.jobs().cancel_group(kJobGroup);
 }
 
 void OptimizationRuns::shutdown(std::chrono::milliseconds wait) {
@@ -442,8 +426,9 @@ json OptimizationRuns::open_report(const std::string& uri, const std::string& ru
   agents::RunStore& store = run_store();
   const auto run = store.run(id);
   if (!run)
-    throw rpc::RpcError(ec::kInvalidParams, "no run '" + id + "' in " + store_path_.string());
-  const std::filesystem::path dir = store_path_.parent_path() / "reports";
+    throw rpc::RpcError(ec::kInvalidParams,
+                        "no run '" + id + "' in " + workspace_.store_path().string());
+  const std::filesystem::path dir = workspace_.store_path().parent_path() / "reports";
   const std::filesystem::path file = dir / (id + ".html");
   std::error_code ec_dir;
   std::filesystem::create_directories(dir, ec_dir);

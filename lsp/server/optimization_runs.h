@@ -17,16 +17,16 @@
 
 #include "agents/orchestration/expander.h"
 #include "agents/orchestration/expander_factory.h"
-#include "agents/orchestration/run_store.h"
 #include "agents/orchestration/search_params.h"
-#include "knowledge/store.h"
 #include "lsp/protocol/dispatcher.h"
 #include "lsp/server/background.h"
 #include "lsp/server/capabilities.h"
 #include "lsp/server/document_store.h"
+#include "lsp/server/feature.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
 #include "service/kernel_diagnosis.h"
+#include "service/workspace.h"
 
 namespace mk::server {
 
@@ -55,7 +55,7 @@ struct OptimizationSettings {
   int autotune_configs = -1;           // maxkernel.autotuneConfigs (-1: automatic)
 };
 
-class OptimizationRuns {
+class OptimizationRuns : public Feature {
  public:
   using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
   struct Context {
@@ -67,7 +67,7 @@ class OptimizationRuns {
     std::function<bool(const std::string& job)> cancel_other_job;  // Test/Profile jobs
   };
 
-  OptimizationRuns(Context context, ProgressTracker& progress);
+  OptimizationRuns(Context context, service::Workspace& workspace, ProgressTracker& progress);
   ~OptimizationRuns();  // cancels running searches and waits for them
 
   void set_client(const ClientCapabilities& client) { client_ = client; }
@@ -77,8 +77,9 @@ class OptimizationRuns {
   void execute(const std::string& command, const rpc::ParamReader& params, rpc::Reply reply,
                const OptimizationSettings& settings);
 
-  bool cancel_by_progress_token(const std::string& token);
-  size_t running() const { return jobs_.size(); }
+  const char* status_name() const override { return "optimization"; }
+  size_t running() const override { return workspace_.jobs().count(kJobGroup); }
+  static constexpr const char* kJobGroup = "optimize";  // this class's jobs in the job table
   void cancel_all();
   // Cancels every running search and waits (bounded) until their workers are gone.
   void shutdown(std::chrono::milliseconds wait = std::chrono::seconds(20));
@@ -92,11 +93,29 @@ class OptimizationRuns {
   // Quick fixes for the MK300 diagnostics in a codeAction request's context.
   nlohmann::json code_actions(const std::string& uri, const nlohmann::json& diagnostics) const;
 
+  // Feature: the runs' MK300 diagnostics, lenses, hints, hover and quick fixes.
+  void add_diagnostics(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, diagnostics(doc, a));
+  }
+  void add_code_lenses(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, code_lenses(doc, a));
+  }
+  void add_inlay_hints(OpenDocument& doc, const analysis::DocumentAnalysis& a,
+                       nlohmann::json& out) const override {
+    append_all(out, inlay_hints(doc, a));
+  }
+  void add_code_actions(OpenDocument& doc, const nlohmann::json& context_diagnostics,
+                        nlohmann::json& out) const override {
+    append_all(out, code_actions(doc.text.uri(), context_diagnostics));
+  }
+  void add_hover(OpenDocument& doc, const pallas::Kernel& kernel, const knowledge::TpuGeneration&,
+                 std::string& markdown) const override {
+    markdown += hover_addendum(doc, kernel);
+  }
+
  private:
-  struct Job {
-    std::string uri, run_id, progress;
-    std::shared_ptr<std::atomic<bool>> cancelled;
-  };
   // Counts searches on the pool so shutdown can wait for them; shared with the pool jobs.
   struct Activity {
     std::mutex mutex;
@@ -114,13 +133,9 @@ class OptimizationRuns {
   const OptimizationResult* result_for_run(const std::string& uri, const std::string& run_id) const;
 
   Context context_;
+  service::Workspace& workspace_;
   ProgressTracker& progress_;
   ClientCapabilities client_;
-  std::shared_ptr<agents::RunStore> store_;
-  std::filesystem::path store_path_;
-  // The evaluation cache shared by every search (one connection, opened and checked once).
-  std::shared_ptr<knowledge::Store> cache_;
-  std::map<std::string, Job> jobs_;                                           // by job id
   std::map<std::string, std::map<std::string, OptimizationResult>> results_;  // uri -> kernel
   std::map<std::string, std::string> latest_run_;                             // uri -> run id
   int next_job_ = 1;

@@ -79,3 +79,27 @@ def test_the_service_layer_never_includes_lsp_or_the_cli(tmp_path):
     assert "service/checks.h:1: includes lsp/server/lsp_convert.h: only lsp/ knows LSP" in r.stdout
     assert "service/checks.cpp:1: includes lsp/protocol/json_rpc.h: only lsp/ knows LSP" in r.stdout
     assert "service/checks.cpp:2: includes cli/run_output.h: service may not use cli" in r.stdout
+
+
+def test_the_server_never_opens_a_store_or_builds_a_host_pool(tmp_path):
+    r = run(tree(tmp_path, {**BASE,
+                            "lsp/server/runs.h": '#include "service/workspace.h"\n'
+                                                 '#include "tpu/host/host_pool.h"\n',
+                            "lsp/server/runs.cpp": '#include "agents/orchestration/run_store.h"\n'
+                                                   "void f() {\n"
+                                                   "  auto s = std::make_unique<knowledge::Store>(p);\n"
+                                                   "  auto h = service::open_hosts(choice, true, e);\n"
+                                                   "}\n",
+                            "service/workspace.h": '#include "tpu/host/host_pool.h"\n',
+                            "service/workspace.cpp": "auto s = std::make_unique<knowledge::Store>(p);\n",
+                            "tpu/host/host_pool.h": "#pragma once\n",
+                            "agents/orchestration/run_store.h": "#pragma once\n"}))
+    assert r.returncode == 1
+    assert ("lsp/server/runs.h:2: includes tpu/host/host_pool.h: the server reaches stores and "
+            "host pools only through service/workspace.h") in r.stdout
+    assert "lsp/server/runs.cpp:1: includes agents/orchestration/run_store.h" in r.stdout
+    assert "lsp/server/runs.cpp:3: make_unique<knowledge::Store>: the server opens no store" in r.stdout
+    assert "lsp/server/runs.cpp:4: open_hosts(: the server opens no store" in r.stdout
+    assert "\nservice/workspace" not in r.stdout  # the service layer is where they belong
+    assert "lsp/server/runs.h:1" not in r.stdout  # the workspace header is the way in
+    assert "layering: 4 violation(s)" in r.stdout
