@@ -11,6 +11,7 @@ Template interface: `generate(ctx: GenContext) -> Generated | None`. None means 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import textwrap
 
@@ -325,6 +326,40 @@ def literal(value) -> str:
     return repr(f)
 
 
+def static_name(ctx: GenContext, value, dtype) -> str | None:
+    """The static argument whose value, in the literal's dtype, is the literal (eps folded into
+    an f32 constant), unless the value is too common to attribute (0, 1, 2, -1, 0.5)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            value in (0, 1, 2, -1, 0.5, -0.5):
+        return None
+    hits = [n for n, sv in ctx.static_args.items()
+            if not isinstance(sv, bool) and isinstance(sv, (int, float))
+            and np.asarray(sv).astype(dtype_name(dtype)) == np.asarray(value).astype(dtype_name(dtype))]
+    return hits[0] if len(hits) == 1 else None
+
+
+def literal_code(ctx: GenContext, value, dtype, statics: list) -> str:
+    """A literal of the reference as kernel text: the static argument it came from (added to
+    `statics`, the arguments the kernel reads), else the number, parenthesised when negative."""
+    name = static_name(ctx, value, dtype)
+    if name is not None:
+        if name not in statics:
+            statics.append(name)
+        return name
+    text = literal(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+def assign_once(expr: str, seen: dict, lines: list, fresh) -> str:
+    """The local holding `expr`: a new one (named by `fresh()`, its line added to `lines`) the
+    first time, the same one after (jnp.var recomputes its mean: computed once)."""
+    name = seen.get(expr)
+    if name is None:
+        name = seen[expr] = fresh()
+        lines.append(f"{name} = {expr}")
+    return name
+
+
 def compiler_params_code(semantics, ctx: GenContext, vmem_needed: int | None = None) -> str:
     """`pltpu.CompilerParams(...)` text, with vmem_limit_bytes always set from the plan
     (vmem_limit_for): the scoped default (16 MiB on v5e) is only a default."""
@@ -445,8 +480,7 @@ def mosaic_precision_code(precisions) -> str | None:
 
 # Emitted beside FIT_BLOCK_HELPER where the grid's last tile may be ragged (an axis whose rows or
 # columns are computed independently: Pallas masks the out-of-bounds part of the last block).
-RAGGED_BLOCK_HELPER = '''
-
+# The generator plans with the same function it emits (ragged_pick), so the two cannot drift.
 def _ragged_block(block, dim, align):
     """Tile size along an axis whose last tile may be partial (the grid is pl.cdiv(dim, tile)):
     a divisor of `dim` at least half of `block` when there is one, else `block` itself."""
@@ -457,7 +491,10 @@ def _ragged_block(block, dim, align):
         if dim % b == 0:
             return b
     return top
-'''
+
+
+RAGGED_BLOCK_HELPER = "\n\n" + inspect.getsource(_ragged_block)
+ragged_pick = _ragged_block  # what the emitted `_ragged_block` returns
 
 
 def ragged_candidates(dim: int, align: int, sizes=(128, 256, 512, 1024, 2048)) -> list[int]:
@@ -466,17 +503,6 @@ def ragged_candidates(dim: int, align: int, sizes=(128, 256, 512, 1024, 2048)) -
     out = set(block_candidates(dim, align))
     out |= {s for s in sizes if s % align == 0 and s < dim}
     return sorted(out)
-
-
-def ragged_pick(block: int, dim: int, align: int) -> int:
-    """What the emitted `_ragged_block` returns (the generator plans with the same tile)."""
-    if dim <= block:
-        return dim
-    top = block - block % align
-    for b in range(top, max(top // 2, align) - 1, -align):
-        if dim % b == 0:
-            return b
-    return top
 
 
 def block_helpers(*code: str) -> str:

@@ -169,13 +169,7 @@ class _Writer:
     def literal(self, value, dtype):
         if isinstance(value, float) and value == float(self.an.m) and self.an.m > 2:
             return "float(m)"
-        name = _static_name(self.ctx, value, dtype)
-        if name is not None:
-            if name not in self.statics:
-                self.statics.append(name)
-            return name
-        text = G.literal(value)
-        return f"({text})" if text.startswith("-") else text
+        return G.literal_code(self.ctx, value, dtype, self.statics)
 
     def code(self, v):
         if E.is_literal(v):
@@ -208,11 +202,7 @@ class _Writer:
         return f"{self._prefix}{self._n}"
 
     def _set(self, e, expr):
-        name = self._seen.get(expr)  # the same expression twice (jnp.var's own mean): once
-        if name is None:
-            name = self._new()
-            self._seen[expr] = name
-            self.lines.append(f"{name} = {expr}")
+        name = G.assign_once(expr, self._seen, self.lines, self._new)
         self.names[id(e.outvars[0])] = name
         return name
 
@@ -250,17 +240,6 @@ class _Writer:
             if p in table:
                 return self._set(e, table[p].format(*[self.code(v) for v in ins]))
         raise NoTemplate(f"`{p}` in the batch-norm epilogue is not covered", [p])
-
-
-def _static_name(ctx, value, dtype):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            value in (0, 1, 2, -1, 0.5, -0.5):
-        return None
-    hits = [n for n, sv in ctx.static_args.items()
-            if not isinstance(sv, bool) and isinstance(sv, (int, float))
-            and np.asarray(sv).astype(G.dtype_name(dtype)) == np.asarray(value).astype(
-                G.dtype_name(dtype))]
-    return hits[0] if len(hits) == 1 else None
 
 
 def match(ctx):

@@ -80,20 +80,7 @@ class _Epilogue:
         raise NoTemplate("the convolution's epilogue reads a value computed outside it", [])
 
     def _literal(self, value, dtype):
-        name = None
-        if not isinstance(value, bool) and isinstance(value, (int, float)) and \
-                value not in (0, 1, 2, -1, 0.5, -0.5):
-            hits = [n for n, sv in self.ctx.static_args.items()
-                    if not isinstance(sv, bool) and isinstance(sv, (int, float))
-                    and np.asarray(sv).astype(G.dtype_name(dtype)) ==
-                    np.asarray(value).astype(G.dtype_name(dtype))]
-            name = hits[0] if len(hits) == 1 else None
-        if name is not None:
-            if name not in self.statics:
-                self.statics.append(name)
-            return name
-        text = G.literal(value)
-        return f"({text})" if text.startswith("-") else text
+        return G.literal_code(self.ctx, value, dtype, self.statics)
 
     def kind_of(self, v):
         if E.is_literal(v):

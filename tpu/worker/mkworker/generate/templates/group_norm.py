@@ -94,13 +94,7 @@ class _Emitter:
                 and self.gsize > 2:
             self.uses_group_size = True
             return "group_size" if value == self.gsize else "(group_size - 1)"
-        name = _static_name(self.ctx, value, dtype)
-        if name is not None:
-            if name not in self.statics:
-                self.statics.append(name)
-            return name
-        text = G.literal(value)
-        return f"({text})" if text.startswith("-") else text
+        return G.literal_code(self.ctx, value, dtype, self.statics)
 
     def _kind_of(self, v):
         if E.is_literal(v):
@@ -109,12 +103,7 @@ class _Emitter:
         return self.kind[id(v)]
 
     def _set(self, e, expr, kind):
-        # The same expression twice (jnp.var recomputes the mean) is computed once.
-        name = self._seen.get(expr)
-        if name is None:
-            name = self._new()
-            self._seen[expr] = name
-            self.lines.append(f"{name} = {expr}")
+        name = G.assign_once(expr, self._seen, self.lines, self._new)
         self.names[id(e.outvars[0])] = name
         self.kind[id(e.outvars[0])] = kind
 
@@ -169,21 +158,6 @@ class _Emitter:
             if p in table:
                 return self._set(e, table[p].format(*[self.code(v) for v in ins]), kind)
         raise NoTemplate(f"`{p}` in the group-norm epilogue is not covered", [p])
-
-
-def _static_name(ctx, value, dtype):
-    """A static argument whose value, in the literal's dtype, is the literal (eps as f32)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            value in (0, 1, 2, -1, 0.5, -0.5):
-        return None
-    hits = []
-    for n, sv in ctx.static_args.items():
-        if isinstance(sv, bool) or not isinstance(sv, (int, float)):
-            continue
-        if np.asarray(sv).astype(G.dtype_name(dtype)) == np.asarray(value).astype(
-                G.dtype_name(dtype)):
-            hits.append(n)
-    return hits[0] if len(hits) == 1 else None
 
 
 def match(ctx):
