@@ -56,41 +56,10 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       progress_(
           [this](const std::string& method, json params) { notify(method, std::move(params)); },
           outgoing_),
-      optimizations_(
-          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-           [this](const std::string& uri) { refresh_after_run(uri); },
-           [this](const std::string& uri) { return documents_.find(uri); },
-           [this](const std::string& method, json params) { notify(method, std::move(params)); },
-           [this](const std::string& method, json params, OptimizationRuns::ResponseHandler h) {
-             outgoing_.send(method, std::move(params), std::move(h),
-                            options_.client_request_timeout);
-           },
-           [this](const std::string& job) { return runs_.cancel_job(job); }},
-          workspace_, progress_),
-      hitl_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-             [this](const std::string& uri) { return documents_.find(uri); },
-             [this](const std::string& method, json params) { notify(method, std::move(params)); },
-             [this](const std::string& uri) { dirty_.push_back(uri); },
-             [this]() -> const knowledge::TpuGeneration& { return target(); },
-             [this] { return host_settings(); },
-             [this] {
-               return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
-             }},
-            workspace_, outgoing_, client_, progress_),
-      writing_(
-          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-           [this](const std::string& uri) { return documents_.find(uri); },
-           [this](const std::string& method, json params) { notify(method, std::move(params)); },
-           [this](const std::string& method, json params, KernelWriting::ResponseHandler h) {
-             outgoing_.send(method, std::move(params), std::move(h),
-                            options_.client_request_timeout);
-           },
-           [this](std::string& error) { return runs_.shared_host(error); }},
-          progress_),
-      runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-             [this](const std::string& uri) { refresh_after_run(uri); },
-             [this](const std::string& uri) { return documents_.find(uri); }},
-            workspace_, progress_) {
+      optimizations_(*this, workspace_, progress_),
+      hitl_(*this, workspace_, outgoing_, client_, progress_),
+      writing_(*this, progress_),
+      runs_(*this, workspace_, progress_) {
   documents_.set_tree_release([this](syntax::TreePtr tree) { trees_.release(std::move(tree)); });
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
@@ -111,6 +80,34 @@ void LanguageServer::send(const json& message) {
 
 void LanguageServer::notify(const std::string& method, json params) {
   send(rpc::make_notification(method, std::move(params)));
+}
+
+void LanguageServer::post(std::function<void()> task) {
+  queue_.push(rpc::Task(std::move(task)));
+}
+
+OpenDocument* LanguageServer::find_document(const std::string& uri) {
+  return documents_.find(uri);
+}
+
+void LanguageServer::request(const std::string& method, json params, ResponseHandler handler) {
+  outgoing_.send(method, std::move(params), std::move(handler), options_.client_request_timeout);
+}
+
+void LanguageServer::republish(const std::string& uri) {
+  dirty_.push_back(uri);
+}
+
+LlmChoice LanguageServer::llm() const {
+  return {llm_spec_of(settings_.llm), llm_api_key_};
+}
+
+bool LanguageServer::cancel_kernel_job(const std::string& job) {
+  return runs_.cancel_job(job);
+}
+
+std::shared_ptr<tpu::HostPool> LanguageServer::borrow_hosts(std::string& error) {
+  return runs_.shared_host(error);
 }
 
 const knowledge::TpuGeneration& LanguageServer::target() const {
