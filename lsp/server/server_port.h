@@ -14,7 +14,10 @@
 #include "lsp/protocol/json_rpc.h"
 #include "lsp/server/document_store.h"
 #include "lsp/server/host_settings.h"
-#include "tpu/host/host_pool.h"
+
+namespace mk::tpu {
+class HostPool;
+}
 
 namespace mk::server {
 
