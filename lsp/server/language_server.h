@@ -76,11 +76,20 @@ class LanguageServer final : private ServerPort {
   void apply_configuration(const nlohmann::json& value);
   void pull_configuration();
 
-  // handlers
-  void take_api_key(const nlohmann::json& secret);  // {provider, apiKey|null}
+  // Lifecycle and settings (lifecycle_requests.cpp).
   void on_initialize(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_initialized(const rpc::ParamReader& params);
+  void on_shutdown(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_exit(const rpc::ParamReader& params);
+  void on_set_api_key(const rpc::ParamReader& params);
+  void take_api_key(const nlohmann::json& secret);  // {provider, apiKey|null}
+  void on_did_change_configuration(const rpc::ParamReader& params);
+  // Document synchronisation (document_sync.cpp).
   void on_did_open(const rpc::ParamReader& params);
   void on_did_change(const rpc::ParamReader& params);
+  void on_did_save(const rpc::ParamReader& params);
+  void on_did_close(const rpc::ParamReader& params);
+  void on_did_change_watched_files(const rpc::ParamReader& params);
   // A wrapper module may have changed: the documents that import it are analysed again.
   void wrapper_file_changed(const std::string& uri);
   // The document requests (document_requests.cpp): each asks the features in features_.
@@ -90,7 +99,18 @@ class LanguageServer final : private ServerPort {
   void on_inlay_hint(const rpc::ParamReader& params, rpc::Reply reply);
   void on_document_symbol(const rpc::ParamReader& params, rpc::Reply reply);
   void on_status(const rpc::ParamReader& params, rpc::Reply reply);
+  // workspace/executeCommand and its jobs (command_requests.cpp): one function per command.
   void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
+  void start_kernel_run(const std::string& command, const rpc::ParamReader& params,
+                        rpc::Reply reply);
+  void start_step_by_step(const std::string& command, const rpc::ParamReader& params,
+                          rpc::Reply reply);
+  void start_kernel_writing(const std::string& command, const rpc::ParamReader& params,
+                            rpc::Reply reply);
+  void run_optimization_command(const std::string& command, const rpc::ParamReader& params,
+                                rpc::Reply reply);
+  void on_sessions(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_work_done_progress_cancel(const rpc::ParamReader& params);
   void register_test_methods();
 
   ServerOptions options_;
