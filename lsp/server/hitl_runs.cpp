@@ -72,9 +72,10 @@ class UnavailableProposer : public agents::Proposer {
 
 }  // namespace
 
-HitlRuns::HitlRuns(Context context, service::Workspace& workspace, rpc::OutgoingRequests& outgoing,
-                   const ClientCapabilities& client, ProgressTracker& progress)
-    : context_(std::move(context)),
+HitlRuns::HitlRuns(ServerPort& server, service::Workspace& workspace,
+                   rpc::OutgoingRequests& outgoing, const ClientCapabilities& client,
+                   ProgressTracker& progress)
+    : server_(server),
       workspace_(workspace),
       outgoing_(outgoing),
       client_(client),
@@ -130,12 +131,12 @@ std::filesystem::path HitlRuns::fix_path(const std::string& id) {
 
 bool HitlRuns::debugger_available() const {
   if (proposer_) return proposer_->can_debug();
-  const std::string spec = context_.llm ? context_.llm().spec : std::string("none");
+  const std::string spec = server_.llm().spec;
   return !spec.empty() && spec != "none";
 }
 
 std::shared_ptr<tpu::HostPool> HitlRuns::host(std::string& error) {
-  const std::optional<service::HostChoice> choice = host_choice_of(context_.host_settings(), error);
+  const std::optional<service::HostChoice> choice = host_choice_of(server_.host_settings(), error);
   return choice ? workspace_.warm_hosts(*choice, error) : nullptr;
 }
 
@@ -167,12 +168,12 @@ json HitlRuns::start(const json& args) {
               {"phase", to_string(s->phase)},
               {"message", "the session has ended (" + to_string(s->status) + ")"}};
     // The document may have been reopened (new version numbers): same text, same candidate.
-    if (OpenDocument* doc = context_.find_document(s->uri); doc && doc->text.text() == s->code)
+    if (OpenDocument* doc = server_.find_document(s->uri); doc && doc->text.text() == s->code)
       s->doc_version = doc->text.version();
     agents::hitl_record(*s, "resumed", "");
     save(*s);
     // After this reply: the client sees the command's answer before the question.
-    context_.post([this, id = s->id] {
+    server_.post([this, id = s->id] {
       std::optional<SessionRecord> now = load(id);
       if (!now) return;
       if (now->status == agents::SessionStatus::awaiting)
@@ -184,12 +185,12 @@ json HitlRuns::start(const json& args) {
   }
 
   if (uri.empty()) throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: required");
-  OpenDocument* doc = context_.find_document(uri);
+  OpenDocument* doc = server_.find_document(uri);
   if (!doc)
     throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: document is not open");
   if (!path_of_uri(uri))
     throw rpc::RpcError(ec::kRequestFailed, "only file:// documents can be optimized");
-  const auto& analysis = doc->analyse(context_.target());
+  const auto& analysis = doc->analyse(server_.target());
   if (analysis.model.kernels.empty())
     throw rpc::RpcError(ec::kRequestFailed, "no Pallas kernel in the document");
   std::string kernel = analysis.model.kernels.front().name;
@@ -223,9 +224,9 @@ json HitlRuns::start(const json& args) {
       run.strategy = "hitl";
       run.file = path_of_uri(uri)->string();
       run.kernel = kernel;
-      run.target = context_.target().name;
-      run.host = context_.host_settings().default_host;
-      run.llm = context_.llm ? context_.llm().spec : "none";
+      run.target = server_.target().name;
+      run.host = server_.host_settings().default_host;
+      run.llm = server_.llm().spec;
       run.status = agents::RunStatus::running;
       s.run_id = runs->create_run(run);
       agents::NodeRecord root;
@@ -276,12 +277,12 @@ size_t HitlRuns::running() const {
 
 std::function<std::shared_ptr<agents::Proposer>()> HitlRuns::proposer_factory() {
   if (proposer_) return [proposer = proposer_] { return proposer; };
-  const LlmChoice choice = context_.llm ? context_.llm() : LlmChoice{};
+  const LlmChoice choice = server_.llm();
   agents::ExpanderSetup setup = editor_llm_setup(choice.spec, choice.api_key);
   setup.task_summary =
       "Make the kernel faster on the target TPU; its results must stay the same (the task's "
       "reference checks them).";
-  const knowledge::TpuGeneration target = context_.target();
+  const knowledge::TpuGeneration target = server_.target();
   return [setup, target, cancelled = cancelled_]() -> std::shared_ptr<agents::Proposer> {
     try {
       return agents::make_proposer(setup, target, [cancelled] { return cancelled->load(); });
@@ -322,10 +323,9 @@ void HitlRuns::run_phase(SessionRecord s) {
   const std::string id = s.id;
   const agents::HitlPhase phase = s.phase;
   const std::string phase_name = to_string(phase);
-  auto post = context_.post;
   auto cancelled = cancelled_;
-  auto done = [this, post, id, phase](HitlPhaseOutcome outcome) {
-    post([this, id, phase, outcome = std::move(outcome)]() mutable {
+  auto done = [this, id, phase](HitlPhaseOutcome outcome) {
+    server_.post([this, id, phase, outcome = std::move(outcome)]() mutable {
       finish_phase(id, phase, std::move(outcome));
     });
   };
@@ -360,8 +360,8 @@ void HitlRuns::run_phase(SessionRecord s) {
   // The remaining phases run the candidate on the kernel host against the task.
   const auto path = path_of_uri(s.uri);
   std::string reason;
-  OpenDocument* doc = context_.find_document(s.uri);
-  const bool infile = doc ? (doc->analyse(context_.target()).model.task.form() == "infile")
+  OpenDocument* doc = server_.find_document(s.uri);
+  const bool infile = doc ? (doc->analyse(server_.target()).model.task.form() == "infile")
                           : (s.code.find("def reference(") != std::string::npos &&
                              s.code.find("def make_inputs(") != std::string::npos);
   // s.kernel names the kernel function; the task's entry point stays the default.
@@ -375,7 +375,7 @@ void HitlRuns::run_phase(SessionRecord s) {
     finish_phase(id, phase, std::move(out));
     return;
   }
-  const knowledge::TpuGeneration* target = &context_.target();
+  const knowledge::TpuGeneration* target = &server_.target();
   const std::string code = s.code;
   const std::string kernel = s.kernel;
   const std::string token =
@@ -446,12 +446,11 @@ void HitlRuns::run_debug(SessionRecord s) {
       spdlog::warn("step by step: the session's first code is not readable: {}", e.what());
     }
   }
-  auto post = context_.post;
   const std::string id = s.id;
   const agents::HitlPhase phase = s.phase;
-  pool_.submit([this, post, make = proposer_factory(), request, id, phase] {
+  pool_.submit([this, make = proposer_factory(), request, id, phase] {
     HitlPhaseOutcome outcome = service::hitl_debug(*make(), request);
-    post([this, id, phase, outcome = std::move(outcome)]() mutable {
+    server_.post([this, id, phase, outcome = std::move(outcome)]() mutable {
       finish_phase(id, phase, std::move(outcome));
     });
   });
@@ -485,9 +484,9 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
   // Stopped meanwhile, or moved on (a jump): this work no longer counts.
   if (!s || s->status != agents::SessionStatus::running || s->phase != phase) return;
   if (outcome.has_diagnostics) {
-    const OpenDocument* doc = context_.find_document(s->uri);
+    const OpenDocument* doc = server_.find_document(s->uri);
     diagnostics_[s->uri] = {doc ? doc->text.version() : s->doc_version, outcome.diagnostics};
-    context_.refresh(s->uri);
+    server_.republish(s->uri);
   }
   // Every test that ran keeps its report ("" when correct): "Debug this" works on the latest.
   if (phase == agents::HitlPhase::test && outcome.has_diagnostics)
@@ -533,8 +532,8 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
   if (!outcome.report.empty()) {
     const std::filesystem::path path = plan_path(id);
     write_file(path, read_file(path) + outcome.report);
-    context_.notify("window/showMessage",
-                    {{"type", 3}, {"message", "MaxKernel: " + outcome.summary}});
+    server_.notify("window/showMessage",
+                   {{"type", 3}, {"message", "MaxKernel: " + outcome.summary}});
   }
   if (!outcome.proposed.empty()) {
     s->proposed = outcome.proposed;
@@ -553,7 +552,7 @@ void HitlRuns::finish_phase(const std::string& id, agents::HitlPhase phase,
 // ----- edits --------------------------------------------------------------------------------
 
 void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
-  OpenDocument* doc = context_.find_document(s.uri);
+  OpenDocument* doc = server_.find_document(s.uri);
   if (!doc) {
     agents::hitl_record_result(s, label +
                                       "; edit not sent: the document is not open (open it, "
@@ -569,11 +568,11 @@ void HitlRuns::send_edit(SessionRecord& s, const std::string& label) {
     const std::string why = "the document changed since the session read it (version " +
                             std::to_string(s.doc_version) + ", now " +
                             std::to_string(doc->text.version()) + ")";
-    context_.notify("window/showMessage",
-                    {{"type", 2},
-                     {"message", "MaxKernel: " + why +
-                                     "; the edit was not sent. Answer Retry to re-read the "
-                                     "document and propose again."}});
+    server_.notify("window/showMessage",
+                   {{"type", 2},
+                    {"message", "MaxKernel: " + why +
+                                    "; the edit was not sent. Answer Retry to re-read the "
+                                    "document and propose again."}});
     agents::hitl_record(s, "edit not sent", why);
     agents::hitl_record_result(s, "edit not sent: " + why);
     save(s);
@@ -616,7 +615,7 @@ void HitlRuns::on_edit_answer(const std::string& id, const std::string& label, c
     // The client applied it. Its didChange may not have arrived yet (clients send the answer
     // first or second): then the proposal is the candidate, and the version is adopted once the
     // document shows that text (send_edit, Retry).
-    const OpenDocument* doc = context_.find_document(s->uri);
+    const OpenDocument* doc = server_.find_document(s->uri);
     if (doc && doc->text.version() != s->doc_version) {
       s->code = doc->text.text();
       s->doc_version = doc->text.version();
@@ -680,14 +679,14 @@ void HitlRuns::on_answer(const std::string& id, int serial, const json* result,
           (*result)["title"].get<std::string>(),
           feedback.is_string() ? feedback.get<std::string>() : std::string());
     } catch (const std::invalid_argument& e) {
-      context_.notify("window/showMessage",
-                      {{"type", 1}, {"message", std::string("MaxKernel: ") + e.what()}});
+      server_.notify("window/showMessage",
+                     {{"type", 1}, {"message", std::string("MaxKernel: ") + e.what()}});
       return ask(id);
     }
   }
   // Retry after the document moved: re-read it, so the next proposal starts from what is there.
   if (answer.kind == agents::HitlAnswer::Kind::Retry) {
-    if (OpenDocument* doc = context_.find_document(s->uri);
+    if (OpenDocument* doc = server_.find_document(s->uri);
         doc && doc->text.version() != s->doc_version && doc->text.text() != s->code) {
       agents::hitl_record(*s, "rebased", "document version " + std::to_string(doc->text.version()));
       s->code = doc->text.text();
@@ -714,7 +713,7 @@ void HitlRuns::finished(const SessionRecord& s) {
       spdlog::warn("step by step: run not updated: {}", e.what());
     }
   }
-  context_.notify(
+  server_.notify(
       "window/showMessage",
       {{"type", 3},
        {"message",

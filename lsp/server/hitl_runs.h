@@ -22,6 +22,7 @@
 #include "lsp/server/feature.h"
 #include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
+#include "lsp/server/server_port.h"
 #include "service/hitl_phases.h"
 #include "service/workspace.h"
 
@@ -30,31 +31,14 @@ namespace mk::server {
 using service::HitlHostJob;
 using service::HitlPhaseOutcome;
 
-// Which LLM plans and implements ("none": the rule-based proposer).
-struct LlmChoice {
-  std::string spec = "none";
-  std::optional<std::string> api_key;  // memory only; never stored or logged
-};
-
 class HitlRuns : public Feature {
  public:
-  struct Context {
-    std::function<void(std::function<void()>)> post;  // run on the main loop
-    std::function<OpenDocument*(const std::string& uri)> find_document;
-    std::function<void(const std::string& method, nlohmann::json params)> notify;
-    std::function<void(const std::string& uri)> refresh;  // re-publish diagnostics
-    std::function<const knowledge::TpuGeneration&()> target;
-    std::function<HostSettings()> host_settings;
-    // The maxkernel.llm spec and the key from the secret store, as they are now; unset: rules.
-    std::function<LlmChoice()> llm;
-  };
-
-  HitlRuns(Context context, service::Workspace& workspace, rpc::OutgoingRequests& outgoing,
+  HitlRuns(ServerPort& server, service::Workspace& workspace, rpc::OutgoingRequests& outgoing,
            const ClientCapabilities& client, ProgressTracker& progress);
   ~HitlRuns();
 
   // A fixed proposer for every session (tests). Unset, each plan/implement phase builds one from
-  // Context::llm: the LLM planner/implementer when maxkernel.llm names one, else RuleProposer.
+  // ServerPort::llm: the LLM planner/implementer when maxkernel.llm names one, else RuleProposer.
   void set_proposer(std::shared_ptr<agents::Proposer> proposer) { proposer_ = std::move(proposer); }
   // executeCommand maxkernel.optimizeStepByStep: {uri, kernel} opens a session, {session, uri}
   // resumes one (re-asking its pending question). Throws RpcError on bad arguments.
@@ -101,12 +85,12 @@ class HitlRuns : public Feature {
   void finished(const agents::SessionRecord& session);
   std::shared_ptr<tpu::HostPool> host(std::string& error);
 
-  Context context_;
+  ServerPort& server_;
   service::Workspace& workspace_;
   rpc::OutgoingRequests& outgoing_;
   const ClientCapabilities& client_;
   ProgressTracker& progress_;
-  std::shared_ptr<agents::Proposer> proposer_;  // null: per phase, from Context::llm
+  std::shared_ptr<agents::Proposer> proposer_;  // null: per phase, from ServerPort::llm
   std::map<std::string, int> question_serial_;  // session -> the question whose answer counts
   std::map<std::string, std::pair<int64_t, std::vector<service::Finding>>>
       diagnostics_;  // uri -> (document version, the phase's findings)

@@ -28,8 +28,8 @@ std::string kernel_site_hash(const OpenDocument& doc, const pallas::Kernel& k) {
       .substr(0, 16);
 }
 
-KernelRuns::KernelRuns(Context context, service::Workspace& workspace, ProgressTracker& progress)
-    : context_(std::move(context)), workspace_(workspace), progress_(progress) {}
+KernelRuns::KernelRuns(ServerPort& server, service::Workspace& workspace, ProgressTracker& progress)
+    : server_(server), workspace_(workspace), progress_(progress) {}
 
 KernelRuns::~KernelRuns() {
   cancel_all();
@@ -87,14 +87,13 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
   pending.kernel_name = kernel.name;
   pending.site_hash = kernel_site_hash(doc, kernel);
   pending.version = doc.text.version();
-  auto post = context_.post;
   pool_.submit([this, h, store, request, kind, job_id, uri = doc.text.uri(), pending, cancelled,
-                post, token, target] {
+                token, target] {
     service::KernelCheckOptions options;
     if (kind == "profile") options.target = &target;
     options.cancelled = [cancelled] { return cancelled->load(); };
-    options.on_progress = [post, this, token](const std::string& stage) {
-      post([this, token, stage] { progress_.report(token, stage); });
+    options.on_progress = [this, token](const std::string& stage) {
+      server_.post([this, token, stage] { progress_.report(token, stage); });
     };
     const service::KernelCheck check = service::run_kernel_check(
         kind == "test" ? service::KernelOp::Test : service::KernelOp::Profile, *h, store.get(),
@@ -104,7 +103,7 @@ json KernelRuns::start(const std::string& kind, OpenDocument& doc, size_t kernel
     result.hint = check.hint;
     result.diagnosis = check.diagnosis;
     result.origin = "Profile on " + check.host;
-    post([this, job_id, uri, result] { finish(job_id, uri, result); });
+    server_.post([this, job_id, uri, result] { finish(job_id, uri, result); });
   });
   return {{"status", "started"}, {"job", job_id}, {"progressToken", json::parse(token)}};
 }
@@ -113,7 +112,7 @@ void KernelRuns::finish(const std::string& job_id, const std::string& uri, Kerne
   if (const std::optional<service::Job> job = workspace_.jobs().remove(job_id))
     progress_.end(job->progress, result.verdict.message.substr(0, 120));
   results_[uri][result.kind + ":" + result.kernel_name] = std::move(result);
-  context_.refresh(uri);
+  server_.refresh_after_run(uri);
 }
 
 void KernelRuns::on_save(OpenDocument& doc) {
@@ -136,17 +135,16 @@ void KernelRuns::on_save(OpenDocument& doc) {
   if (!h || !h->all_local()) return;  // on-save lowering stays local
   lowering_[uri] = false;
   const int64_t version = doc.text.version();
-  auto post = context_.post;
   // The model and lines of the saved text: an error naming an operand goes on its BlockSpec.
   pallas::PallasModel model = doc.analysis ? doc.analysis->model : pallas::PallasModel{};
   text::LineIndex lines = doc.text.lines();
-  pool_.submit([this, h, request = std::move(*request), uri, version, post,
-                model = std::move(model), lines = std::move(lines)] {
+  pool_.submit([this, h, request = std::move(*request), uri, version, model = std::move(model),
+                lines = std::move(lines)] {
     service::KernelCheck check =
         service::run_kernel_check(service::KernelOp::Lower, *h, nullptr, request, {});
     for (service::Finding& f : check.line_findings)
       service::place_on_operand(f, check.error_message, model, lines);
-    post([this, check = std::move(check), uri, version] {
+    server_.post([this, check = std::move(check), uri, version] {
       if (check.verdict == service::Verdict::NotRun || check.verdict == service::Verdict::Cancelled)
         spdlog::warn("on-save lowering of {} did not run: {}", uri, check.message);
       KernelResult result;
@@ -157,8 +155,8 @@ void KernelRuns::on_save(OpenDocument& doc) {
       results_[uri]["lower:"] = std::move(result);
       const bool again = lowering_[uri];
       lowering_.erase(uri);
-      context_.refresh(uri);
-      if (OpenDocument* d = again ? context_.find_document(uri) : nullptr) on_save(*d);
+      server_.refresh_after_run(uri);
+      if (OpenDocument* d = again ? server_.find_document(uri) : nullptr) on_save(*d);
     });
   });
 }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,6 +17,7 @@
 #include "lsp/server/feature.h"
 #include "lsp/server/host_settings.h"
 #include "lsp/server/progress.h"
+#include "lsp/server/server_port.h"
 #include "service/finding.h"
 #include "service/kernel_checks.h"
 #include "service/workspace.h"
@@ -39,13 +39,7 @@ struct KernelResult {
 
 class KernelRuns : public Feature {
  public:
-  struct Context {
-    std::function<void(std::function<void()>)> post;      // run on the main loop
-    std::function<void(const std::string& uri)> refresh;  // re-publish + refresh lenses/hints
-    std::function<OpenDocument*(const std::string& uri)> find_document;
-  };
-
-  KernelRuns(Context context, service::Workspace& workspace, ProgressTracker& progress);
+  KernelRuns(ServerPort& server, service::Workspace& workspace, ProgressTracker& progress);
   ~KernelRuns();
 
   void configure(const HostSettings& settings);
@@ -97,7 +91,7 @@ class KernelRuns : public Feature {
   std::string diagnosis_addendum(OpenDocument& doc, const pallas::Kernel& kernel) const;
   void finish(const std::string& job_id, const std::string& uri, KernelResult result);
 
-  Context context_;
+  ServerPort& server_;
   service::Workspace& workspace_;
   ProgressTracker& progress_;
   HostSettings settings_;

@@ -83,8 +83,8 @@ struct KernelWriting::Written {
   service::GeneratedKernel kernel;
 };
 
-KernelWriting::KernelWriting(Context context, ProgressTracker& progress)
-    : context_(std::move(context)), progress_(progress) {}
+KernelWriting::KernelWriting(ServerPort& server, ProgressTracker& progress)
+    : server_(server), progress_(progress) {}
 
 KernelWriting::~KernelWriting() = default;
 
@@ -106,7 +106,7 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
   if (!args.is_array() || args.empty() || !args[0].is_object())
     params.fail("arguments", "expected [{uri}]");
   const rpc::ParamReader arg(args[0], "params.arguments[0]");
-  OpenDocument* doc = context_.find_document(arg.string("uri"));
+  OpenDocument* doc = server_.find_document(arg.string("uri"));
   if (!doc) arg.fail("uri", "document is not open");
   const knowledge::TpuGeneration* generation = knowledge::find_tpu_generation(target);
   if (!generation) throw rpc::RpcError(ec::kRequestFailed, "unknown TPU generation " + target);
@@ -143,9 +143,9 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
   // The warm hosts of the Test/Profile lenses, borrowed on the main loop; the job keeps them
   // alive (a settings change meanwhile retires them only when it ends).
   std::string host_error;
-  std::shared_ptr<tpu::HostPool> hosts = context_.borrow_hosts(host_error);
+  std::shared_ptr<tpu::HostPool> hosts = server_.borrow_hosts(host_error);
   pool_.submit([this, hosts, host_error, pending, entry, task = reference->task, generation, token,
-                running = running_, post = context_.post]() mutable {
+                running = running_]() mutable {
     if (!hosts) {
       pending.kernel.error_kind = "host";
       pending.kernel.error = "no host: " + host_error;
@@ -154,7 +154,7 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
       pending.kernel = service::generate_kernel(jobs, pending.anchor, task, *generation, entry);
     }
     hosts.reset();  // before the main loop hears of it: nothing holds the pool past the job
-    post([this, token, pending] { finish(token, pending); });
+    server_.post([this, token, pending] { finish(token, pending); });
     --*running;
   });
   reply.result({{"status", "started"}, {"job", job}, {"progressToken", json::parse(token)}});
@@ -163,7 +163,7 @@ void KernelWriting::execute(const rpc::ParamReader& params, rpc::Reply reply,
 void KernelWriting::finish(const std::string& token, const Written& written) {
   auto warn = [&](const std::string& message) {
     progress_.end(token, message);
-    context_.notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + message}});
+    server_.notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + message}});
   };
   const service::GeneratedKernel& k = written.kernel;
   if (!k.ok) return warn("no kernel written for `" + written.function + "`: " + k.error);
@@ -172,7 +172,7 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
   DocumentEdits changes;
   std::string where;
   if (written.form == "infile") {
-    OpenDocument* doc = context_.find_document(written.uri);
+    OpenDocument* doc = server_.find_document(written.uri);
     if (!doc) return warn("the document was closed before the kernel was written");
     if (doc->text.version() != written.version)
       return warn("the document changed while the kernel was written (version " +
@@ -212,12 +212,12 @@ void KernelWriting::finish(const std::string& token, const Written& written) {
   const json workspace_edit = to_workspace_edit({changes}, /*document_changes=*/true,
                                                 client_.change_annotations ? &annotation : nullptr);
   progress_.end(token, k.kernel_class + " kernel written; review the edit " + where);
-  context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
-                   [notify = context_.notify, label](const json* result, const rpc::Error* error) {
-                     const bool applied =
-                         !error && result && result->is_object() && result->value("applied", false);
-                     spdlog::info("{}: {}", label, applied ? "applied" : "not applied");
-                   });
+  server_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
+                  [label](const json* result, const rpc::Error* error) {
+                    const bool applied =
+                        !error && result && result->is_object() && result->value("applied", false);
+                    spdlog::info("{}: {}", label, applied ? "applied" : "not applied");
+                  });
 }
 
 }  // namespace mk::server

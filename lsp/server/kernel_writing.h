@@ -18,24 +18,16 @@
 #include "lsp/server/document_store.h"
 #include "lsp/server/feature.h"
 #include "lsp/server/progress.h"
+#include "lsp/server/server_port.h"
 #include "service/workspace.h"
 
 namespace mk::server {
 
 class KernelWriting : public Feature {
  public:
-  using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
-  struct Context {
-    std::function<void(std::function<void()>)> post;  // run on the main loop
-    std::function<OpenDocument*(const std::string& uri)> find_document;
-    std::function<void(const std::string& method, nlohmann::json params)> notify;
-    std::function<void(const std::string& method, nlohmann::json params, ResponseHandler)> request;
-    // The server's warm hosts (KernelRuns::shared_host), asked on the main loop.
-    std::function<std::shared_ptr<tpu::HostPool>(std::string& error)> borrow_hosts;
-  };
   static constexpr const char* kCommand = "maxkernel.writeKernel";
 
-  KernelWriting(Context context, ProgressTracker& progress);
+  KernelWriting(ServerPort& server, ProgressTracker& progress);
   ~KernelWriting();
 
   void set_client(const ClientCapabilities& client) { client_ = client; }
@@ -55,12 +47,12 @@ class KernelWriting : public Feature {
   struct Written;
   void finish(const std::string& token, const Written& written);
 
-  Context context_;
+  ServerPort& server_;
   ProgressTracker& progress_;
   ClientCapabilities client_;
   int next_job_ = 1;
   std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
-  BackgroundPool pool_{1};  // last: destroyed first, so no job outlives the context
+  BackgroundPool pool_{1};  // last: destroyed first, so no job outlives the server
 };
 
 }  // namespace mk::server

@@ -6,11 +6,8 @@
 #include <thread>
 
 #include "lsp/protocol/message_json.h"
-#include "lsp/server/commands.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/lsp_convert.h"
-#include "lsp/server/position_params.h"
-#include "lsp/server/uri.h"
 
 namespace mk::server {
 
@@ -24,27 +21,6 @@ namespace {
 
 constexpr auto kSlowTurn = std::chrono::milliseconds(100);
 
-// The folders of the workspace (workspaceFolders, else rootUri, else rootPath).
-std::vector<std::filesystem::path> workspace_roots(const ParamReader& params) {
-  std::vector<std::filesystem::path> roots;
-  if (const json* folders = params.optional_raw("workspaceFolders");
-      folders && folders->is_array()) {
-    for (const json& f : *folders) {
-      if (!f.is_object() || !f.contains("uri") || !f["uri"].is_string()) continue;
-      if (auto path = path_of_uri(f["uri"].get<std::string>())) roots.push_back(*path);
-    }
-  }
-  if (roots.empty()) {
-    if (const json* root = params.optional_raw("rootUri"); root && root->is_string()) {
-      if (auto path = path_of_uri(root->get<std::string>())) roots.push_back(*path);
-    } else if (const json* root_path = params.optional_raw("rootPath");
-               root_path && root_path->is_string()) {
-      roots.emplace_back(root_path->get<std::string>());
-    }
-  }
-  return roots;
-}
-
 }  // namespace
 
 LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::string_view)> sink)
@@ -56,41 +32,10 @@ LanguageServer::LanguageServer(ServerOptions options, std::function<void(std::st
       progress_(
           [this](const std::string& method, json params) { notify(method, std::move(params)); },
           outgoing_),
-      optimizations_(
-          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-           [this](const std::string& uri) { refresh_after_run(uri); },
-           [this](const std::string& uri) { return documents_.find(uri); },
-           [this](const std::string& method, json params) { notify(method, std::move(params)); },
-           [this](const std::string& method, json params, OptimizationRuns::ResponseHandler h) {
-             outgoing_.send(method, std::move(params), std::move(h),
-                            options_.client_request_timeout);
-           },
-           [this](const std::string& job) { return runs_.cancel_job(job); }},
-          workspace_, progress_),
-      hitl_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-             [this](const std::string& uri) { return documents_.find(uri); },
-             [this](const std::string& method, json params) { notify(method, std::move(params)); },
-             [this](const std::string& uri) { dirty_.push_back(uri); },
-             [this]() -> const knowledge::TpuGeneration& { return target(); },
-             [this] { return host_settings(); },
-             [this] {
-               return LlmChoice{llm_spec_of(settings_.llm), llm_api_key_};
-             }},
-            workspace_, outgoing_, client_, progress_),
-      writing_(
-          {[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-           [this](const std::string& uri) { return documents_.find(uri); },
-           [this](const std::string& method, json params) { notify(method, std::move(params)); },
-           [this](const std::string& method, json params, KernelWriting::ResponseHandler h) {
-             outgoing_.send(method, std::move(params), std::move(h),
-                            options_.client_request_timeout);
-           },
-           [this](std::string& error) { return runs_.shared_host(error); }},
-          progress_),
-      runs_({[this](std::function<void()> task) { queue_.push(rpc::Task(std::move(task))); },
-             [this](const std::string& uri) { refresh_after_run(uri); },
-             [this](const std::string& uri) { return documents_.find(uri); }},
-            workspace_, progress_) {
+      optimizations_(*this, workspace_, progress_),
+      hitl_(*this, workspace_, outgoing_, client_, progress_),
+      writing_(*this, progress_),
+      runs_(*this, workspace_, progress_) {
   documents_.set_tree_release([this](syntax::TreePtr tree) { trees_.release(std::move(tree)); });
   register_handlers();
   if (options_.enable_test_methods) register_test_methods();
@@ -111,6 +56,34 @@ void LanguageServer::send(const json& message) {
 
 void LanguageServer::notify(const std::string& method, json params) {
   send(rpc::make_notification(method, std::move(params)));
+}
+
+void LanguageServer::post(std::function<void()> task) {
+  queue_.push(rpc::Task(std::move(task)));
+}
+
+OpenDocument* LanguageServer::find_document(const std::string& uri) {
+  return documents_.find(uri);
+}
+
+void LanguageServer::request(const std::string& method, json params, ResponseHandler handler) {
+  outgoing_.send(method, std::move(params), std::move(handler), options_.client_request_timeout);
+}
+
+void LanguageServer::republish(const std::string& uri) {
+  dirty_.push_back(uri);
+}
+
+LlmChoice LanguageServer::llm() const {
+  return {llm_spec_of(settings_.llm), llm_api_key_};
+}
+
+bool LanguageServer::cancel_kernel_job(const std::string& job) {
+  return runs_.cancel_job(job);
+}
+
+std::shared_ptr<tpu::HostPool> LanguageServer::borrow_hosts(std::string& error) {
+  return runs_.shared_host(error);
 }
 
 const knowledge::TpuGeneration& LanguageServer::target() const {
@@ -297,39 +270,6 @@ OpenDocument& LanguageServer::document_for(const ParamReader& params) {
   return *doc;
 }
 
-// ----- configuration ------------------------------------------------------------------------
-
-void LanguageServer::apply_configuration(const json& value) {
-  const std::string before = settings_.target;
-  std::vector<std::string> problems;
-  apply_settings(value, settings_, problems);
-  for (const std::string& p : problems)
-    notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
-  runs_.configure(host_settings());
-  if (settings_.target != before) {
-    spdlog::info("target generation: {}", settings_.target);
-    for (auto& [uri, doc] : documents_.all()) {
-      if (doc->python) dirty_.push_back(uri);
-    }
-    if (client_.inlay_hint_refresh) {
-      outgoing_.send("workspace/inlayHint/refresh", nullptr, [](const json*, const rpc::Error*) {});
-    }
-  }
-}
-
-void LanguageServer::pull_configuration() {
-  outgoing_.send(
-      "workspace/configuration", {{"items", json::array({{{"section", "maxkernel"}}})}},
-      [this](const json* result, const rpc::Error* error) {
-        if (error) {
-          spdlog::warn("workspace/configuration failed: {}", error->message);
-          return;
-        }
-        if (result && result->is_array() && !result->empty()) apply_configuration((*result)[0]);
-      },
-      options_.client_request_timeout);
-}
-
 // ----- handlers -----------------------------------------------------------------------------
 
 void LanguageServer::register_handlers() {
@@ -346,86 +286,40 @@ void LanguageServer::register_handlers() {
   dispatcher_.set_notification_gate(
       [this](const std::string& method) { return initialized_ || method == "exit"; });
 
-  dispatcher_.on_request("initialize",
-                         [this](const ParamReader& p, Reply r) { on_initialize(p, r); });
-  dispatcher_.on_notification("initialized", [](const ParamReader&) {});
-  // The editor's secret store hands the LLM key over here; it lives in memory only.
-  dispatcher_.on_notification("maxkernel/setApiKey",
-                              [this](const ParamReader& p) { take_api_key(p.value()); });
-  dispatcher_.on_request("shutdown", [this](const ParamReader&, Reply r) {
-    shutdown_requested_ = true;
-    optimizations_.cancel_all();  // no new work after shutdown; exit waits for the workers
-    r.result(nullptr);
-  });
-  dispatcher_.on_notification("exit", [this](const ParamReader&) { exit_requested_ = true; });
-
-  dispatcher_.on_notification("textDocument/didOpen",
-                              [this](const ParamReader& p) { on_did_open(p); });
-  dispatcher_.on_notification("textDocument/didChange",
-                              [this](const ParamReader& p) { on_did_change(p); });
-  dispatcher_.on_notification("textDocument/didSave", [this](const ParamReader& p) {
-    const std::string uri = p.object("textDocument").string("uri");
-    if (OpenDocument* doc = documents_.find(uri)) {
-      if (doc->python) doc->analyse(target());
-      runs_.on_save(*doc);
-    }
-    wrapper_file_changed(uri);
-  });
-  dispatcher_.on_notification("window/workDoneProgress/cancel", [this](const ParamReader& p) {
-    const std::string token = p.raw("token").dump();
-    if (const service::Job* job = workspace_.jobs().cancel_by_progress_token(token))
-      spdlog::info("{} job {} cancelled by its progress token {}", job->group, job->id, token);
-  });
-  dispatcher_.on_notification("textDocument/didClose", [this](const ParamReader& p) {
-    const std::string uri = p.object("textDocument").string("uri");
-    documents_.close(uri);
-    notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
-    wrapper_file_changed(uri);  // the disk's text is the module's again
-  });
-  // Sent by clients that watch the workspace's files for us (e.g. a wrapper module saved by
-  // another tool); each changed file's wrappers are described again.
-  dispatcher_.on_notification("workspace/didChangeWatchedFiles", [this](const ParamReader& p) {
-    const json& changes = p.raw("changes");
-    if (!changes.is_array()) p.fail("changes", "expected an array");
-    for (const json& change : changes) {
-      if (change.is_object() && change.contains("uri") && change["uri"].is_string())
-        wrapper_file_changed(change["uri"].get<std::string>());
-    }
-  });
-  dispatcher_.on_notification("workspace/didChangeConfiguration", [this](const ParamReader& p) {
-    if (client_.configuration) {
-      pull_configuration();
-    } else if (const json* s = p.optional_raw("settings")) {
-      apply_configuration(*s);
-    }
-  });
-
-  dispatcher_.on_request("textDocument/hover",
-                         [this](const ParamReader& p, Reply r) { on_hover(p, r); });
-  dispatcher_.on_request("textDocument/codeLens",
-                         [this](const ParamReader& p, Reply r) { on_code_lens(p, r); });
-  dispatcher_.on_request("textDocument/codeAction",
-                         [this](const ParamReader& p, Reply r) { on_code_action(p, r); });
-  dispatcher_.on_request("textDocument/inlayHint",
-                         [this](const ParamReader& p, Reply r) { on_inlay_hint(p, r); });
-  dispatcher_.on_request("textDocument/documentSymbol",
-                         [this](const ParamReader& p, Reply r) { on_document_symbol(p, r); });
-  dispatcher_.on_request("maxkernel/sessions",
-                         [this](const ParamReader&, Reply r) { r.result(hitl_.sessions()); });
-  dispatcher_.on_request("maxkernel/status",
-                         [this](const ParamReader& p, Reply r) { on_status(p, r); });
-  dispatcher_.on_request("workspace/executeCommand",
-                         [this](const ParamReader& p, Reply r) { on_execute_command(p, r); });
-}
-
-HostSettings LanguageServer::host_settings() const {
-  HostSettings h;
-  h.default_host = settings_.host;
-  h.local_python = settings_.python;
-  h.hosts = settings_.hosts;
-  h.lower_on_save = settings_.lower_on_save;
-  h.target = settings_.target;
-  return h;
+  // Each method's handler: lifecycle_requests.cpp, document_sync.cpp, document_requests.cpp,
+  // command_requests.cpp.
+  using Request = void (LanguageServer::*)(const ParamReader&, Reply);
+  using Notification = void (LanguageServer::*)(const ParamReader&);
+  static constexpr std::pair<const char*, Request> kRequests[] = {
+      {"initialize", &LanguageServer::on_initialize},
+      {"shutdown", &LanguageServer::on_shutdown},
+      {"textDocument/hover", &LanguageServer::on_hover},
+      {"textDocument/codeLens", &LanguageServer::on_code_lens},
+      {"textDocument/codeAction", &LanguageServer::on_code_action},
+      {"textDocument/inlayHint", &LanguageServer::on_inlay_hint},
+      {"textDocument/documentSymbol", &LanguageServer::on_document_symbol},
+      {"maxkernel/sessions", &LanguageServer::on_sessions},
+      {"maxkernel/status", &LanguageServer::on_status},
+      {"workspace/executeCommand", &LanguageServer::on_execute_command},
+  };
+  static constexpr std::pair<const char*, Notification> kNotifications[] = {
+      {"initialized", &LanguageServer::on_initialized},
+      {"exit", &LanguageServer::on_exit},
+      {"maxkernel/setApiKey", &LanguageServer::on_set_api_key},
+      {"textDocument/didOpen", &LanguageServer::on_did_open},
+      {"textDocument/didChange", &LanguageServer::on_did_change},
+      {"textDocument/didSave", &LanguageServer::on_did_save},
+      {"textDocument/didClose", &LanguageServer::on_did_close},
+      {"workspace/didChangeWatchedFiles", &LanguageServer::on_did_change_watched_files},
+      {"workspace/didChangeConfiguration", &LanguageServer::on_did_change_configuration},
+      {"window/workDoneProgress/cancel", &LanguageServer::on_work_done_progress_cancel},
+  };
+  for (const auto& [method, handler] : kRequests)
+    dispatcher_.on_request(
+        method, [this, handler](const ParamReader& p, Reply r) { (this->*handler)(p, r); });
+  for (const auto& [method, handler] : kNotifications)
+    dispatcher_.on_notification(method,
+                                [this, handler](const ParamReader& p) { (this->*handler)(p); });
 }
 
 void LanguageServer::refresh_after_run(const std::string& uri) {
@@ -436,117 +330,6 @@ void LanguageServer::refresh_after_run(const std::string& uri) {
   if (client_.code_lens_refresh) {
     outgoing_.send("workspace/codeLens/refresh", nullptr, [](const json*, const rpc::Error*) {});
   }
-}
-
-void LanguageServer::take_api_key(const json& secret) {
-  if (!secret.is_object() || !secret.contains("apiKey")) return;
-  if (secret["apiKey"].is_string() && !secret["apiKey"].get<std::string>().empty())
-    llm_api_key_ = secret["apiKey"].get<std::string>();
-  else
-    llm_api_key_.reset();
-  spdlog::info("LLM API key {}", llm_api_key_ ? "received (kept in memory)" : "cleared");
-}
-
-void LanguageServer::on_initialize(const ParamReader& params, Reply reply) {
-  if (const json* caps = params.optional_raw("capabilities"))
-    client_ = resolve_client_capabilities(*caps);
-  if (const json* options = params.optional_raw("initializationOptions")) {
-    std::vector<std::string> problems;
-    apply_settings(*options, settings_, problems);
-    // Shown in the editor too (window/showMessage may precede the initialize reply): a misspelled
-    // setting must not be ignored without a word.
-    for (const auto& p : problems) {
-      spdlog::warn("initializationOptions: {}", p);
-      notify("window/showMessage", {{"type", 2}, {"message", "MaxKernel: " + p}});
-    }
-    take_api_key(options->value("secrets", json::object()).value("llm", json::object()));
-  }
-  progress_.set_client_support(client_.work_done_progress);
-  optimizations_.set_client(client_);
-  writing_.set_client(client_);
-  runs_.configure(host_settings());
-  documents_.set_workspace_roots(workspace_roots(params));
-  initialized_ = true;
-  reply.result({{"capabilities", server_capabilities()},
-                {"serverInfo", {{"name", "maxkernel-lsp"}, {"version", "0.1.0"}}}});
-  // The target's facts come from a bundled table read on first use: read it while the client
-  // takes in the answer, not inside the first open file's diagnostics.
-  spdlog::info("target generation: {}", target().name);
-}
-
-void LanguageServer::on_did_open(const ParamReader& params) {
-  const ParamReader td = params.object("textDocument");
-  const std::string uri = td.string("uri");
-  const std::string language = td.optional_string("languageId").value_or("python");
-  const bool python = language == "python" || uri.ends_with(".py");
-  documents_.open(uri, td.optional_integer("version").value_or(0), td.take_string("text"), python);
-  dirty_.push_back(uri);
-  wrapper_file_changed(uri);  // its open text now wins over the disk's
-}
-
-void LanguageServer::wrapper_file_changed(const std::string& uri) {
-  for (std::string& affected : documents_.file_changed(uri)) dirty_.push_back(std::move(affected));
-}
-
-void LanguageServer::on_did_change(const ParamReader& params) {
-  const ParamReader td = params.object("textDocument");
-  const std::string uri = td.string("uri");
-  OpenDocument* doc = documents_.find(uri);
-  if (!doc) {
-    spdlog::warn("didChange for a document that is not open: {}", uri);
-    return;
-  }
-  const json& changes = params.raw("contentChanges");
-  if (!changes.is_array()) params.fail("contentChanges", "expected an array");
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const ParamReader change(changes[i],
-                             params.path() + ".contentChanges[" + std::to_string(i) + "]");
-    const std::string new_text = change.string("text");
-    if (change.optional_raw("range")) {
-      const text::ByteEdit edit =
-          doc->text.apply_change(read_range(change.object("range")), new_text);
-      if (doc->python) doc->reparse_edit(edit);
-    } else {
-      doc->text.replace_all(new_text);
-      if (doc->python)
-        for (syntax::TreePtr& tree : doc->reparse_all()) trees_.release(std::move(tree));
-    }
-  }
-  if (auto version = td.optional_integer("version")) doc->text.set_version(*version);
-  doc->invalidate_analysis();
-  dirty_.push_back(uri);
-  wrapper_file_changed(uri);
-}
-
-void LanguageServer::on_execute_command(const ParamReader& params, Reply reply) {
-  const std::string command = params.string("command");
-  if (command == "maxkernel.test" || command == "maxkernel.profile") {
-    const json& args = params.raw("arguments");
-    if (!args.is_array() || args.empty() || !args[0].is_object())
-      params.fail("arguments", "expected [{uri, kernel}]");
-    const ParamReader arg(args[0], "params.arguments[0]");
-    OpenDocument* doc = documents_.find(arg.string("uri"));
-    if (!doc) arg.fail("uri", "document is not open");
-    doc->analyse(target());
-    const int64_t index = arg.integer("kernel");
-    if (index < 0) arg.fail("kernel", "must be a kernel index");
-    return reply.result(runs_.start(command == "maxkernel.test" ? "test" : "profile", *doc,
-                                    static_cast<size_t>(index),
-                                    params.optional_raw("workDoneToken"), target()));
-  }
-  if (command == "maxkernel.optimizeStepByStep") {
-    const json& args = params.raw("arguments");
-    if (!args.is_array() || args.empty())
-      params.fail("arguments", "expected [{uri, kernel}] or [{session, uri}]");
-    return reply.result(hitl_.start(args[0]));
-  }
-  if (OptimizationRuns::handles(command))
-    return optimizations_.execute(
-        command, params, reply,
-        {host_settings(), settings_.budget, settings_.target, llm_spec_of(settings_.llm),
-         llm_api_key_, settings_.autotune_configs});
-  if (command == KernelWriting::kCommand) return writing_.execute(params, reply, settings_.target);
-  throw rpc::RpcError(ec::kInvalidParams, "params.command: unknown command '" + command + "'");
 }
 
 void LanguageServer::register_test_methods() {

@@ -22,6 +22,7 @@
 #include "lsp/server/kernel_writing.h"
 #include "lsp/server/optimization_runs.h"
 #include "lsp/server/progress.h"
+#include "lsp/server/server_port.h"
 #include "lsp/server/settings.h"
 #include "lsp/server/tree_worker.h"
 #include "service/workspace.h"
@@ -34,7 +35,7 @@ struct ServerOptions {
   std::chrono::milliseconds client_request_timeout{30000};
 };
 
-class LanguageServer {
+class LanguageServer final : private ServerPort {
  public:
   LanguageServer(ServerOptions options, std::function<void(std::string_view)> sink);
   ~LanguageServer();
@@ -48,7 +49,19 @@ class LanguageServer {
   void reader_loop(rpc::ByteSource& input);
   void handle_message(nlohmann::json& message);
   void send(const nlohmann::json& message);
-  void notify(const std::string& method, nlohmann::json params);
+  // ServerPort: what the features ask of the server.
+  void post(std::function<void()> task) override;
+  OpenDocument* find_document(const std::string& uri) override;
+  void notify(const std::string& method, nlohmann::json params) override;
+  void request(const std::string& method, nlohmann::json params, ResponseHandler handler) override;
+  void republish(const std::string& uri) override;
+  void refresh_after_run(const std::string& uri) override;
+  const knowledge::TpuGeneration& target() const override;
+  HostSettings host_settings() const override;
+  LlmChoice llm() const override;
+  bool cancel_kernel_job(const std::string& job) override;
+  std::shared_ptr<tpu::HostPool> borrow_hosts(std::string& error) override;
+
   void flush_dirty_documents();
   void publish_diagnostics(OpenDocument& doc);
   nlohmann::json diagnostics_of(OpenDocument& doc);
@@ -57,18 +70,26 @@ class LanguageServer {
   void start_full_parse(OpenDocument& doc);
   void adopt_full_tree(const std::string& uri, uint64_t generation, syntax::TreePtr full);
   size_t partly_parsed();  // open documents whose tree does not cover all of their text yet
-  const knowledge::TpuGeneration& target() const;
   // True when an edit to `uri` is already queued, so a result computed now would be stale.
   bool edit_pending(const std::string& uri) const;
   OpenDocument& document_for(const rpc::ParamReader& params);
   void apply_configuration(const nlohmann::json& value);
   void pull_configuration();
 
-  // handlers
-  void take_api_key(const nlohmann::json& secret);  // {provider, apiKey|null}
+  // Lifecycle and settings (lifecycle_requests.cpp).
   void on_initialize(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_initialized(const rpc::ParamReader& params);
+  void on_shutdown(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_exit(const rpc::ParamReader& params);
+  void on_set_api_key(const rpc::ParamReader& params);
+  void take_api_key(const nlohmann::json& secret);  // {provider, apiKey|null}
+  void on_did_change_configuration(const rpc::ParamReader& params);
+  // Document synchronisation (document_sync.cpp).
   void on_did_open(const rpc::ParamReader& params);
   void on_did_change(const rpc::ParamReader& params);
+  void on_did_save(const rpc::ParamReader& params);
+  void on_did_close(const rpc::ParamReader& params);
+  void on_did_change_watched_files(const rpc::ParamReader& params);
   // A wrapper module may have changed: the documents that import it are analysed again.
   void wrapper_file_changed(const std::string& uri);
   // The document requests (document_requests.cpp): each asks the features in features_.
@@ -78,10 +99,19 @@ class LanguageServer {
   void on_inlay_hint(const rpc::ParamReader& params, rpc::Reply reply);
   void on_document_symbol(const rpc::ParamReader& params, rpc::Reply reply);
   void on_status(const rpc::ParamReader& params, rpc::Reply reply);
+  // workspace/executeCommand and its jobs (command_requests.cpp): one function per command.
   void on_execute_command(const rpc::ParamReader& params, rpc::Reply reply);
+  void start_kernel_run(const std::string& command, const rpc::ParamReader& params,
+                        rpc::Reply reply);
+  void start_step_by_step(const std::string& command, const rpc::ParamReader& params,
+                          rpc::Reply reply);
+  void start_kernel_writing(const std::string& command, const rpc::ParamReader& params,
+                            rpc::Reply reply);
+  void run_optimization_command(const std::string& command, const rpc::ParamReader& params,
+                                rpc::Reply reply);
+  void on_sessions(const rpc::ParamReader& params, rpc::Reply reply);
+  void on_work_done_progress_cancel(const rpc::ParamReader& params);
   void register_test_methods();
-  void refresh_after_run(const std::string& uri);
-  HostSettings host_settings() const;
 
   ServerOptions options_;
   rpc::FrameWriter writer_;

@@ -127,9 +127,9 @@ agents::Budget editor_budget(const std::string& mode, const json& settings) {
   return b;
 }
 
-OptimizationRuns::OptimizationRuns(Context context, service::Workspace& workspace,
+OptimizationRuns::OptimizationRuns(ServerPort& server, service::Workspace& workspace,
                                    ProgressTracker& progress)
-    : context_(std::move(context)), workspace_(workspace), progress_(progress) {}
+    : server_(server), workspace_(workspace), progress_(progress) {}
 
 OptimizationRuns::~OptimizationRuns() {
   shutdown();
@@ -171,7 +171,7 @@ void OptimizationRuns::execute(const std::string& command, const rpc::ParamReade
       workspace_.jobs().cancel(job);
       return reply.result({{"status", "cancelling"}, {"job", job}});
     }
-    if (context_.cancel_other_job && context_.cancel_other_job(job))
+    if (server_.cancel_kernel_job(job))
       return reply.result({{"status", "cancelling"}, {"job", job}});
     throw rpc::RpcError(ec::kInvalidParams,
                         "params.arguments[0].job: no running job '" + job + "'");
@@ -194,7 +194,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
                              const rpc::ParamReader& arg, const OptimizationSettings& settings,
                              const json* work_done_token) {
   const std::string uri = arg.string("uri");
-  OpenDocument* doc = context_.find_document(uri);
+  OpenDocument* doc = server_.find_document(uri);
   if (!doc) arg.fail("uri", "document is not open");
   const knowledge::TpuGeneration* target = knowledge::find_tpu_generation(settings.target);
   if (!target) throw rpc::RpcError(ec::kRequestFailed, "unknown TPU generation " + settings.target);
@@ -261,7 +261,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
   std::string choice_error;
   std::optional<service::HostChoice> choice = host_choice_of(settings.host, choice_error);
   pool_.submit([this, store_keep, cache, settings, run_id, job_id, uri, token, pending,
-                baseline = doc->text.text(), cancelled, activity = activity_, post = context_.post,
+                baseline = doc->text.text(), cancelled, activity = activity_,
                 choice = std::move(choice), error = choice_error,
                 &workspace = workspace_]() mutable {
     OptimizationResult result;
@@ -270,7 +270,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     if (host) {
       for (const std::string& aside : host->set_aside()) {
         const std::string message = "set aside host " + aside + "; the others do the work";
-        post([this, token, message] { progress_.report(token, message); });
+        server_.post([this, token, message] { progress_.report(token, message); });
       }
     }
     agents::RunRecord final_run;
@@ -283,14 +283,15 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     } else {
       service::SearchSetup setup;
       setup.llm = editor_llm_setup(settings.llm_spec, settings.api_key);
-      auto on_progress = [this, post, token](const agents::SearchProgress& p) {
+      auto on_progress = [this, token](const agents::SearchProgress& p) {
         std::string message = "iteration " + std::to_string(p.round);
         if (p.max_rounds > 0) message += "/" + std::to_string(p.max_rounds);
         message += ", best " + speedup_text(p.best_speedup) + " " + p.score_label;
         if (!p.message.empty()) message += " \u2014 " + p.message;
         std::optional<int> percent;
         if (p.max_rounds > 0) percent = std::min(100, p.round * 100 / p.max_rounds);
-        post([this, token, message, percent] { progress_.report(token, message, percent); });
+        server_.post(
+            [this, token, message, percent] { progress_.report(token, message, percent); });
       };
       try {
         final_run = service::drive_search(*store_keep, *host, cache.get(), run_id, baseline,
@@ -325,7 +326,7 @@ json OptimizationRuns::start(const std::string& mode, const std::string& strateg
     result.kernel_name = pending.kernel_name;
     result.site_hash = pending.site_hash;
     result.version = pending.version;
-    post([this, job_id, uri, result] { finish(job_id, uri, result); });
+    server_.post([this, job_id, uri, result] { finish(job_id, uri, result); });
     std::lock_guard lock(activity->mutex);
     --activity->running;
     activity->idle.notify_all();
@@ -342,7 +343,7 @@ void OptimizationRuns::finish(const std::string& job_id, const std::string& uri,
     progress_.end(job->progress, result.message);
   spdlog::info("run {} {}: {}", result.run_id, result.status, result.message);
   results_[uri][result.kernel_name] = std::move(result);
-  context_.refresh(uri);
+  server_.refresh_after_run(uri);
 }
 
 void OptimizationRuns::cancel_all() {
@@ -370,7 +371,7 @@ const OptimizationResult* OptimizationRuns::result_for_run(const std::string& ur
 
 void OptimizationRuns::apply_best_variant(const std::string& uri, const std::string& run_id,
                                           rpc::Reply reply) {
-  OpenDocument* doc = context_.find_document(uri);
+  OpenDocument* doc = server_.find_document(uri);
   if (!doc)
     throw rpc::RpcError(ec::kInvalidParams, "params.arguments[0].uri: document is not open");
   const OptimizationResult* r = result_for_run(uri, run_id);
@@ -381,7 +382,7 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
   auto refuse = [&](const std::string& why) {
     const std::string message =
         "MaxKernel: the best variant of run " + r->run_id + " was not applied: " + why;
-    context_.notify("window/showMessage", {{"type", 2}, {"message", message}});
+    server_.notify("window/showMessage", {{"type", 2}, {"message", message}});
     reply.result({{"status", "refused"}, {"message", message}});
   };
   if (!r->best_node) return refuse("no variant beat the baseline");
@@ -404,17 +405,17 @@ void OptimizationRuns::apply_best_variant(const std::string& uri, const std::str
   const json workspace_edit = to_workspace_edit(
       {{uri, r->version, false, minimal_edits(doc->text, node->code)}}, client_.document_changes,
       client_.change_annotations ? &annotation : nullptr);
-  context_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
-                   [reply, run = r->run_id](const json* result, const rpc::Error* error) {
-                     if (error)
-                       return reply.result({{"status", "failed"}, {"message", error->message}});
-                     const bool applied =
-                         result && result->is_object() && result->value("applied", false);
-                     json answer = {{"status", applied ? "applied" : "rejected"}, {"run", run}};
-                     if (result && result->is_object() && result->contains("failureReason"))
-                       answer["message"] = (*result)["failureReason"];
-                     reply.result(answer);
-                   });
+  server_.request("workspace/applyEdit", {{"label", label}, {"edit", workspace_edit}},
+                  [reply, run = r->run_id](const json* result, const rpc::Error* error) {
+                    if (error)
+                      return reply.result({{"status", "failed"}, {"message", error->message}});
+                    const bool applied =
+                        result && result->is_object() && result->value("applied", false);
+                    json answer = {{"status", applied ? "applied" : "rejected"}, {"run", run}};
+                    if (result && result->is_object() && result->contains("failureReason"))
+                      answer["message"] = (*result)["failureReason"];
+                    reply.result(answer);
+                  });
 }
 
 json OptimizationRuns::open_report(const std::string& uri, const std::string& run_id) {
@@ -436,9 +437,9 @@ json OptimizationRuns::open_report(const std::string& uri, const std::string& ru
   out << report::render_report(*run, store.nodes(id));
   if (!out.flush()) throw rpc::RpcError(ec::kRequestFailed, "cannot write " + file.string());
   if (client_.show_document)
-    context_.request("window/showDocument",
-                     {{"uri", file_uri(file)}, {"external", false}, {"takeFocus", true}},
-                     [](const json*, const rpc::Error*) {});
+    server_.request("window/showDocument",
+                    {{"uri", file_uri(file)}, {"external", false}, {"takeFocus", true}},
+                    [](const json*, const rpc::Error*) {});
   return {{"reportPath", file.string()}, {"run", id}};
 }
 

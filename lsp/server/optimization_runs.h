@@ -25,6 +25,7 @@
 #include "lsp/server/feature.h"
 #include "lsp/server/kernel_runs.h"
 #include "lsp/server/progress.h"
+#include "lsp/server/server_port.h"
 #include "service/kernel_diagnosis.h"
 #include "service/workspace.h"
 
@@ -57,17 +58,7 @@ struct OptimizationSettings {
 
 class OptimizationRuns : public Feature {
  public:
-  using ResponseHandler = std::function<void(const nlohmann::json*, const rpc::Error*)>;
-  struct Context {
-    std::function<void(std::function<void()>)> post;      // run on the main loop
-    std::function<void(const std::string& uri)> refresh;  // re-publish + refresh lenses/hints
-    std::function<OpenDocument*(const std::string& uri)> find_document;
-    std::function<void(const std::string& method, nlohmann::json params)> notify;
-    std::function<void(const std::string& method, nlohmann::json params, ResponseHandler)> request;
-    std::function<bool(const std::string& job)> cancel_other_job;  // Test/Profile jobs
-  };
-
-  OptimizationRuns(Context context, service::Workspace& workspace, ProgressTracker& progress);
+  OptimizationRuns(ServerPort& server, service::Workspace& workspace, ProgressTracker& progress);
   ~OptimizationRuns();  // cancels running searches and waits for them
 
   void set_client(const ClientCapabilities& client) { client_ = client; }
@@ -132,7 +123,7 @@ class OptimizationRuns : public Feature {
   agents::RunStore& run_store();
   const OptimizationResult* result_for_run(const std::string& uri, const std::string& run_id) const;
 
-  Context context_;
+  ServerPort& server_;
   service::Workspace& workspace_;
   ProgressTracker& progress_;
   ClientCapabilities client_;
