@@ -314,12 +314,17 @@ void LanguageServer::register_handlers() {
       {"workspace/didChangeConfiguration", &LanguageServer::on_did_change_configuration},
       {"window/workDoneProgress/cancel", &LanguageServer::on_work_done_progress_cancel},
   };
-  for (const auto& [method, handler] : kRequests)
+  // (Entries, not structured bindings: clang before 16 cannot capture a binding in a lambda.)
+  for (const auto& entry : kRequests) {
+    const Request handler = entry.second;
     dispatcher_.on_request(
-        method, [this, handler](const ParamReader& p, Reply r) { (this->*handler)(p, r); });
-  for (const auto& [method, handler] : kNotifications)
-    dispatcher_.on_notification(method,
+        entry.first, [this, handler](const ParamReader& p, Reply r) { (this->*handler)(p, r); });
+  }
+  for (const auto& entry : kNotifications) {
+    const Notification handler = entry.second;
+    dispatcher_.on_notification(entry.first,
                                 [this, handler](const ParamReader& p) { (this->*handler)(p); });
+  }
 }
 
 void LanguageServer::refresh_after_run(const std::string& uri) {
