@@ -350,6 +350,16 @@ def literal_code(ctx: GenContext, value, dtype, statics: list) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def load_operand(writer, var, name: str, kind: str) -> str:
+    """An epilogue writer's input read from its ref, in f32: recorded in the writer's
+    `operands` (what the entry passes), `names` and `kind`, and loaded once in `lines`."""
+    writer.operands.append((var, name, kind))
+    writer.names[id(var)] = name
+    writer.kind[id(var)] = kind
+    writer.lines.append(f"{name} = {name}_ref[...].astype(jnp.float32)")
+    return name
+
+
 def assign_once(expr: str, seen: dict, lines: list, fresh) -> str:
     """The local holding `expr`: a new one (named by `fresh()`, its line added to `lines`) the
     first time, the same one after (jnp.var recomputes its mean: computed once)."""

@@ -61,11 +61,7 @@ class _Epilogue:
         else:
             raise NoTemplate(f"epilogue input `{name}` of shape {G.shape_text(shape)} is neither "
                              "per output channel nor a scalar; not covered", [])
-        self.operands.append((v, name, kind))
-        self.names[id(v)] = name
-        self.kind[id(v)] = kind
-        self.lines.append(f"{name} = {name}_ref[...].astype(jnp.float32)")
-        return name
+        return G.load_operand(self, v, name, kind)
 
     def code(self, v):
         if E.is_literal(v):

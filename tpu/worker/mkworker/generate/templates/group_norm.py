@@ -79,11 +79,7 @@ class _Emitter:
             else:
                 raise NoTemplate(f"epilogue input `{name}` of shape {G.shape_text(shape)} is "
                                  "neither per channel nor per element; not covered", [])
-            self.operands.append((v, name, kind))
-            self.names[id(v)] = name
-            self.kind[id(v)] = kind
-            self.lines.append(f"{name} = {name}_ref[...].astype(jnp.float32)")
-            return name
+            return G.load_operand(self, v, name, kind)
         consts = dict(zip(self.ctx.jaxpr.constvars, self.ctx.consts))
         if v in consts and np.asarray(consts[v]).shape == ():
             return self._literal(np.asarray(consts[v]).item(), v.aval.dtype)
