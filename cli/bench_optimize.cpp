@@ -104,10 +104,11 @@ struct TaskRow {
   std::string name, format;
   std::string kernel_class = "-";  // the template that wrote the first kernel, or "none"
   bool compiled = false;           // a kernel lowered, compiled and ran to a verdict
-  bool correct = false;            // the best node is a correct kernel
-  std::optional<double> speedup;   // best correct kernel vs XLA
+  bool correct = false;            // a kernel of the run is correct
+  std::optional<double> speedup;   // best correct kernel vs XLA (none: no comparable score)
   std::string time_kind;           // "predicted" | "device"
   std::string run_id, stop_reason, failure;
+  std::string unscored;  // why a correct kernel has no speedup vs XLA
   int evaluations = 0;
   double host_seconds = 0;
   int64_t tokens = 0;
@@ -191,17 +192,22 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
   row.host_seconds = cost.host_seconds;
   row.tokens = cost.tokens();
   row.usd = cost.usd;
-  // The task's answer is its best correct kernel, even one that does not beat XLA.
+  // The task's answer is its best correct kernel, even one that does not beat XLA. A correct
+  // kernel with no score comparable with XLA's still counts as correct, with the reason.
   for (const agents::NodeRecord& n : outcome.nodes) {
     if (n.id == 0) continue;
     row.compiled = row.compiled || compiled(n);
-    if (n.status == agents::NodeStatus::correct && n.speedup &&
-        (!row.speedup || *n.speedup > *row.speedup)) {
-      row.correct = true;
+    if (n.status != agents::NodeStatus::correct) continue;
+    row.correct = true;
+    if (n.speedup && (!row.speedup || *n.speedup > *row.speedup)) {
       row.speedup = n.speedup;
       row.time_kind = n.time_kind;
+    } else if (!n.speedup && row.unscored.empty()) {
+      const json& why = n.metrics.facts.contains("unscored") ? n.metrics.facts["unscored"] : json();
+      row.unscored = why.is_string() ? why.get<std::string>() : "no score comparable with XLA's";
     }
   }
+  if (row.speedup) row.unscored.clear();
   if (!row.correct && row.failure.empty()) {
     for (const agents::NodeRecord& n : outcome.nodes)
       if (n.id > 0 && !n.error.empty()) row.failure = n.error.substr(0, 300);
@@ -232,7 +238,8 @@ double fast_p(const std::vector<TaskRow>& rows, double p) {
 }
 
 std::string speedup_cell(const TaskRow& r) {
-  if (!r.correct || !r.speedup) return "-";
+  if (!r.correct) return "-";
+  if (!r.speedup) return "unscored";
   return report::format_speedup(*r.speedup) + " " + r.time_kind;
 }
 
@@ -252,6 +259,7 @@ json to_json(const fs::path& suite, const std::string& host, const std::vector<T
                      {"run", r.run_id.empty() ? json() : json(r.run_id)},
                      {"stop_reason", r.stop_reason},
                      {"failure", r.failure.empty() ? json() : json(r.failure)},
+                     {"unscored", r.unscored.empty() ? json() : json(r.unscored)},
                      {"cost",
                       {{"evaluations", r.evaluations},
                        {"host_seconds", r.host_seconds},
@@ -323,6 +331,8 @@ void print_text(const json& out) {
               << report::format_number(c["usd"].get<double>(), 2) << "\n";
     if (t["failure"].is_string() && !t["correct"].get<bool>())
       std::cout << pad("", width) << "  -> " << t["failure"].get<std::string>() << "\n";
+    else if (t["unscored"].is_string())
+      std::cout << pad("", width) << "  -> " << t["unscored"].get<std::string>() << "\n";
   }
   const int tasks = s["tasks"].get<int>();
   std::cout << "\ncompiled " << s["compiled"] << "/" << tasks << ", correct " << s["correct"] << "/"

@@ -77,12 +77,26 @@ std::optional<double> model_score(const json& predictions, const tpu::LowerReply
 
 // The TPU compiler's prediction for a lowered program (libtpu's static cycles at the generation's
 // clock), when the worker compiled it for the target; recorded in `metrics`.
+// A compile that gave no estimate (over a limit, libtpu missing) is recorded too, so the node
+// says why it has no score on the compiler's basis.
 std::optional<double> compiler_score(const tpu::LowerReply& lowered, json& metrics) {
+  if (lowered.tpu_compile.is_object()) metrics["tpu_compile"] = lowered.tpu_compile;
   if (lowered.compile_status != "compiled") return std::nullopt;
   const std::optional<double> s = lowered.compiled_predicted_s;
   if (!s || *s <= 0) return std::nullopt;
-  metrics["tpu_compile"] = lowered.tpu_compile;
   return s;
+}
+
+// Why a correct kernel has no speedup vs XLA's compiled program: the TPU compiler gave the
+// reference an estimate but not this kernel, and the model's prediction is another basis.
+std::string not_compared_reason(const tpu::LowerReply& lowered) {
+  const json& cand = tpu::field(lowered.tpu_compile, "candidate");
+  std::string why = lowered.compile_status.empty() ? "no compile" : lowered.compile_status;
+  if (const json& reason = tpu::field(cand, "reason"); reason.is_string())
+    why += ": " + reason.get<std::string>();
+  return "not compared with XLA's compiled program: the TPU compiler gave no estimate for this "
+         "kernel (" +
+         why + "); its model prediction ranks it among kernels on that basis only";
 }
 
 Evaluation failure(std::string stage, std::string error, json locations = json::array()) {
@@ -285,6 +299,7 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
     } else if (auto predicted = model_score(predictions, lowering, target_, e.metrics)) {
       e.score_s = predicted;
       e.time_kind = "predicted";
+      if (reference_compiled_) e.metrics["unscored"] = not_compared_reason(lowering);
     }
   }
   e.host_seconds = seconds_since(start);
@@ -404,6 +419,8 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
   const std::optional<double> median =
       timed_median(tpu::read_timed_runs(tpu::field(body, "timing"), "reference"));
   const json compiled = body.value("tpu_compile", json::object());
+  // Kept whatever its status: a compile over a limit says why the run falls back to the model.
+  if (!compiled.empty()) e.metrics["tpu_compile"] = compiled;
   if (body.value("time_kind", "") == "device" && median) {
     e.score_s = median;
     e.time_kind = "device";
@@ -412,7 +429,6 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
     // XLA's compiled program for the target, scored by the same compiler as the candidates.
     e.score_s = compiled["predicted_s"].get<double>();
     e.time_kind = "compiled";
-    e.metrics["tpu_compile"] = compiled;
     e.metrics["prediction"] = {
         {"predicted_s", *e.score_s},
         {"basis", "XLA's program compiled for " + target_.name +
@@ -438,6 +454,7 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
     }
   }
   reference_not_compiled_ = e.time_kind == "predicted";
+  reference_compiled_ = e.time_kind == "compiled";
   e.host_seconds = seconds_since(start);
   return e;
 }

@@ -84,6 +84,8 @@ class CandidateEvaluator final : public Evaluator {
   // Whether the XLA root (when the run has one) was scored by the TPU compiler: if it was not
   // (no libtpu, over the bound), candidates are scored by the model too, so speedups compare.
   std::atomic<bool> reference_not_compiled_{false};
+  // Whether it was: then a candidate the compiler gave no estimate has no speedup vs XLA.
+  std::atomic<bool> reference_compiled_{false};
 };
 
 // "predicted (model, v5e)" or "measured (device)": the label a score of this kind carries.

@@ -1,0 +1,138 @@
+"""What a `maxkernel bench SUITE --optimize --store FILE` run left in its store, as tables for
+bench/RESULTS.md: per task the class, the first kernel's and the best kernel's speedup vs XLA
+(with the basis), why a correct kernel was not compared, and per class and over the suite the
+geomean and fast_p; then the time and memory of every TPU compile the nodes record.
+
+    python3 bench/calibration/store_summary.py STORE.db [--markdown]
+
+Reads the store only (SQLite); runs nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import statistics
+import sys
+from collections import defaultdict
+
+BASIS = {"compiled": "TPU compiler", "predicted": "model", "device": "device"}
+
+
+def task_name(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-3:-1])
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def load(db: str):
+    con = sqlite3.connect(db)
+    runs = con.execute("select id, file, status, stop_reason, best_node from runs order by created_at")
+    out = []
+    for run_id, file, status, stop, best in runs.fetchall():
+        nodes = con.execute(
+            "select id, strategy, status, speedup, time_kind, metrics_json, error, "
+            "finished_at - created_at from nodes where run_id = ? order by id", (run_id,)).fetchall()
+        out.append({"run": run_id, "task": task_name(file), "status": status, "stop": stop,
+                    "nodes": [dict(zip(("id", "strategy", "status", "speedup", "time_kind", "metrics",
+                                        "error", "seconds"), n)) for n in nodes]})
+    return out
+
+
+def summarise(run):
+    nodes = run["nodes"]
+    cands = [n for n in nodes if n["id"] > 0]
+    first = next((n for n in cands if n["strategy"].startswith("generated:")), None)
+    correct = [n for n in cands if n["status"] == "correct"]
+    scored = [n for n in correct if n["speedup"]]
+    best = max(scored, key=lambda n: n["speedup"]) if scored else None
+    unscored = ""
+    for n in correct:
+        if not n["speedup"]:
+            unscored = json.loads(n["metrics"] or "{}").get("unscored", "no comparable score")
+            break
+    return {
+        "task": run["task"],
+        "class": first["strategy"].split(":", 1)[1] if first else "none",
+        "correct": bool(correct),
+        "first": first["speedup"] if first and first["status"] == "correct" else None,
+        "first_status": first["status"] if first else "-",
+        "best": best["speedup"] if best else None,
+        "basis": BASIS.get(best["time_kind"], best["time_kind"]) if best else "",
+        "evaluations": len(nodes),
+        "unscored": unscored if not best and correct else "",
+        "error": next((n["error"][:160] for n in cands if n["error"]), "") if not correct else "",
+    }
+
+
+def compiles(runs):
+    """Every distinct compile a node records: (compile_s, rss_peak_bytes, status)."""
+    seen, out = set(), []
+    for run in runs:
+        for n in run["nodes"]:
+            tc = json.loads(n["metrics"] or "{}").get("tpu_compile")
+            if not isinstance(tc, dict):
+                continue
+            for side in ([tc] if "compile_s" in tc or "status" in tc and "candidate" not in tc
+                         else [tc.get("candidate"), tc.get("reference")]):
+                if not isinstance(side, dict):
+                    continue
+                key = (side.get("cycles"), side.get("compile_s"), side.get("status"))
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append((side.get("compile_s") or side.get("wall_s"), side.get("rss_peak_bytes"),
+                            side.get("status")))
+    return out
+
+
+def fmt(x):
+    return f"{x:.2f}x" if x else "-"
+
+
+def main(argv):
+    runs = load(argv[1])
+    rows = [summarise(r) for r in runs]
+    print("| task | class | correct | first kernel | best | basis | evaluations | note |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        note = r["unscored"] or r["error"]
+        print(f"| {r['task']} | {r['class']} | {'yes' if r['correct'] else 'no'} | {fmt(r['first'])} | "
+              f"{fmt(r['best'])} | {r['basis']} | {r['evaluations']} | {note} |")
+    by_class = defaultdict(list)
+    for r in rows:
+        by_class[r["class"]].append(r)
+    print("\n| class | tasks | correct | compared on the compiler basis | geomean first | geomean best | min best |")
+    print("|---|---|---|---|---|---|---|")
+    for name, rs in sorted(by_class.items()):
+        comp = [r for r in rs if r["basis"] == "TPU compiler"]
+        print(f"| {name} | {len(rs)} | {sum(r['correct'] for r in rs)} | {len(comp)} | "
+              f"{fmt(geomean([r['first'] for r in comp]))} | {fmt(geomean([r['best'] for r in comp]))} | "
+              f"{fmt(min((r['best'] for r in comp), default=None))} |")
+    comp = [r for r in rows if r["basis"] == "TPU compiler"]
+    print(f"\ntasks {len(rows)}, correct {sum(r['correct'] for r in rows)}, compared on the TPU "
+          f"compiler basis {len(comp)}; geomean first {fmt(geomean([r['first'] for r in comp]))}, "
+          f"best {fmt(geomean([r['best'] for r in comp]))}")
+    for p in (1.0, 1.2, 1.5, 2.0):
+        n = sum(1 for r in comp if r["best"] and r["best"] > p)
+        print(f"fast_{p}: {n}/{len(rows)} = {n / len(rows):.2f}" if rows else "")
+    cs = compiles(runs)
+    secs = [c[0] for c in cs if c[0]]
+    mem = [c[1] for c in cs if c[1]]
+    status = defaultdict(int)
+    for c in cs:
+        status[c[2]] += 1
+    if secs:
+        print(f"\ncompiles recorded: {len(cs)} ({dict(status)}); time median {statistics.median(secs):.1f} s, "
+              f"max {max(secs):.1f} s")
+    if mem:
+        print(f"compile child's peak memory: median {statistics.median(mem) / 2**30:.2f} GiB, "
+              f"max {max(mem) / 2**30:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
