@@ -43,6 +43,7 @@ def generate(spec: dict, target: str) -> dict:
     _setup_worker_path()
     import jax
     jax.config.update("jax_platforms", "cpu")
+    from mkworker.generate import classes as KC
     from mkworker.generate import common as G
     from mkworker.ops import generate as GEN
     from mkworker.tasks import tasks as tasks_tasks
@@ -51,9 +52,12 @@ def generate(spec: dict, target: str) -> dict:
         tgt = GEN._target(target)
         ctx = GEN.build_context(task, task.default_entry, tgt, "tpu")
         try:
-            gen, _ = GEN.run_templates(ctx)
+            gen, _tried, refusals = KC.run_templates(ctx)
         except Exception as e:  # noqa: BLE001 - a refusal is a result here
             return {"class": None, "error": str(getattr(e, "message", e))[:300]}
+        if gen is None:
+            why = "; ".join(f"{k}: {e.message}" for k, e in refusals) or "no template"
+            return {"class": None, "error": why[:300]}
         return {"class": gen.kernel_class, "source": gen.source, "entry": gen.entry,
                 "notes": gen.notes, "target": tgt, "vmem_limit": G.target_vmem_limit(tgt)}
     finally:

@@ -7,8 +7,10 @@ block, the module passes evaluate in interpret mode.
 """
 
 import ast
+import importlib.util
 
-from worker_harness import read_task, task_path
+import pytest
+from worker_harness import WorkerProcess, read_task, task_path
 
 DIR = "generate_fused"
 SEED = [5]
@@ -172,9 +174,11 @@ def test_batch_norm_full_size_lowers(worker, tmp_path):
     assert "- 2.0 * " in src and "+ eps" in src and "float(m)" in src and "4096" not in \
         src.split("def candidate")[1]
     stats_call, norm_call = _lower_again(worker, task, r, tmp_path, calls=2)
-    assert stats_call["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
-    assert norm_call["dimension_semantics"] == ["parallel", "parallel"]
-    bm, _bk = stats_call["operands"][0]["block_shape"]
+    # The leading axis is the instance (one for BatchNorm: statistics over every row).
+    assert stats_call["dimension_semantics"] == ["parallel", "parallel", "parallel", "arbitrary"]
+    assert norm_call["dimension_semantics"] == ["parallel", "parallel", "parallel"]
+    assert stats_call["grid"][0] == 1
+    bm, _bk = stats_call["operands"][0]["block_shape"][-2:]
     assert bm >= 256 and stats_call["vmem_bytes_per_step"] <= _vmem_limit(r)
 
 
@@ -185,6 +189,69 @@ def test_batch_norm_ragged_small_instance_is_correct(worker, tmp_path):
     _evaluate(worker, task, r, tmp_path,
               _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16,
                    NORM_BLOCK_C=128))
+
+
+# matmul_batch_norm with statistics per instance (InstanceNorm): x (B, L, K) with statistics
+# over L, or x (B, H, W, K) over (H, W). Ragged: 37 (or 5 x 9 = 45) rows per instance in
+# 16-row tiles, so every instance's last row tile has rows the statistics must skip.
+IN_SIZE = "B, L, K, C = 4, 64, 256, 256"
+IN_CASES = [
+    ("B, L, K, C = 3, 37, 200, 300", "None", "float32", "axes (1,) (37 rows) for each of 3"),
+    ("B, L, K, C = 2, 0, 200, 300", "(5, 9)", "bfloat16", "axes (1, 2) (45 rows) for each of 2"),
+]
+
+
+def _instance_task(size, spatial, dtype):
+    text = read_task(DIR, "linear_instance_norm.py").replace(IN_SIZE, size)
+    text = text.replace("SPATIAL = None", f"SPATIAL = {spatial}")
+    text = text.replace("DTYPE = jnp.float32", f"DTYPE = jnp.{dtype}")
+    if dtype == "bfloat16":
+        text = text.replace('"rtol": 1e-4, "atol": 1e-4', '"rtol": 2e-2, "atol": 2e-2')
+    return {"form": "infile", "source": text, "filename": task_path(DIR, "linear_instance_norm.py")}
+
+
+@pytest.mark.parametrize("size, spatial, dtype, words", IN_CASES, ids=["sequence", "spatial-bf16"])
+def test_instance_norm_ragged_small_instance_is_correct(worker, tmp_path, size, spatial, dtype,
+                                                        words):
+    task = _instance_task(size, spatial, dtype)
+    r = _generate(worker, task)
+    assert r["class"] == "matmul_batch_norm" and words in r["description"], r["description"]
+    _evaluate(worker, task, r, tmp_path,
+              _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16,
+                   NORM_BLOCK_C=128))
+
+
+def test_statistics_over_the_channels_and_rows_of_an_instance_are_refused(worker):
+    """Statistics over (L, C) per instance (a LayerNorm over the whole instance) sum across
+    channel tiles: refused with the reduction named, not written wrong."""
+    text = read_task(DIR, "linear_instance_norm.py").replace(
+        "axes = tuple(range(1, y.ndim - 1))", "axes = tuple(range(1, y.ndim))")
+    r = worker.request("generate", task={"form": "infile", "source": text,
+                                         "filename": task_path(DIR, "linear_instance_norm.py")},
+                       timeout=300)
+    assert r["ok"] is False and r["error"]["kind"] == "no_template", r.get("class")
+    assert "reduce_sum" in r["error"]["message"], r["error"]["message"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_instance_norm_full_size_kernel_compiles_for_tpu(tmp_path):
+    task = _instance_task("B, L, K, C = 16, 1024, 2048, 2048", "None", "float32")
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = _generate(w, task)
+        assert "for each of 16 instances" in r["description"], r["description"]
+        f = tmp_path / "generated_kernel.py"
+        f.write_text(r["source"], encoding="utf-8")
+        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
+                       target="tpu", generation="v5e", compile_reference=False,
+                       compile_limits={"time_s": 600}, timeout=900)
+        assert lo["ok"] is True, lo.get("error")
+        cand = lo["tpu_compile"]["candidate"]
+        assert cand["status"] == "compiled", cand
+        assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+    finally:
+        w.close()
 
 
 # ---------------------------------------------------------------------------

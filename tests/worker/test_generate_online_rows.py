@@ -62,3 +62,26 @@ def test_whole_row_plan_is_kept_for_a_full_row_output_where_it_fits(worker):
     r = H.generate(worker, _task("softmax", FULL_ROW_SIZES))
     assert "BLOCK_N" not in r["tunables"], r["notes"]
     assert any("row fits" in n for n in r["notes"]), r["notes"]
+
+
+@pytest.mark.parametrize("reduction, dtype", [
+    ("sigmoid_logsumexp", "float32"), ("sigmoid_scale_logsumexp", "bfloat16")])
+def test_sigmoid_then_logsumexp_is_a_row_reduction_not_attention(worker, tmp_path, reduction,
+                                                                 dtype):
+    """A matmul, a sigmoid, a logsumexp: exp and reduce_sum after a matmul, but one matmul."""
+    task = _task(reduction)
+    if dtype != "float32":
+        text = task["source"].replace("(M, K), jnp.float32", f"(M, K), jnp.{dtype}")
+        task["source"] = text.replace("(K, N), jnp.float32", f"(K, N), jnp.{dtype}")
+    r = H.generate(worker, task)
+    assert r["class"] == "matmul_row_reduction", r["class"]
+    src = H.set_constant(H.set_constant(r["source"], "BLOCK_N", 128), "BLOCK_M", 16)
+    H.evaluate(worker, task, r, tmp_path, source=src, seeds=[5])
+
+
+def test_two_chained_matmuls_with_a_logsumexp_after_are_not_called_attention(worker):
+    """matmul, sigmoid, matmul, logsumexp: the second matmul reads no softmax of the first, so
+    the refusal names the structure, not an attention part that is missing."""
+    err = H.refusal(worker, _task("tied_sigmoid_logsumexp"))
+    assert "attention" not in err["message"], err["message"]
+    assert "dot_general x2" in err["message"] and "logistic" in err["message"], err["message"]

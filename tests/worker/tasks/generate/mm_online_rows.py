@@ -21,6 +21,12 @@ def reference(x, w, b, labels):
     if REDUCTION == "cross_entropy":
         lse = jax.nn.logsumexp(y, axis=-1)
         return lse - jnp.take_along_axis(y, labels[:, None], axis=-1)[:, 0]
+    if REDUCTION == "sigmoid_logsumexp":  # one matmul, an exp after it: not attention
+        return jax.nn.logsumexp(jax.nn.sigmoid(y + b), axis=-1)
+    if REDUCTION == "sigmoid_scale_logsumexp":
+        return jax.nn.logsumexp(jax.nn.sigmoid(y + b) * 2.5, axis=1, keepdims=True)
+    if REDUCTION == "tied_sigmoid_logsumexp":  # two chained matmuls, no softmax between them
+        return jax.nn.logsumexp(jax.nn.sigmoid(y + b) @ w.T, axis=-1)
     if REDUCTION == "l2norm":
         return y * jax.lax.rsqrt(jnp.sum(y * y, axis=-1, keepdims=True) + 1e-6)
     raise ValueError(REDUCTION)

@@ -26,6 +26,7 @@ from mkworker.generate.templates import (
     matmul,
     matmul_gpu,
     matmul_tpu,
+    pool,
     rowwise,
     scan,
 )
@@ -51,6 +52,7 @@ CLASSES = (
     KernelClass("matmul_row_reduction", matmul.match_row_reduction, _MATMUL),
     KernelClass("matmul_epilogue", matmul.match_epilogue, _MATMUL),
     KernelClass("scan", scan.match, {"tpu": scan.emit}, scan.COVERED_PRIMITIVES),
+    KernelClass("pool", pool.match, {"tpu": pool.emit}, pool.COVERED_PRIMITIVES),
     KernelClass("rowwise", rowwise.match, {"tpu": rowwise.emit, "gpu": rowwise.emit}),
     KernelClass("elementwise", elementwise.match, {"tpu": elementwise.emit, "gpu": elementwise.emit}),
 )

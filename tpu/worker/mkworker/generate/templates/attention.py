@@ -67,6 +67,12 @@ def match(ctx: G.GenContext) -> Matched | None:
     s_var = d1.outvars[0]
     if not any(graph.depends_on_var(v, s_var) for v in d2.invars):
         return None  # two independent matmuls: not attention
+    if not any(graph.depends_on_var(e.invars[0], s_var)
+               and any(graph.depends_on_var(v, e.outvars[0]) for v in d2.invars)
+               for e in eqns if e.primitive.name == "exp"):
+        # No exp between the matmuls (e.g. matmul, sigmoid, matmul, then a logsumexp): the
+        # second matmul does not read a softmax of the first, so this is not attention.
+        return None
     return _Matcher(ctx, graph, eqns, d1, d2).build()
 
 

@@ -1,26 +1,33 @@
 """Template `matmul_batch_norm`: a matmul whose output is normalised with statistics over the
-batch (the rows): BatchNorm in training form after a linear layer, with elementwise work before
-(bias) and after (affine, activation, residual).
+batch (the rows), or over the trailing row axes per instance: BatchNorm in training form or
+InstanceNorm after a linear layer, with elementwise work before (bias) and after (affine,
+activation, residual).
 
-    y = x @ w (+ b)                      (M, C)
+    y = x @ w (+ b)                      (M, C), or (B, L, C) / (N, H, W, C): rows in axes
     mean = y.mean(0); var = y.var(0)     sums over ALL rows: no tile holds them
+    mean = y.mean(1)  (or axis=(1, 2))   InstanceNorm: sums over the rows of each instance
     out = act((y - mean) / sqrt(var + eps) * gamma + beta)
 
-Recognised on the jaxpr: one dot_general, and reductions over axis 0 only, each of a value
-computed from the matmul tile without a reduction (`t`), or of the square of `t` minus a
-per-column value (`c`: the centred sum of squares in jnp.var).
+Recognised on the jaxpr: one dot_general, and reductions over one axis set only: the lhs's
+free (row) axes from some axis `s` to the last (s = 0: BatchNorm over every row; s > 0: one
+instance per index of the axes before s, `rows` = the product of the axes from s); each of a
+value computed from the matmul tile without a reduction (`t`), or of the square of `t` minus a
+per-column value (`c`: the centred sum of squares in jnp.var). Statistics are then per
+(instance, channel); BatchNorm is the one-instance case.
 
-Two passes, two pallas_calls:
-- matmul + statistics: grid (M/BM, C/BC, K/BK), an f32 accumulator; at the last K step the tile
+Two passes, two pallas_calls, the instance a leading grid axis of each (1 for BatchNorm):
+- matmul + statistics: grid (B, rows/BM, C/BC, K/BK), an f32 accumulator; at the last K step the tile
   `y` is written and, for each `t`, its column sum and sum of squares over the tile's rows
   (a ragged last row tile masked) go to a small per-row-tile output;
-- the entry adds the row tiles' partial sums (C-sized work) and re-states the reference's
-  per-column equations on them, a centred sum of squares as sum(t^2) - 2c sum(t) + M c^2;
-- normalize: an elementwise kernel over (M/BM, C/BC) applies the reference's own equations to
-  `y` with the per-column values as (1, BC) rows.
+- the entry adds the row tiles' partial sums (B x C-sized work) and re-states the reference's
+  per-column equations on them, a centred sum of squares as sum(t^2) - 2c sum(t) + rows c^2;
+- normalize: an elementwise kernel over (B, rows/BM, C/BC) applies the reference's own
+  equations to `y` with the per-(instance, column) values as (1, BC) rows.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -41,9 +48,11 @@ class _Analysis:
     """Kinds of the epilogue's values: `full` (per element of y), `col` (per column), `scalar`;
     which full values depend on a reduction; the reductions and what they sum."""
 
-    def __init__(self, ctx, ms, epilogue):
-        self.ctx, self.ms = ctx, ms
-        self.m, self.c = ms.m, ms.n
+    def __init__(self, ctx, ms, epilogue, axes):
+        self.ctx, self.ms, self.axes = ctx, ms, axes
+        self.c = ms.n
+        self.instances = math.prod(ms.lead[:axes[0]])
+        self.m = math.prod(ms.lead[axes[0]:])  # rows summed per statistic
         self.producer = {id(o): e for e in epilogue for o in e.outvars}
         self.kind = {id(ms.dot.outvars[0]): "full"}
         self.reduced = set()  # ids of values that depend on a batch reduction
@@ -63,7 +72,7 @@ class _Analysis:
                 k = "scalar"
             elif shape[-1] == self.c and int(np.prod(shape)) == self.c:
                 k = "col"
-            elif shape == (self.m, self.c):
+            elif shape == self.ms.out_shape:
                 k = "full"
             else:
                 raise NoTemplate(f"an epilogue input of shape {G.shape_text(shape)} is neither "
@@ -92,10 +101,10 @@ class _Analysis:
         ins = [v for v in e.invars]
         if p == "reduce_sum":
             src = ins[0]
-            if self.kind_of(src) != "full" or tuple(e.params["axes"]) != (0,) or \
-                    len(src.aval.shape) != 2:
-                raise NoTemplate("a reduction over other axes than the batch (rows); the "
-                                 "batch-norm template sums over the rows only", [p])
+            if self.kind_of(src) != "full" or tuple(e.params["axes"]) != self.axes or \
+                    len(src.aval.shape) != len(self.ms.out_shape):
+                raise NoTemplate("reductions over different axis sets; the batch-norm template "
+                                 "sums over one set of row axes", [p])
             self.kind[id(out)] = "col"
             self.reduced.add(id(out))
             self.reductions[id(out)] = self._what_is_summed(src)
@@ -185,7 +194,7 @@ class _Writer:
             if self.where == "entry":
                 if kind == "full":
                     raise NoTemplate("a per-column statistic reads a per-element input", [])
-                code = f"{name}.reshape(1, c).astype(jnp.float32)" if kind == "col" else name
+                code = f"{name}.reshape(1, 1, c).astype(jnp.float32)" if kind == "col" else name
             else:
                 code = f"{name}_ref[...].astype(jnp.float32)"
                 self.loads.append(v)
@@ -216,10 +225,10 @@ class _Writer:
             what = self.an.reductions[id(out)]
             i = next(j for j, s in enumerate(self.an.stats) if s is what[1])
             if what[0] == "sum":
-                return self._set(e, f"stats[{2 * i}:{2 * i + 1}]")
+                return self._set(e, f"stats[:, {2 * i}:{2 * i + 1}]")
             cc = self.code(what[2])
-            return self._set(e, f"stats[{2 * i + 1}:{2 * i + 2}] - 2.0 * {cc} * stats[{2 * i}:"
-                                f"{2 * i + 1}] + float(m) * {cc} * {cc}")
+            return self._set(e, f"stats[:, {2 * i + 1}:{2 * i + 2}] - 2.0 * {cc} * stats[:, "
+                                f"{2 * i}:{2 * i + 1}] + float(m) * {cc} * {cc}")
         if p in _ALIAS:
             self.names[id(out)] = self.code(ins[0])
             return self.names[id(out)]
@@ -247,21 +256,28 @@ def match(ctx):
     if m is None:
         return None
     ms, epilogue = m
-    if ms.nbatch or len(ms.lead) != 1:
+    if ms.nbatch:
         return None
     red = [e for e in epilogue if e.primitive.name == "reduce_sum"]
-    if not red or any(tuple(e.params["axes"]) != (0,) for e in red):
+    if not red:
         return None
-    return ms, epilogue
+    axes = tuple(red[0].params["axes"])
+    rank = len(ms.lead) + 1
+    # The row axes from some s to the last: every row (s = 0) or each instance's rows.
+    if not axes or axes != tuple(range(axes[0], rank - 1)) \
+            or any(len(e.invars[0].aval.shape) != rank for e in red):
+        return None
+    return ms, epilogue, axes
 
 
 def emit(ctx, mt) -> G.Generated:
     """The TPU emitter (the class has no GPU form: generate.classes skips it there)."""
-    ms, epilogue = mt
+    ms, epilogue, axes = mt
     if not ctx.single_output:
         raise NoTemplate("the reference returns several outputs; not covered", [])
     out = ctx.jaxpr.outvars[0]
-    an = _Analysis(ctx, ms, epilogue)
+    an = _Analysis(ctx, ms, epilogue, axes)
+    rows, nb = an.m, an.instances
     if an.kind_of(out) != "full":
         raise NoTemplate("the output is not per element of the matmul's output; not covered", [])
     if len(an.stats) > 4:
@@ -328,11 +344,15 @@ def emit(ctx, mt) -> G.Generated:
                            [((bm, bc), "float32")] * (2 + len(an.stats)))
 
     def cost_a(bm, bc, bk):
-        mb, cb, kb = -(-ms.m // bm), -(-ms.n // bc), -(-ms.k // bk)
+        mb, cb, kb = nb * -(-rows // bm), -(-ms.n // bc), -(-ms.k // bk)
         return (ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
                 + mb * cb * kb * F.STEP_OVERHEAD_BYTES)
 
-    pa = F.choose_tiles(ms.m, ms.n, ms.k, sub, k_align, vmem_a, cost_a, ctx.vmem_budget)
+    # The TPU compiler counts the module's scoped limit and the statistics call's windows
+    # together (v5e, libtpu 0.0.42.1: a linear + InstanceNorm planned at 88 MiB asked a 118 MiB
+    # limit and was refused at 118 + 28 MiB of 128): each pass plans within half the budget.
+    budget = ctx.vmem_budget // 2
+    pa = F.choose_tiles(rows, ms.n, ms.k, sub, k_align, vmem_a, cost_a, budget)
     if pa is None:
         raise NoTemplate("the smallest matmul tiles do not fit the VMEM budget", ["dot_general"])
 
@@ -345,8 +365,8 @@ def emit(ctx, mt) -> G.Generated:
     pb = None
     for bc in (2048, 1024, 512, 256, 128):
         for bm in rows_b:
-            tm, tc = F.fit_tile(bm, ms.m, sub), F.fit_tile(bc, ms.n, G.LANE)
-            if vmem_b(tm, tc) <= ctx.vmem_budget:
+            tm, tc = F.fit_tile(bm, rows, sub), F.fit_tile(bc, ms.n, G.LANE)
+            if vmem_b(tm, tc) <= budget:
                 pb = (bm, bc, vmem_b(tm, tc))
                 break
         if pb:
@@ -360,9 +380,9 @@ def emit(ctx, mt) -> G.Generated:
                  ("NORM_BLOCK_C", pb[1], "columns of a normalize tile"),
                  ("VMEM_LIMIT_BYTES", F.vmem_limit(max(pa[3], pb[2]), ctx),
                   "scoped VMEM the kernels may use (their plan plus headroom)")]
-    tunables = {"BLOCK_M": F.tunable(ms.m, sub, pa[0]), "BLOCK_C": F.tunable(ms.n, 128, pa[1]),
+    tunables = {"BLOCK_M": F.tunable(rows, sub, pa[0]), "BLOCK_C": F.tunable(ms.n, 128, pa[1]),
                 "BLOCK_K": F.tunable(ms.k, k_align, pa[2]),
-                "NORM_BLOCK_M": F.tunable(ms.m, sub, pb[0]),
+                "NORM_BLOCK_M": F.tunable(rows, sub, pb[0]),
                 "NORM_BLOCK_C": F.tunable(ms.n, 128, pb[1])}
 
     a_names = [ctx.name_of_invar(v) for v in a_loads]
@@ -379,7 +399,7 @@ def emit(ctx, mt) -> G.Generated:
 
 def _matmul_stats_kernel({a_refs},
                          *, {a_kw}):
-    i, kk = pl.program_id(0), pl.program_id(2)
+    i, kk = pl.program_id(1), pl.program_id(3)
 
     @pl.when(kk == 0)
     def _init():
@@ -392,11 +412,12 @@ def _matmul_stats_kernel({a_refs},
         w_tile = _zero_past(w_tile, {w_axis}, kk * bk, k)
     acc_ref[...] += {dot}
 
-    @pl.when(kk == pl.num_programs(2) - 1)
+    @pl.when(kk == pl.num_programs(3) - 1)
     def _store_and_sum():
         {y_line}
         y_ref[...] = y.astype(y_ref.dtype)
-        # Column sums over this tile's rows; rows past m (a ragged last tile) do not count.
+        # Column sums over this tile's rows; rows past m (a ragged last tile of the
+        # instance's rows) do not count.
         row_ok = i * y.shape[0] + jax.lax.broadcasted_iota(jnp.int32, y.shape, 0) < m
 {G.indent(chr(10).join(wa.lines + stat_lines), 8)}
 '''
@@ -412,31 +433,32 @@ def _normalize_kernel({b_refs},
 '''
     def spec_for(v, three):
         if an.kind_of(v) == "col":
-            return ("pl.BlockSpec((1, bc), lambda i, j, kk: (0, j))" if three
-                    else "pl.BlockSpec((1, bc2), lambda i, j: (0, j))")
-        return ("pl.BlockSpec((bm, bc), lambda i, j, kk: (i, j))" if three
-                else "pl.BlockSpec((bm2, bc2), lambda i, j: (i, j))")
+            return ("pl.BlockSpec((1, bc), lambda b, i, j, kk: (0, j))" if three
+                    else "pl.BlockSpec((1, bc2), lambda b, i, j: (0, j))")
+        return ("pl.BlockSpec((None, bm, bc), lambda b, i, j, kk: (b, i, j))" if three
+                else "pl.BlockSpec((None, bm2, bc2), lambda b, i, j: (b, i, j))")
 
     def arg_for(v):
         n = ctx.name_of_invar(v)
-        return f"{n}.reshape(1, c)" if an.kind_of(v) == "col" else f"{n}.reshape(m, c)"
+        return f"{n}.reshape(1, c)" if an.kind_of(v) == "col" else f"{n}.reshape(nb, m, c)"
 
-    a_specs = ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
-               "pl.BlockSpec((bc, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
-               else "pl.BlockSpec((bk, bc), lambda i, j, kk: (kk, j))"] + \
+    a_specs = ["pl.BlockSpec((None, bm, bk), lambda b, i, j, kk: (b, i, kk))",
+               "pl.BlockSpec((bc, bk), lambda b, i, j, kk: (j, kk))" if ms.w_transposed
+               else "pl.BlockSpec((bk, bc), lambda b, i, j, kk: (kk, j))"] + \
         [spec_for(v, True) for v in a_loads]
-    b_specs = ["pl.BlockSpec((bm2, bc2), lambda i, j: (i, j))"] + \
-        ["pl.BlockSpec((1, bc2), lambda i, j: (0, j))"] * len(col_inputs) + \
+    b_specs = ["pl.BlockSpec((None, bm2, bc2), lambda b, i, j: (b, i, j))"] + \
+        ["pl.BlockSpec((None, 1, bc2), lambda b, i, j: (b, 0, j))"] * len(col_inputs) + \
         [spec_for(v, False) for v in b_loads]
     stat_rows = max(nstat, 1)
     pa_kw = ", ".join(f"{s}={s}" for s in ["k", "m"] + statics_a)
     pb_kw = ", ".join(f"{s}={s}" for s in b_kw)
-    sem3 = '("parallel", "parallel", "arbitrary")'
+    sem4 = '("parallel", "parallel", "parallel", "arbitrary")'
     ent = [f"lead = {x_name}.shape[:-1]",
            f"k = {x_name}.shape[-1]",
            f"c = {w_name}.shape[{0 if ms.w_transposed else 1}]",
-           f"x2 = {x_name}.reshape(-1, k)",
-           "m = x2.shape[0]",
+           f"nb = {nb}  # instances: one set of statistics per channel each",
+           f"x3 = {x_name}.reshape(nb, -1, k)",
+           "m = x3.shape[1]  # rows summed per statistic",
            f"bm = _fit_tile(BLOCK_M, m, {sub})",
            "bc = _fit_tile(BLOCK_C, c, 128)",
            f"bk = _fit_tile(BLOCK_K, k, {k_align})",
@@ -445,35 +467,35 @@ def _normalize_kernel({b_refs},
            "# values the reference's batch statistics are taken over.",
            f'''y, stats = pl.pallas_call(
     functools.partial(_matmul_stats_kernel, {pa_kw}),
-    out_shape=(jax.ShapeDtypeStruct((m, c), {G.dtype_code(y_dt)}),
-               jax.ShapeDtypeStruct((row_tiles, {stat_rows}, c), jnp.float32)),
-    grid=(row_tiles, pl.cdiv(c, bc), pl.cdiv(k, bk)),
+    out_shape=(jax.ShapeDtypeStruct((nb, m, c), {G.dtype_code(y_dt)}),
+               jax.ShapeDtypeStruct((nb, row_tiles, {stat_rows}, c), jnp.float32)),
+    grid=(nb, row_tiles, pl.cdiv(c, bc), pl.cdiv(k, bk)),
     in_specs=[
 {G.indent(chr(10).join(s + "," for s in a_specs), 8)}
     ],
-    out_specs=(pl.BlockSpec((bm, bc), lambda i, j, kk: (i, j)),
-               pl.BlockSpec((None, {stat_rows}, bc), lambda i, j, kk: (i, 0, j))),
+    out_specs=(pl.BlockSpec((None, bm, bc), lambda b, i, j, kk: (b, i, j)),
+               pl.BlockSpec((None, None, {stat_rows}, bc), lambda b, i, j, kk: (b, i, 0, j))),
     scratch_shapes=[pltpu.VMEM((bm, bc), jnp.float32)],
-    compiler_params=pltpu.CompilerParams(dimension_semantics={sem3},
+    compiler_params=pltpu.CompilerParams(dimension_semantics={sem4},
                                          vmem_limit_bytes=VMEM_LIMIT_BYTES),
-)({", ".join(["x2", w_name] + [arg_for(v) for v in a_loads])})''',
-           "# The batch statistics: the row tiles' partial sums added (C-sized work), then the",
-           "# reference's per-column equations.",
-           "stats = jnp.sum(stats, axis=0)"] + we.lines + \
-        [f"{name} = jnp.broadcast_to({code}, (1, c)).astype(jnp.float32)"
+)({", ".join(["x3", w_name] + [arg_for(v) for v in a_loads])})''',
+           "# The statistics: the row tiles' partial sums added (B x C-sized work), then the",
+           "# reference's per-column equations on (instances, 1, C) values.",
+           "stats = jnp.sum(stats, axis=1)"] + we.lines + \
+        [f"{name} = jnp.broadcast_to({code}, (nb, 1, c)).astype(jnp.float32)"
          for code, name in entry_cols] + \
         [f"bm2 = _fit_tile(NORM_BLOCK_M, m, {sub})",
          "bc2 = _fit_tile(NORM_BLOCK_C, c, 128)",
          "# Pass 2: normalize y with the per-column values.",
          f'''out = pl.pallas_call(
     functools.partial(_normalize_kernel, {pb_kw}),
-    out_shape=jax.ShapeDtypeStruct((m, c), {G.dtype_code(out_dt)}),
-    grid=(pl.cdiv(m, bm2), pl.cdiv(c, bc2)),
+    out_shape=jax.ShapeDtypeStruct((nb, m, c), {G.dtype_code(out_dt)}),
+    grid=(nb, pl.cdiv(m, bm2), pl.cdiv(c, bc2)),
     in_specs=[
 {G.indent(chr(10).join(s + "," for s in b_specs), 8)}
     ],
-    out_specs=pl.BlockSpec((bm2, bc2), lambda i, j: (i, j)),
-    compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel"),
+    out_specs=pl.BlockSpec((None, bm2, bc2), lambda b, i, j: (b, i, j)),
+    compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"),
                                          vmem_limit_bytes=VMEM_LIMIT_BYTES),
 )({", ".join(["y"] + [n for _, n in col_inputs] + [arg_for(v) for v in b_loads])})''',
          "return out.reshape(lead + (c,))"]
@@ -482,7 +504,9 @@ def _normalize_kernel({b_refs},
 def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
 '''
-    description = (f"{MM.dot_summary(ms)} + batch statistics over all {ms.m} rows "
+    over = (f"batch statistics over all {rows} rows" if nb == 1 else
+            f"instance statistics over axes {axes} ({rows} rows) for each of {nb} instances")
+    description = (f"{MM.dot_summary(ms)} + {over} "
                    f"({len(an.stats)} summed value{'s' if len(an.stats) != 1 else ''}) + "
                    "normalize: matmul+statistics pass, then a normalize pass")
     source, imports, body = G.write_module(
@@ -490,9 +514,9 @@ def {ctx.entry}({ctx.signature}):
         code=F.FIT_TILE_HELPER + F.ZERO_PAST_HELPER + kernel_a + kernel_b + entry)
     used = sorted(set(statics_a) | set(statics_b) | set(we.statics))
     notes = [(f"matmul tiles {pa[0]}x{pa[1]}x{pa[2]}: {G.mib(pa[3])} of VMEM per step; "
-              f"normalize tiles {pb[0]}x{pb[1]}: {G.mib(pb[2])} (budget {G.mib(ctx.vmem_budget)})"),
-             ("chosen: one matmul followed by reductions over the rows (axis 0): statistics over "
-              "the batch need every row tile, so they are summed in a first pass")]
+              f"normalize tiles {pb[0]}x{pb[1]}: {G.mib(pb[2])} (budget {G.mib(budget)} each)"),
+             (f"chosen: one matmul followed by reductions over the row axes {axes}: the "
+              "statistics need every row tile, so they are summed in a first pass")]
     notes += G.folded_statics_notes(ctx, used)
     return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body, tunables=tunables, notes=notes)

@@ -1,0 +1,70 @@
+"""generate: the pool template (max / average pooling over non-overlapping windows of a
+channels-last image, spelled as a reshape + reduction or as lax.reduce_window). Correct in
+interpret mode with a ragged last row tile, in bf16 with a 3x2 window; refused with the reason
+where it does not apply; and at full size the kernel compiles for a v5e with the TPU compiler
+(libtpu, no TPU)."""
+
+import importlib.util
+
+import generate_rows_helpers as H
+import pytest
+from worker_harness import WorkerProcess, read_task, task_path
+
+
+def _pool_task(pool, shape=(2, 16, 16, 128), dtype="float32"):
+    text = read_task("generate", "pool_nhwc.py").replace("SHAPE = (2, 16, 16, 128)",
+                                                         f"SHAPE = {shape!r}")
+    text = text.replace('POOL = "max_reshape"', f'POOL = "{pool}"')
+    text = text.replace("DTYPE = jnp.float32", f"DTYPE = jnp.{dtype}")
+    return {"form": "infile", "source": text, "filename": task_path("generate", "pool_nhwc.py")}
+
+
+CASES = [
+    # (pool, shape, dtype, description words): rows = N * H / kh never a multiple of the
+    # 4-row tile the test sets, so the last tile is ragged.
+    ("max_reshape", (3, 14, 10, 24), "float32", "max pooling over 2x2 windows"),
+    ("avg_reduce_window", (3, 14, 10, 24), "float32", "average pooling over 2x2 windows"),
+    ("mean_reshape_3x2", (2, 15, 12, 40), "bfloat16", "average pooling over 3x2 windows"),
+]
+
+
+@pytest.mark.parametrize("pool, shape, dtype, words", CASES, ids=["max", "avg-window", "mean-bf16"])
+def test_pooling_is_correct_with_a_ragged_last_tile(worker, tmp_path, pool, shape, dtype, words):
+    task = _pool_task(pool, shape, dtype)
+    r = H.generate(worker, task)
+    assert r["class"] == "pool" and r["description"].startswith(words), r["description"]
+    H.evaluate(worker, task, r, tmp_path, source=H.set_constant(r["source"], "BLOCK_ROWS", 4),
+               seeds=[5])
+
+
+@pytest.mark.parametrize("pool, words, prims", [
+    ("max_overlapping", "non-overlapping windows", ["reduce_window_max"]),
+    ("max_nchw", "pools other axes than the two before the last", ["reduce_window_max"]),
+    ("relu_then_max", "work before the pooling is not covered", ["reduce_max"]),
+], ids=["overlapping", "nchw", "prologue"])
+def test_what_the_pool_template_does_not_cover_is_refused_with_the_reason(worker, pool, words,
+                                                                          prims):
+    err = H.refusal(worker, _pool_task(pool))
+    assert "it looks like pool" in err["message"] and words in err["message"], err["message"]
+    assert err["primitives"] == prims, err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_the_full_size_kernel_compiles_for_tpu(tmp_path):
+    task = _pool_task("max_reshape", (16, 128, 128, 256))
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        assert r["class"] == "pool"
+        f = tmp_path / "generated_kernel.py"
+        f.write_text(r["source"], encoding="utf-8")
+        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
+                       target="tpu", generation="v5e", compile_reference=False,
+                       compile_limits={"time_s": 600}, timeout=900)
+        assert lo["ok"] is True, lo.get("error")
+        cand = lo["tpu_compile"]["candidate"]
+        assert cand["status"] == "compiled", cand
+        assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+    finally:
+        w.close()

@@ -1,0 +1,214 @@
+"""The pooling template: max / average / sum pooling over non-overlapping (kh, kw) windows of the
+two spatial axes of a channels-last input (..., H, W, C), written either way JAX users write it:
+
+    x.reshape(..., H // kh, kh, W // kw, kw, C).max(axis=(-5, -3))      (or .sum / .mean / .min)
+    jax.lax.reduce_window(x, -inf, jax.lax.max, (1, kh, kw, 1), (1, kh, kw, 1), "VALID")
+
+then at most a scaling by a constant (the mean's divisor) and dtype conversions.
+
+Kernel: the input viewed, with no data movement, as (rows = N * H/kh, kh, W/kw, kw * C): a window
+row is a leading axis and the kw columns of a window sit side by side in the lanes. One grid axis
+over row tiles ("parallel", the last one ragged, its store clipped by Pallas); a step combines
+the kh window rows (leading-axis loads) and then the kw lane slices of width C, in f32, and
+writes a (rows, W/kw, C) tile. Nothing is re-laid out in VMEM.
+
+Refused (NoTemplate), with the reason: windows that overlap or have strides other than the window,
+padding, dilation, a spatial size the window does not divide, pooling over other axes than the two
+before the last (NCHW: pool in NHWC, or transpose first), other work around the pooling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mkworker.generate import common as G
+from mkworker.generate import expr as E
+from mkworker.generate.common import NoTemplate
+
+KERNEL_CLASS = "pool"
+WINDOW_REDUCTIONS = {"reduce_window_max": "max", "reduce_window_sum": "sum",
+                     "reduce_window_min": "min"}
+REDUCTIONS = {"reduce_max": "max", "reduce_sum": "sum", "reduce_min": "min"}
+COVERED_PRIMITIVES = tuple(WINDOW_REDUCTIONS)
+# A matmul, a conv, ... before the pooling belongs to (and is refused by) another class.
+OTHER_CLASSES = ("dot_general", "conv_general_dilated", "ragged_dot", "pallas_call", "while",
+                 "scan", "cond", "sort", "gather", "scatter", "scatter-add", "cumsum")
+COMBINE = {"max": "jnp.maximum({}, {})", "min": "jnp.minimum({}, {})", "sum": "{} + {}"}
+ROW_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
+# f32 values live in a step besides the pipelined blocks: a window row, the running combine.
+LIVE_TEMPS = 2
+
+
+def _shape(v):
+    return tuple(int(d) for d in v.aval.shape)
+
+
+def _source(v, producer, ctx):
+    """The task input `v` is read from through dtype conversions only, else None."""
+    while v not in ctx.jaxpr.invars:
+        e = producer.get(id(v))
+        if e is None or e.primitive.name != "convert_element_type":
+            return None
+        v = e.invars[0]
+    return v
+
+
+def match(ctx: G.GenContext):
+    eqns = E.live_eqns(ctx.jaxpr)
+    names = [e.primitive.name for e in eqns]
+    if any(n in OTHER_CLASSES for n in names):
+        return None
+    producer = {id(o): e for e in eqns for o in e.outvars}
+    windows = [e for e in eqns if e.primitive.name in WINDOW_REDUCTIONS]
+    pools = []  # (eqn, op, source var, kh, kw)
+    for e in windows:
+        p = e.params
+        shape = _shape(e.invars[0])
+        win, strides = tuple(p["window_dimensions"]), tuple(p["window_strides"])
+        r = len(shape)
+        if r < 3 or any(d != 1 for d in win[:r - 3]) or win[-1] != 1:
+            raise NoTemplate(f"`{e.primitive.name}` with window {win} pools other axes than the "
+                             "two before the last (channels-last H, W); not covered",
+                             [e.primitive.name])
+        if strides != win or any(tuple(q) != (0, 0) for q in p["padding"]) \
+                or any(d != 1 for d in tuple(p["base_dilation"]) + tuple(p["window_dilation"])):
+            raise NoTemplate(f"`{e.primitive.name}` with strides {strides}, padding or dilation: "
+                             "the pooling template covers non-overlapping windows (strides = "
+                             "window, no padding)", [e.primitive.name])
+        kh, kw = win[-3], win[-2]
+        if shape[-3] % kh or shape[-2] % kw:
+            raise NoTemplate(f"a {kh}x{kw} window does not divide the {shape[-3]}x{shape[-2]} "
+                             "spatial size; not covered", [e.primitive.name])
+        pools.append((e, WINDOW_REDUCTIONS[e.primitive.name], e.invars[0], kh, kw))
+    for e in eqns:
+        if e.primitive.name not in REDUCTIONS:
+            continue
+        pe = producer.get(id(e.invars[0]))
+        while pe is not None and pe.primitive.name == "convert_element_type":
+            pe = producer.get(id(pe.invars[0]))  # jnp.mean of bf16 sums in f32
+        if pe is None or pe.primitive.name != "reshape":
+            continue
+        src, split = _shape(pe.invars[0]), _shape(pe.outvars[0])
+        r = len(src)
+        if r < 3 or len(split) != r + 2 or split[:r - 3] != src[:r - 3] \
+                or split[r - 3] * split[r - 2] != src[-3] or split[r - 1] * split[r] != src[-2] \
+                or split[-1] != src[-1]:
+            continue
+        axes = tuple(e.params["axes"])
+        if axes != (r - 2, r):
+            raise NoTemplate(f"`{e.primitive.name}` over axes {axes} of a window split "
+                             f"{G.shape_text(split)}: the pooling template reduces the two "
+                             "window axes", [e.primitive.name])
+        pools.append((e, REDUCTIONS[e.primitive.name], pe.invars[0], split[r - 2], split[r]))
+    if not pools:
+        return None
+    if len(pools) > 1:
+        raise NoTemplate(f"{len(pools)} poolings in one reference; the pooling template writes one",
+                         [e.primitive.name for e, *_ in pools])
+    e, op, src, kh, kw = pools[0]
+    x = _source(src, producer, ctx)
+    if x is None:
+        raise NoTemplate("the pooled value is computed in the reference; work before the "
+                         "pooling is not covered", [e.primitive.name])
+    if not ctx.single_output:
+        raise NoTemplate("the reference returns several outputs; the pooling template writes one",
+                         [])
+    # After the pooling: dtype conversions and a scaling by a constant scalar (a mean).
+    v, scale = e.outvars[0], None
+    users = {}
+    for u in eqns:
+        for i in u.invars:
+            users.setdefault(id(i), []).append(u)
+    out = ctx.jaxpr.outvars[0]
+    while v is not out:
+        us = users.get(id(v), [])
+        if len(us) != 1:
+            raise NoTemplate("the pooled value is used more than once; not covered", [])
+        u = us[0]
+        n = u.primitive.name
+        if n == "convert_element_type":
+            v = u.outvars[0]
+            continue
+        if n in ("mul", "div") and scale is None and u.invars[0] is v and E.is_literal(u.invars[1]):
+            c = float(np.asarray(u.invars[1].val))
+            scale = c if n == "mul" else 1.0 / c
+            v = u.outvars[0]
+            continue
+        raise NoTemplate(f"`{n}` after the pooling is not covered by the pooling template", [n])
+    return ctx.name_of_invar(x) or "x", x, out, _shape(x), op, kh, kw, scale
+
+
+def emit(ctx: G.GenContext, matched) -> G.Generated:
+    """The TPU form (the class has no GPU emitter)."""
+    name, x, out, shape, op, kh, kw, scale = matched
+    in_dt, out_dt = x.aval.dtype, out.aval.dtype
+    lead, (h, w, c) = shape[:-3], shape[-3:]
+    rows, wo = math.prod(lead) * (h // kh), w // kw
+    budget = ctx.vmem_budget
+
+    def vmem(br):
+        temps = LIVE_TEMPS * br * wo * kw * c * 4
+        return G.step_vmem([((br * kh * wo, kw * c), in_dt)], [((br * wo, c), out_dt)], []) + temps
+
+    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
+    if not fitting:
+        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
+                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
+    # The largest tile up to ~4 MiB of input: each step's fixed cost spread over more rows.
+    small = [b for b in fitting if b * kh * wo * kw * c * G.itemsize(in_dt) <= 4 * G.MIB]
+    br = max(small) if small else fitting[0]
+    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    post = "" if scale is None else f" * {scale!r}"
+    kernel = f'''
+
+def _pool_kernel(x_ref, o_ref):
+    # x_ref: (rows, {kh}, W/{kw}, {kw} * C), the window rows a leading axis and a window's {kw}
+    # columns side by side in the lanes.
+    c = o_ref.shape[-1]
+    acc = x_ref[:, 0].astype(jnp.float32)
+    for a in range(1, {kh}):
+        acc = {COMBINE[op].format("acc", "x_ref[:, a].astype(jnp.float32)")}
+    out = acc[..., 0:c]
+    for b in range(1, {kw}):
+        out = {COMBINE[op].format("out", "acc[..., b * c:(b + 1) * c]")}
+    o_ref[...] = (out{post}).astype(o_ref.dtype)
+'''
+    nd = len(shape)
+    dims = ", ".join(f"{name}.shape[{i}]" for i in range(nd))
+    ent = [f"shape = ({dims},)",
+           "lead, (h, w, c) = shape[:-3], shape[-3:]",
+           f"rows, wo = h // {kh}, w // {kw}",
+           "for d in lead:",
+           "    rows *= d",
+           "br = min(BLOCK_ROWS, rows)",
+           f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"]
+    call = G.pallas_call_code(
+        kernel="_pool_kernel",
+        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
+        grid="(pl.cdiv(rows, br),)",
+        in_specs=[f"pl.BlockSpec((br, {kh}, wo, {kw} * c), lambda i: (i, 0, 0, 0))"],
+        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
+        options=[f"compiler_params={params}"],
+        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
+    kind = "average" if op == "sum" and scale is not None else op
+    description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
+                   f"{G.dtype_name(in_dt)} (channels last) in tiles of {br} window rows: the "
+                   "input viewed as (rows, kh, W/kw, kw*C), window rows combined on a leading "
+                   "axis, window columns as lane slices")
+    constants = [("BLOCK_ROWS", br, "window rows (output rows) of one tile")]
+    source, imports, body = G.write_module(description=description, ctx=ctx,
+                                           kernel_class=KERNEL_CLASS, constants=constants,
+                                           code=kernel + entry)
+    notes = [(f"{br} window rows a tile: {G.mib(vmem(br))} of VMEM per step (budget "
+              f"{G.mib(budget)})")]
+    notes += G.folded_statics_notes(ctx, [])
+    return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body,
+                       tunables={"BLOCK_ROWS": G.around(fitting, br)}, notes=notes)
