@@ -50,10 +50,14 @@ def generate(spec: dict, target: str) -> dict:
     try:
         tgt = GEN._target(target)
         ctx = GEN.build_context(task, task.default_entry, tgt, "tpu")
+        from mkworker.generate import classes as KC
         try:
-            gen, _ = GEN.run_templates(ctx)
+            gen, _, refusals = KC.run_templates(ctx)
         except Exception as e:  # noqa: BLE001 - a refusal is a result here
             return {"class": None, "error": str(getattr(e, "message", e))[:300]}
+        if gen is None:  # the templates tried: none wrote it (the first refusal's reason)
+            why = str(refusals[0][1]) if refusals else "no template matched"
+            return {"class": None, "error": why[:300]}
         return {"class": gen.kernel_class, "source": gen.source, "entry": gen.entry,
                 "notes": gen.notes, "target": tgt, "vmem_limit": G.target_vmem_limit(tgt)}
     finally:
