@@ -48,7 +48,7 @@ CLASSES = (
                 group_norm.COVERED_PRIMITIVES),
     KernelClass("matmul_batch_norm", batch_norm.match, {"tpu": batch_norm.emit},
                 batch_norm.COVERED_PRIMITIVES),
-    KernelClass("conv2d", conv.match, {"tpu": conv.emit}, conv.COVERED_PRIMITIVES),
+    KernelClass("conv", conv.match, {"tpu": conv.emit}, conv.COVERED_PRIMITIVES),
     KernelClass("matmul_row_reduction", matmul.match_row_reduction, _MATMUL),
     KernelClass("matmul_epilogue", matmul.match_epilogue, _MATMUL),
     KernelClass("scan", scan.match, {"tpu": scan.emit}, scan.COVERED_PRIMITIVES),

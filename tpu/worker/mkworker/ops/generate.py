@@ -2,7 +2,7 @@
 
 task -> input shapes (no data) -> jax.make_jaxpr of the reference (Python-number inputs bound as
 static arguments) -> nested jit / custom_jvp / custom_vjp calls inlined -> GenContext -> the
-templates in order (attention, gated_mlp, matmul_group_norm, matmul_batch_norm, conv2d,
+templates in order (attention, gated_mlp, matmul_group_norm, matmul_batch_norm, conv,
 matmul_row_reduction, matmul_epilogue, rowwise, elementwise) ->
 the module is executed and lowered at the task's full shapes -> reply. The module is in the TPU
 form (Mosaic, lowered for TPU) or the GPU form (Triton, lowered for CUDA; generate.gpu_form), as the

@@ -1,11 +1,11 @@
-"""generate tests: a strided convolution, which no template covers (no_template naming it; the
-conv2d template covers unit strides)."""
+"""generate tests: a dilated convolution, which no template covers (no_template naming it; the
+conv templates cover no kernel dilation)."""
 import jax
 import jax.numpy as jnp
 
 
 def reference(x, w):
-    y = jax.lax.conv_general_dilated(x, w, (2, 2), "SAME")  # line 8: the conv
+    y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", rhs_dilation=(2, 2))  # line 8: the conv
     return jnp.maximum(y, 0.0)
 
 

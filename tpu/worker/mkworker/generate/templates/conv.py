@@ -1,18 +1,25 @@
-"""Template `conv2d`: a direct 2-D convolution (stride 1, any padding, any layout) with the
-reference's elementwise epilogue (bias, activation, scale) fused, as an implicit GEMM.
+"""Template family `conv` (classes `conv1d`, `conv2d`, `conv3d`): a direct convolution over 1,
+2 or 3 spatial dims (any padding, any layout, any stride) with the reference's elementwise
+epilogue (bias, activation, scale) fused, as an implicit GEMM over (kernel window x channels).
 
 Recognised on the jaxpr: one conv_general_dilated of two task inputs (no dilation, no feature
-groups, unit strides), followed by elementwise equations whose other operands are per output
-channel (a bias `(C,)` or `(1, C, 1, 1)`) or scalars.
+groups), followed by elementwise equations whose other operands are per output channel (a bias
+`(C,)` or `(1, C, 1, 1)`) or scalars.
 
-Kernel: the entry views the input as NHWC and the weight as HWIO (transposes only when the
-reference's layout differs) and pads the image once (the reference's padding, plus rows so the
-last row tile's window stays inside). Grid (N, Ho/BH, Co/BCO), all "parallel", BH = BLOCK_PIXELS // Wo. One step reads a
-window of BH + KH - 1 input rows (`pl.Element` rows: windows of consecutive tiles overlap by
-KH - 1 rows) and computes BH output rows x all Wo columns x BCO channels: for each tap (dh, dw)
-of the kernel window, the shifted (BH*Wo, Cin) patch times the tap's (Cin, BCO) weight,
-accumulated in f32 VMEM scratch; the epilogue runs once on the accumulator. A ragged last row
-tile writes only the rows that exist (the output's cdiv grid clips it).
+Kernel: the entry views the input as channels-last (NWC / NHWC / NZHWC, z the depth) and the
+weight as (window..., Cin, Cout) (transposes only when the reference's layout differs) and pads
+the image once (the reference's padding, plus rows so the last row tile's window stays inside).
+Grid (N, rows/BR, Co/BCO), all "parallel": a tile is BR whole output rows along the first
+spatial axis (all of the inner spatial axes), BR = BLOCK_PIXELS // (pixels of a row). One step
+reads a window of BR + K0 - 1 input rows (`pl.Element` rows: windows of consecutive tiles overlap
+by K0 - 1 rows) and, for each tap of the window, adds the shifted (BR * row pixels, Cin) patch
+times the tap's (Cin, BCO) weight into an f32 VMEM accumulator; the epilogue runs once on it. A
+ragged last row tile writes only the rows that exist (the output's cdiv grid clips it).
+
+A stride s > 1 is rewritten in the entry as a stride-1 convolution over space-to-depth phase
+images (tap d = s*q + r reads phase r at offset q): the window shrinks to ceil(K / s), the
+channels grow by the s^k phases, the weight gets zero taps where s*q + r >= K; the kernel is
+the same stride-1 kernel (no strided loads in it).
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
 
-KERNEL_CLASS = "conv2d"
+KERNEL_CLASS = "conv"  # the family; a kernel's class names its dims (conv1d, conv2d, conv3d)
+# 1-D: the rows past a tile that its window reaches come as a second block of the input, a
+# multiple of 16 rows (whole sublane tiles, bf16's packed ones too); windows up to 17 taps.
+_HALO = 16
+_LETTERS = {1: ("w",), 2: ("h", "w"), 3: ("z", "h", "w")}  # spatial axes, z the depth
 COVERED_PRIMITIVES = ("conv_general_dilated",)
 _TABLES = (E.UNARY, E.BINARY_FLOAT, E.BINARY)
 _ALIAS = ("reshape", "broadcast_in_dim", "squeeze", "expand_dims", "copy", "stop_gradient",
@@ -117,7 +128,7 @@ class _Epilogue:
             return
         if p in E.ROW_REDUCTION_PRIMITIVES or p.startswith(("reduce_", "cum", "arg")):
             raise NoTemplate(f"a reduction (`{p}`) after the convolution (a norm or pooling) is "
-                             "not covered by the conv2d template yet", [p])
+                             "not covered by the conv template yet", [p])
         kinds = [self.kind_of(v) for v in ins]
         kind = "full" if "full" in kinds else ("chan" if "chan" in kinds else "scalar")
         c = [self.code(v) for v in ins]
@@ -150,15 +161,14 @@ def match(ctx):
         raise NoTemplate("the convolution's operands are not two task inputs",
                          ["conv_general_dilated"])
     p = conv.params
-    if len(x.aval.shape) != 4:
-        raise NoTemplate(f"conv_general_dilated over {len(x.aval.shape) - 2} spatial dims; the "
-                         "conv2d template covers 2-D", ["conv_general_dilated"])
-    if tuple(p["window_strides"]) != (1, 1) or tuple(p["lhs_dilation"]) != (1, 1) or \
-            tuple(p["rhs_dilation"]) != (1, 1):
-        raise NoTemplate(f"conv_general_dilated with strides {tuple(p['window_strides'])}, "
-                         f"input dilation {tuple(p['lhs_dilation'])} (transposed when > 1), "
-                         f"kernel dilation {tuple(p['rhs_dilation'])}: the conv2d template covers "
-                         "unit strides and no dilation", ["conv_general_dilated"])
+    k = len(x.aval.shape) - 2
+    if k not in _LETTERS:
+        raise NoTemplate(f"conv_general_dilated over {k} spatial dims; the conv template covers "
+                         "1-D, 2-D and 3-D", ["conv_general_dilated"])
+    if any(d != 1 for d in tuple(p["lhs_dilation"]) + tuple(p["rhs_dilation"])):
+        raise NoTemplate(f"conv_general_dilated with input dilation {tuple(p['lhs_dilation'])} "
+                         f"(transposed when > 1), kernel dilation {tuple(p['rhs_dilation'])}: the "
+                         f"conv{k}d template covers no dilation", ["conv_general_dilated"])
     if p["feature_group_count"] != 1 or p["batch_group_count"] != 1:
         raise NoTemplate("conv_general_dilated with feature groups (grouped or depthwise); not "
                          "covered",
@@ -166,16 +176,34 @@ def match(ctx):
     pad = [tuple(int(a) for a in q) for q in p["padding"]]
     if any(a < 0 for q in pad for a in q):
         raise NoTemplate("negative convolution padding; not covered", ["conv_general_dilated"])
-    return conv, eqns[1:], pad
+    strides = tuple(int(s) for s in p["window_strides"])
+    return conv, eqns[1:], pad, strides
 
 
 def _perm_code(perm) -> str:
     return "(" + ", ".join(str(int(a)) for a in perm) + ")"
 
 
+def _tup(items) -> str:
+    items = [str(i) for i in items]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _row_options(k, rows, row_pixels):
+    """Candidate output rows of a tile (along the first spatial axis), largest first: whole
+    inner rows of at most 8192 pixels (the GEMM tile's rows: enough for the MXU, no more); in
+    1-D the rows are the sublane dim of the tiles, so a multiple of the halo (16 rows)."""
+    if k == 1:
+        whole = -(-rows // _HALO) * _HALO
+        return sorted({min(c, whole) for c in (4096, 2048, 1024, 512, 256, 128, 64, 32, 16)},
+                      reverse=True)
+    return [b for b in (64, 32, 16, 8, 4, 2, 1)
+            if (b <= rows or b == 1) and (b * row_pixels <= 8192 or b == 1)]
+
+
 def emit(ctx, m) -> G.Generated:
     """The TPU emitter (the class has no GPU form: generate.classes skips it there)."""
-    conv, epilogue, pad = m
+    conv, epilogue, pad, strides = m
     if not ctx.single_output:
         raise NoTemplate("the reference returns several outputs; not covered", [])
     dn = conv.params["dimension_numbers"]
@@ -189,100 +217,199 @@ def emit(ctx, m) -> G.Generated:
     x, w = conv.invars
     xs = tuple(int(d) for d in x.aval.shape)
     ws = tuple(int(d) for d in w.aval.shape)
-    _n, cin = xs[lhs_spec[0]], xs[lhs_spec[1]]
-    h, wd = xs[lhs_spec[2]], xs[lhs_spec[3]]
-    cout, kh, kw = ws[rhs_spec[0]], ws[rhs_spec[2]], ws[rhs_spec[3]]
-    ho = h + pad[0][0] + pad[0][1] - kh + 1
-    wo = wd + pad[1][0] + pad[1][1] - kw + 1
-    wp = wd + pad[1][0] + pad[1][1]
+    k = len(xs) - 2
+    kc = f"conv{k}d"
+    L = _LETTERS[k]
+    cin, cout = xs[lhs_spec[1]], ws[rhs_spec[0]]
+    size = [xs[a] for a in lhs_spec[2:]]
+    win = [ws[a] for a in rhs_spec[2:]]
+    strided = any(s != 1 for s in strides)
+    outs = [(size[i] + pad[i][0] + pad[i][1] - win[i]) // strides[i] + 1 for i in range(k)]
+    if any(o < 1 for o in outs):
+        raise NoTemplate("the convolution's window is larger than its padded input", [])
+    # What the kernel sees: a stride-1 window over the (phase) images, (phase x) channels.
+    qwin = [-(-win[i] // strides[i]) for i in range(k)]
+    phases = math.prod(strides)
+    kin = [outs[i] + qwin[i] - 1 for i in range(k)]  # input extent a full row reads, per dim
+    row_pixels = math.prod(outs[1:])
     x_dt, w_dt, out_dt = x.aval.dtype, w.aval.dtype, out.aval.dtype
-    chan_ops = [(v, nm) for v, nm, k in epi.operands if k == "chan"]
-    scal_ops = [(v, nm) for v, nm, k in epi.operands if k == "scalar"]
+    chan_ops = [(v, nm) for v, nm, kd in epi.operands if kd == "chan"]
+    scal_ops = [(v, nm) for v, nm, kd in epi.operands if kd == "scalar"]
 
-    def vmem(bh, bco):
-        ins = [((bh + kh - 1, wp, cin), x_dt), ((kh, kw, cin, bco), w_dt)]
+    def vmem(bt, bco):
+        rows_in = [(bt + qwin[0] - 1,)] if k > 1 else [(bt,), (_HALO,)]
+        ins = [((*r, *kin[1:], phases * cin), x_dt) for r in rows_in]
+        ins.append(((*qwin, phases * cin, bco), w_dt))
         ins += [((1, bco), v.aval.dtype) for v, _ in chan_ops]
         # the accumulator, and about two more f32 tiles (a patch, the epilogue's temporaries)
-        return G.step_vmem(ins, [((bh, wo, bco), out_dt)], [((bh * wo, bco), "float32")] * 3)
+        return G.step_vmem(ins, [((bt, *outs[1:], bco), out_dt)],
+                           [((bt * row_pixels, bco), "float32")] * 3)
 
     bco_opts = [cout] if cout <= 512 else [b for b in (512, 256, 128) if cout % 128 == 0] or [cout]
     plan = None
     for bco in bco_opts:
-        for bh in (64, 32, 16, 8, 4, 2, 1):
-            if bh > ho and bh != 1:
-                continue
-            if bh * wo > 8192:  # rows of the GEMM tile: enough for the MXU, no more
-                continue
-            v = vmem(bh, bco)
+        for bt in _row_options(k, outs[0], row_pixels):
+            v = vmem(bt, bco)
             if v <= ctx.vmem_budget:
-                plan = (bh, bco, v)
+                plan = (bt, bco, v)
                 break
         if plan:
             break
     if plan is None:
-        raise NoTemplate(f"one output row ({wo} wide, window {kh}x{kw}x{cin}) does not fit the "
-                         "VMEM budget", ["conv_general_dilated"])
-    bh, bco, plan_vmem = plan
-    constants = [("BLOCK_PIXELS", bh * wo, "output pixels of a tile: BLOCK_PIXELS // Wo rows"),
+        raise NoTemplate(f"one output row ({G.shape_text(outs[1:] or [1])}, window "
+                         f"{'x'.join(map(str, win))}x{cin}) does not fit the VMEM budget",
+                         ["conv_general_dilated"])
+    bt, bco, plan_vmem = plan
+    row, inner = L[0], L[1:]
+    b_row = f"b{row}"  # output rows of a tile
+    o_names = [f"{ch}o" for ch in L]
+    k_names = [f"k{ch}" for ch in L]
+    q_names = [f"q{ch}" for ch in L] if strided else k_names  # the kernel's window
+    pix_text = " * ".join(o_names[1:])
+    pix_text = f"({pix_text})" if k > 2 else pix_text
+    constants = [("BLOCK_PIXELS", bt * row_pixels,
+                  "output pixels of a tile" + (f": BLOCK_PIXELS // {pix_text} rows" if k > 1 else "")),
                  ("BLOCK_CO", bco, "output channels of a tile"),
                  ("VMEM_LIMIT_BYTES", F.vmem_limit(plan_vmem, ctx),
                   "scoped VMEM the kernel may use (its plan plus headroom)")]
-    tunables = {"BLOCK_PIXELS": sorted({max(1, bh // 2) * wo, bh * wo, bh * 2 * wo}),
-                "BLOCK_CO": sorted(set(bco_opts))}
+    if k == 1:
+        opts = _row_options(k, outs[0], 1)
+        at = opts.index(bt)
+        tunables = {"BLOCK_PIXELS": sorted(set(opts[max(0, at - 1):at + 2]))}
+    else:
+        tunables = {"BLOCK_PIXELS": sorted({max(1, bt // 2) * row_pixels, bt * row_pixels,
+                                            bt * 2 * row_pixels})}
+    tunables["BLOCK_CO"] = sorted(set(bco_opts))
 
     x_name, w_name = ctx.name_of_invar(x), ctx.name_of_invar(w)
-    refs = ", ".join(["x_ref", "w_ref"] + [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
+    refs = ", ".join(["x_ref"] + (["halo_ref"] if k == 1 else []) + ["w_ref"] + [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
                      + ["o_ref", "acc_ref"])
-    kw_args = ["kh", "kw"] + epi.statics
+    kw_args = k_names + epi.statics
     body = ["y = acc_ref[...]"] + epi.lines + \
         [(f"o_ref[...] = jnp.broadcast_to({epi.code(out)}, acc_ref.shape).reshape(o_ref.shape)"
          ".astype(o_ref.dtype)")]
+    taps = []
+    for depth, (ch, kn) in enumerate(zip(L, k_names)):
+        taps.append("    " * depth + f"for d{ch} in range({kn}):")
+    sl = [f"d{row}:d{row} + {b_row}"] + [f"d{ch}:d{ch} + {ch}o" for ch in inner]
+    gemm_rows = " * ".join([b_row] + o_names[1:])
+    if k == 1:
+        taps.insert(0, "# This tile's input rows and the rows past it that its window reaches.")
+        taps.insert(1, "rows = jnp.concatenate([x_ref[...], halo_ref[...]], axis=0)")
+        patch = f"rows[{sl[0]}, :]"
+    else:
+        patch = f"x_ref[0, {', '.join(sl)}, :].reshape({gemm_rows}, cin)"
+    taps.append("    " * k + f"patch = {patch}")
+    taps.append("    " * k + "acc_ref[...] += jnp.dot(patch, w_ref[" + ", ".join(f"d{ch}" for ch in L)
+                + "], preferred_element_type=jnp.float32)")
     kernel = f'''
 
 def _conv_kernel({refs}, *, {", ".join(kw_args)}):
-    bh, wo, bco = o_ref.shape
+    {", ".join([b_row] + o_names[1:] + ["bco"])} = o_ref.shape
     cin = x_ref.shape[-1]
     acc_ref[...] = jnp.zeros_like(acc_ref)
-    # Implicit GEMM: each tap of the window is a shifted (bh*wo, cin) patch of the input rows
-    # times the tap's (cin, bco) weight.
-    for dh in range(kh):
-        for dw in range(kw):
-            patch = x_ref[0, dh:dh + bh, dw:dw + wo, :].reshape(bh * wo, cin)
-            acc_ref[...] += jnp.dot(patch, w_ref[dh, dw], preferred_element_type=jnp.float32)
+    # Implicit GEMM: each tap of the window is a shifted ({gemm_rows}, cin) patch of the input
+    # rows times the tap's (cin, bco) weight.
+{G.indent(chr(10).join(taps), 4)}
 {G.indent(chr(10).join(body), 4)}
 '''
-    lhs_nhwc = (lhs_spec[0], lhs_spec[2], lhs_spec[3], lhs_spec[1])
-    rhs_hwio = (rhs_spec[2], rhs_spec[3], rhs_spec[1], rhs_spec[0])
-    back = [0] * 4
-    for role, axis in zip((0, 3, 1, 2), out_spec):  # out_spec: (N, C, H, W) axes
+    lay = "n" + "".join(L) + "c"
+    lhs_cl = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+    rhs_cl = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
+    ident = tuple(range(k + 2))
+    back = [0] * (k + 2)
+    for role, axis in zip((0, k + 1, *range(1, k + 1)), out_spec):  # out_spec: (N, C, spatial)
         back[axis] = role
+    xv, wv = f"x_{lay}", f"w_{lay[1:-1]}io"
     ent = []
-    if lhs_nhwc != (0, 1, 2, 3):
-        ent.append(f"x_nhwc = {x_name}.transpose{_perm_code(lhs_nhwc)}  # the reference's "
-                   "layout, as NHWC")
+    if lhs_cl != ident:
+        ent.append(f"{xv} = {x_name}.transpose{_perm_code(lhs_cl)}  # the reference's layout, as "
+                   f"{lay.upper()}")
     else:
-        ent.append(f"x_nhwc = {x_name}")
-    if rhs_hwio != (0, 1, 2, 3):
-        ent.append(f"w_hwio = {w_name}.transpose{_perm_code(rhs_hwio)}  # as (kh, kw, cin, cout)")
+        ent.append(f"{xv} = {x_name}")
+    if rhs_cl != ident:
+        ent.append(f"{wv} = {w_name}.transpose{_perm_code(rhs_cl)}  # as "
+                   f"({', '.join(k_names)}, cin, cout)")
     else:
-        ent.append(f"w_hwio = {w_name}")
-    ent += ["n, h, w_in, cin = x_nhwc.shape",
-            "kh, kw, _, cout = w_hwio.shape",
-            f"ho, wo = h + {pad[0][0] + pad[0][1]} - kh + 1, w_in + {pad[1][0] + pad[1][1]} - kw + 1",
-            "bh = max(1, min(BLOCK_PIXELS // wo, ho))  # output rows of a tile",
-            "bco = BLOCK_CO if cout % BLOCK_CO == 0 else cout",
-            "row_tiles = pl.cdiv(ho, bh)",
-            "# The reference's padding, plus rows at the bottom so the last tile's window is inside.",
-            f"extra = row_tiles * bh + kh - 1 - (h + {pad[0][0] + pad[0][1]})",
-            (f"x_pad = jnp.pad(x_nhwc, ((0, 0), ({pad[0][0]}, {pad[0][1]} + extra), "
-            f"({pad[1][0]}, {pad[1][1]}), (0, 0)))"),
-            "wp = x_pad.shape[2]"]
-    specs = [("# Element offsets: the row windows of consecutive tiles overlap by kh - 1 rows.\n"
-             "pl.BlockSpec((pl.Element(1), pl.Element(bh + kh - 1), pl.Element(wp), "
-             "pl.Element(cin)),\n"
-             "             lambda img, i, j: (img, i * bh, 0, 0))"),
-             "pl.BlockSpec((kh, kw, cin, bco), lambda img, i, j: (0, 0, 0, j))"]
-    args = ["x_pad", "w_hwio"]
+        ent.append(f"{wv} = {w_name}")
+    in_names = [f"{ch}_in" for ch in L]
+    ent += [f"n, {', '.join(in_names)}, cin = {xv}.shape",
+            f"{', '.join(k_names)}, _, cout = {wv}.shape"]
+    pad_sum = [pad[i][0] + pad[i][1] for i in range(k)]
+    if strided:
+        ent.append(", ".join(o_names) + " = " + ", ".join(
+            f"({in_names[i]} + {pad_sum[i]} - {k_names[i]}) // {strides[i]} + 1" for i in range(k)))
+        ent += [(f"# Stride {_tup(strides)} as a stride-1 convolution over space-to-depth phase "
+                "images: tap"),
+                "# d = s*q + r of the window reads phase r at offset q, so the window shrinks to",
+                (f"# ceil(k / s) and the channels grow by the {phases} phases (zero weight taps "
+                "where s*q + r >= k)."),
+                f"{', '.join(q_names)} = " + ", ".join(f"-(-{k_names[i]} // {strides[i]})"
+                                                    for i in range(k))]
+    else:
+        ent.append(", ".join(o_names) + " = " + ", ".join(
+            f"{in_names[i]} + {pad_sum[i]} - {k_names[i]} + 1" for i in range(k)))
+    if k == 1:
+        ent += [(f"halo = pl.cdiv(max({q_names[0]} - 1, 1), {_HALO}) * {_HALO}  # rows past a tile "
+                "its window reaches"),
+                (f"{b_row} = max(halo, min(BLOCK_PIXELS, pl.cdiv({o_names[0]}, halo) * halo) "
+                "// halo * halo)  # output positions of a tile")]
+        reach = "halo"  # input rows past the last tile that its window reads
+    else:
+        ent.append(f"{b_row} = max(1, min(BLOCK_PIXELS // {pix_text}, {o_names[0]}))  # output "
+                   "rows of a tile")
+        reach = f"{q_names[0]} - 1"
+    ent += ["bco = BLOCK_CO if cout % BLOCK_CO == 0 else cout",
+            f"row_tiles = pl.cdiv({o_names[0]}, {b_row})"]
+    if strided:
+        ent += ["# The extent each phase image needs (the last row tile's window stays inside);",
+                "# inputs past it are unused and cut off (a negative pad).",
+                f"{', '.join(f'{ch}p' for ch in L)} = "
+                + ", ".join([f"row_tiles * {b_row} + {reach}"]
+                            + [f"{o_names[i]} + {q_names[i]} - 1" for i in range(1, k)])]
+        cfg = ["(0, 0, 0)"] + [f"({pad[i][0]}, {strides[i]} * {L[i]}p - {in_names[i]} - {pad[i][0]}, 0)"
+                               for i in range(k)] + ["(0, 0, 0)"]
+        ent.append(f"x_pad = jax.lax.pad({xv}, jnp.zeros((), {xv}.dtype), ({', '.join(cfg)}))")
+        split = ", ".join([f"{ch}p, {strides[i]}" for i, ch in enumerate(L)])
+        perm = [0] + [1 + 2 * i for i in range(k)] + [2 + 2 * i for i in range(k)] + [2 * k + 1]
+        perm_text = f".transpose{_perm_code(perm)}" if perm != list(range(2 * k + 2)) else ""
+        split_text = f".reshape(n, {split}, cin){perm_text}" if perm_text else ""
+        ent.append(f"x_pad = x_pad{split_text}.reshape(n, {', '.join(f'{ch}p' for ch in L)}, "
+                   f"{phases} * cin)  # phases into channels")
+        wpad = ", ".join(f"(0, {strides[i]} * {q_names[i]} - {k_names[i]})" for i in range(k))
+        wsplit = ", ".join(f"{q_names[i]}, {strides[i]}" for i in range(k))
+        wperm = [2 * i for i in range(k)] + [2 * i + 1 for i in range(k)] + [2 * k, 2 * k + 1]
+        wperm_text = f".transpose{_perm_code(wperm)}" if wperm != list(range(2 * k + 2)) else ""
+        ent.append(f"w_phases = jnp.pad({wv}, ({wpad}, (0, 0), (0, 0))).reshape({wsplit}, cin, cout)"
+                   f"{wperm_text}.reshape({', '.join(q_names)}, {phases} * cin, cout)")
+        w_arg = "w_phases"
+        ent.append(f"cin = {phases} * cin")
+    else:
+        ent += [("# The reference's padding, plus rows at the end so the last tile's window is "
+                 "inside."),
+                f"extra = row_tiles * {b_row} + {reach} - ({in_names[0]} + {pad_sum[0]})"]
+        cfg = ["(0, 0)", f"({pad[0][0]}, {pad[0][1]} + extra)"] + \
+            [f"({pad[i][0]}, {pad[i][1]})" for i in range(1, k)] + ["(0, 0)"]
+        ent.append(f"x_pad = jnp.pad({xv}, ({', '.join(cfg)}))")
+        if k > 1:
+            ent.append(f"{', '.join(f'{ch}p' for ch in inner)} = x_pad.shape"
+                       + ("[2]" if k == 2 else "[2:-1]"))
+        w_arg = wv
+    zeros = ", ".join(["0"] * (k - 1))
+    if k == 1:
+        specs = ["pl.BlockSpec((None, bw, cin), lambda img, i, j: (img, i, 0))",
+                 ("# the halo: the first rows of the next tile, in blocks of `halo` rows\n"
+                  "pl.BlockSpec((None, halo, cin), lambda img, i, j: (img, (i + 1) * (bw // halo), 0))")]
+    else:
+        x_block = ", ".join(["pl.Element(1)", f"pl.Element({b_row} + {q_names[0]} - 1)"]
+                            + [f"pl.Element({ch}p)" for ch in inner] + ["pl.Element(cin)"])
+        specs = [(f"# Element offsets: the row windows of consecutive tiles overlap by {q_names[0]} - 1 "
+                  "rows.\n"
+                  f"pl.BlockSpec(({x_block}),\n"
+                  f"             lambda img, i, j: (img, i * {b_row}, {zeros}, 0))")]
+    specs.append(f"pl.BlockSpec(({', '.join(q_names)}, cin, bco), lambda img, i, j: "
+                 f"({', '.join(['0'] * (k + 1))}, j))")
+    args = ["x_pad"] * (2 if k == 1 else 1) + [w_arg]
     for _, nm in chan_ops:
         ent.append(f"{nm}_in = {nm}.reshape(1, cout)")
         specs.append("pl.BlockSpec((1, bco), lambda img, i, j: (0, j))")
@@ -292,20 +419,22 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
         specs.append("pl.BlockSpec((1, 1), lambda img, i, j: (0, 0))")
         args.append(f"{nm}_in")
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
-    partial = "functools.partial(_conv_kernel, " + ", ".join(f"{a}={a}" for a in kw_args) + ")"
+    binds = [f"{kn}={qn}" for kn, qn in zip(k_names, q_names)] + [f"{a}={a}" for a in epi.statics]
+    partial = "functools.partial(_conv_kernel, " + ", ".join(binds) + ")"
     ent.append(f'''out = pl.pallas_call(
     {partial},
-    out_shape=jax.ShapeDtypeStruct((n, ho, wo, cout), {G.dtype_code(out_dt)}),
+    out_shape=jax.ShapeDtypeStruct((n, {", ".join(o_names)}, cout), {G.dtype_code(out_dt)}),
     grid=(n, row_tiles, cout // bco),
     in_specs=[
 {spec_text}
     ],
-    out_specs=pl.BlockSpec((None, bh, wo, bco), lambda img, i, j: (img, i, 0, j)),
-    scratch_shapes=[pltpu.VMEM((bh * wo, bco), jnp.float32)],
+    out_specs=pl.BlockSpec((None, {", ".join([b_row] + o_names[1:])}, bco),
+                           lambda img, i, j: (img, i, {zeros + ", " if zeros else ""}j)),
+    scratch_shapes=[pltpu.VMEM(({gemm_rows}, bco), jnp.float32)],
     compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"),
                                          vmem_limit_bytes=VMEM_LIMIT_BYTES),
 )({", ".join(args)})''')
-    if tuple(back) != (0, 1, 2, 3):
+    if tuple(back) != ident:
         ent.append(f"return out.transpose{_perm_code(back)}  # back to the reference's layout")
     else:
         ent.append("return out")
@@ -315,16 +444,21 @@ def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
 '''
     after = [q for q in ("max", "logistic", "tanh", "erf", "min") if q in epi.prims]
-    description = (f"2-D convolution ({G.shape_text(xs)} * {kh}x{kw} window, {cin}->{cout} "
-                   f"channels, {G.dtype_name(x_dt)}) as an implicit GEMM"
+    description = (f"{k}-D convolution ({G.shape_text(xs)} * {'x'.join(map(str, win))} window, "
+                   f"{cin}->{cout} channels"
+                   + (f", stride {'x'.join(map(str, strides))}" if strided else "")
+                   + f", {G.dtype_name(x_dt)}) as an implicit GEMM"
                    + (" + " + " + ".join([f"`{nm}`" for _, nm in chan_ops + scal_ops] + after)
                       if chan_ops or scal_ops or after else "") + " fused")
     source, imports, body_text = G.write_module(description=description, ctx=ctx,
-                                                kernel_class=KERNEL_CLASS, constants=constants,
+                                                kernel_class=kc, constants=constants,
                                                 code=kernel + entry)
-    notes = [(f"tiles {bh} rows x {wo} columns x {bco} channels: {G.mib(plan_vmem)} of VMEM per "
-             f"step (budget {G.mib(ctx.vmem_budget)})"),
-             "chosen: one 2-D convolution of two inputs with an elementwise epilogue"]
-    return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
+    notes = [(f"tiles {bt} rows x {G.shape_text(outs[1:] or [1])} x {bco} channels: "
+              f"{G.mib(plan_vmem)} of VMEM per step (budget {G.mib(ctx.vmem_budget)})"),
+             f"chosen: one {k}-D convolution of two inputs with an elementwise epilogue"]
+    if strided:
+        notes.append(f"stride {_tup(strides)} rewritten as stride 1 over {phases} space-to-depth "
+                     f"phase images (window {'x'.join(map(str, qwin))}, {phases * cin} channels)")
+    return G.Generated(kernel_class=kc, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body_text, tunables=tunables,
                        notes=notes)

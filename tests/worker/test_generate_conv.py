@@ -1,0 +1,117 @@
+"""generate: the convolution family beyond a stride-1 2-D convolution (conv1d, conv3d, strided
+convolutions rewritten over space-to-depth phase images). Correct in interpret mode at sizes no
+row tile divides (the last tile ragged), in both layouts, in bf16; refused with the reason where
+it does not apply; and at full size the kernels compile for a v5e with the TPU compiler (libtpu,
+no TPU). The stride-1 2-D cases are in test_generate_fused.py."""
+
+import importlib.util
+
+import generate_rows_helpers as H
+import pytest
+from worker_harness import WorkerProcess, read_task, task_path
+
+DIR = "generate_conv"
+
+
+def _task(name, fixed_dir=DIR, **lines):
+    """The task with some of its top lines replaced: NAME=value (the value as written)."""
+    text = read_task(fixed_dir, name)
+    for line_start, new in lines.items():
+        hits = [ln for ln in text.splitlines() if ln.startswith(line_start.replace("__", ", ") + " = ")]
+        assert len(hits) == 1, line_start
+        text = text.replace(hits[0], f"{line_start.replace('__', ', ')} = {new}")
+    return {"form": "infile", "source": text, "filename": task_path(fixed_dir, name)}
+
+
+def _conv1d(size="2, 8, 37, 16, 5", **lines):
+    return _task("conv1d_bias_gelu.py", N__CIN__L__COUT__K=size, **lines)
+
+
+def _conv3d(size="1, 4, 5, 7, 6, 8", **lines):
+    return _task("conv3d_bias_relu.py", N__CIN__D__H__W__COUT=size, **lines)
+
+
+def _conv2d_strided(size="1, 4, 11, 9, 8"):
+    task = _task("conv2d_bias_silu.py", "generate_fused", N__CIN__H__W__COUT=size)
+    assert "window_strides=(1, 1)" in task["source"]
+    task["source"] = task["source"].replace("window_strides=(1, 1)", "window_strides=(2, 2)")
+    return task
+
+
+BF16 = {"DTYPE": "jnp.bfloat16", "TOLERANCES": '{"rtol": 2e-2, "atol": 2e-2}'}
+
+CASES = [
+    # (task, class, BLOCK_PIXELS): every case's last row tile is partial
+    (lambda: _conv1d(), "conv1d", 16),  # 37 positions in tiles of 16 (+ a 16-row halo)
+    (lambda: _conv1d(LAYOUT='"NCW"'), "conv1d", 16),
+    (lambda: _conv1d(**BF16), "conv1d", 16),
+    (lambda: _conv1d(STRIDE="2"), "conv1d", 16),  # 19 positions: window 3 over 2 phases
+    (lambda: _conv3d(), "conv3d", 2 * 7 * 6),  # 5 depth slices in tiles of 2
+    (lambda: _conv3d(LAYOUT='"NCDHW"'), "conv3d", 2 * 7 * 6),
+    (lambda: _conv3d("1, 3, 7, 7, 6, 8", STRIDE="2"), "conv3d", 3 * 4 * 3),  # 4 slices in 3s
+    (lambda: _conv2d_strided(), "conv2d", 4 * 5),  # 6 output rows of 5 in tiles of 4
+]
+
+
+@pytest.mark.parametrize("make, kclass, pixels", CASES,
+                         ids=["1d-nwc", "1d-ncw", "1d-bf16", "1d-stride2", "3d-ndhwc", "3d-ncdhw",
+                              "3d-stride2", "2d-stride2"])
+def test_convolutions_are_correct_with_ragged_tiles(worker, tmp_path, make, kclass, pixels):
+    task = make()
+    r = H.generate(worker, task)
+    assert r["class"] == kclass, r["class"]
+    src = r["source"]
+    assert "acc_ref[...] += jnp.dot(patch" in src and "pl.cdiv(" in src
+    strided = "STRIDE = 2" in task["source"] or "window_strides=(2, 2)" in task["source"]
+    assert ("space-to-depth" in src) == strided
+    H.evaluate(worker, task, r, tmp_path, source=H.set_constant(src, "BLOCK_PIXELS", pixels),
+               seeds=[5])
+
+
+def _replace_conv(task, new_call):
+    old = [ln for ln in task["source"].splitlines() if "jax.lax.conv_general_dilated" in ln]
+    assert len(old) == 1
+    start = task["source"].index(old[0])
+    end = task["source"].index("\n", task["source"].index("dimension_numbers=spec)", start))
+    task["source"] = task["source"][:start] + new_call + task["source"][end:]
+    return task
+
+
+@pytest.mark.parametrize("call, words", [
+    ("    y = jax.lax.conv_transpose(x, w, (2,), 'SAME', dimension_numbers=spec)",
+     "input dilation (2,) (transposed when > 1)"),
+    (("    y = jax.lax.conv_general_dilated(x, w, (1,), 'SAME', rhs_dilation=(2,), "
+     "dimension_numbers=spec)"), "kernel dilation (2,)"),
+    (("    y = jax.lax.reduce_window(jax.lax.conv_general_dilated(x, w, (1,), 'SAME', "
+     "dimension_numbers=spec), 0.0, jax.lax.add, (1, 2, 1), (1, 2, 1), 'VALID')"),
+     "a reduction (`reduce_window_sum`) after the convolution (a norm or pooling)"),
+], ids=["transposed", "dilated", "pooling"])
+def test_what_the_conv_family_does_not_cover_is_refused_with_the_reason(worker, call, words):
+    task = _replace_conv(_conv1d("2, 8, 32, 16, 4"), call)
+    err = H.refusal(worker, task)
+    assert "it looks like conv" in err["message"] and words in err["message"], err["message"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_the_full_size_1d_kernels_compile_for_tpu(tmp_path):
+    """The 1-D form reads its window as a tile plus a halo block (sublane-dim blocks): f32 and
+    bf16 at the suite's size. (The 3-D and strided 2-D forms keep the 2-D form's `pl.Element` row
+    windows; their full-size compiles take minutes, so they are not run here.)"""
+    full = [_conv1d("8, 128, 8192, 128, 5"), _conv1d("8, 128, 8192, 128, 5", **BF16)]
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        for task in full:
+            r = H.generate(w, task)
+            assert r["class"] == "conv1d" and "halo_ref" in r["source"]
+            f = tmp_path / "generated_kernel.py"
+            f.write_text(r["source"], encoding="utf-8")
+            lo = w.request("lower", task=task, source=r["source"], filename=str(f),
+                           kernel=r["entry"], target="tpu", generation="v5e",
+                           compile_reference=False, compile_limits={"time_s": 600}, timeout=900)
+            assert lo["ok"] is True, lo.get("error")
+            cand = lo["tpu_compile"]["candidate"]
+            assert cand["status"] == "compiled", cand
+            assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+    finally:
+        w.close()
