@@ -96,7 +96,9 @@ def match(ctx):
     if not page_gathers:
         return None  # no page table: not this class
     names = [e.primitive.name for e in eqns]
-    others = [n for n in dict.fromkeys(names) if n not in ALLOWED]
+    folded = _scalar_constants(eqns, ctx)
+    others = [n for n in dict.fromkeys(e.primitive.name for e in eqns if id(e) not in folded)
+              if n not in ALLOWED]
     if others:
         raise NoTemplate(", ".join(f"`{n}`" for n in others)
                          + " is not covered by the paged_attention template (decode attention: "
@@ -190,14 +192,47 @@ def match(ctx):
             "out": out, "page_size": s, "group": h // kvh}
 
 
+def _scalar_constants(eqns, ctx) -> dict:
+    """{id(eqn): value} for the scalar equations computed from constants only (the trace keeps
+    `jnp.sqrt(float(head_dim))` as a sqrt of a literal): evaluated here, they are part of the
+    scale, not of the kernel."""
+    consts = {id(v): c for v, c in zip(ctx.jaxpr.constvars, ctx.consts)}
+    known, out = {}, {}
+    for e in eqns:
+        vals = []
+        for v in e.invars:
+            if E.is_literal(v):
+                vals.append(v.val)
+            elif id(v) in known:
+                vals.append(known[id(v)])
+            elif id(v) in consts and getattr(consts[id(v)], "shape", None) == ():
+                vals.append(consts[id(v)])
+            else:
+                break
+        else:
+            if len(e.outvars) == 1 and tuple(e.outvars[0].aval.shape) == () and vals:
+                try:
+                    val = e.primitive.bind(*vals, **e.params)
+                except Exception:  # noqa: BLE001 - not foldable: the kernel check refuses it
+                    val = None
+                if val is not None:
+                    known[id(e.outvars[0])] = val
+                    out[id(e)] = val
+    return out
+
+
 def _scale(eqns, first, producers, ctx):
     """The product of the scalar constants multiplying (or dividing) the query on its way to the
     scores dot, and the scores on their way to the softmax's max / exp."""
     consts = dict(zip(ctx.jaxpr.constvars, ctx.consts))
+    folded = {id(e.outvars[0]): v for e in eqns
+              for k, v in _scalar_constants(eqns, ctx).items() if k == id(e)}
 
     def scalar(v):
         if E.is_literal(v):
             return float(v.val) if getattr(v.val, "shape", ()) == () else None
+        if id(v) in folded:
+            return float(folded[id(v)])
         c = consts.get(v)
         return float(c) if c is not None and getattr(c, "shape", ()) == () else None
 
