@@ -23,9 +23,11 @@ from mkworker.generate.templates import (
     elementwise,
     gated_mlp,
     group_norm,
+    grouped_matmul,
     matmul,
     matmul_gpu,
     matmul_tpu,
+    paged_attention,
     pool,
     rowwise,
     scan,
@@ -42,6 +44,10 @@ class KernelClass(NamedTuple):
 _MATMUL = {"tpu": matmul_tpu.emit, "gpu": matmul_gpu.emit}
 
 CLASSES = (
+    KernelClass("grouped_matmul", grouped_matmul.match, {"tpu": grouped_matmul.emit},
+                grouped_matmul.COVERED_PRIMITIVES),
+    KernelClass("paged_attention", paged_attention.match, {"tpu": paged_attention.emit},
+                paged_attention.COVERED_PRIMITIVES),
     KernelClass("attention", attention.match, {"tpu": attention_tpu.emit, "gpu": attention_gpu.emit}),
     KernelClass("gated_mlp", gated_mlp.match, {"tpu": gated_mlp.emit}, gated_mlp.COVERED_PRIMITIVES),
     KernelClass("matmul_group_norm", group_norm.match, {"tpu": group_norm.emit},
