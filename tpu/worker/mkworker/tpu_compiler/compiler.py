@@ -20,7 +20,9 @@ the worker with it. The result's "status" is one of
                    ("vmem", "hbm", "layout" or "other")
   "too_large"    - over the time or memory limit ("too large to estimate"); the child was killed
                    and is restarted on the next call
-  "crashed"      - libtpu ended the child (an abort): "reason" with its log's tail
+  "crashed"      - libtpu ended the child (an abort): "reason" with its log's tail. Where the
+                   static profile aborts and a compile without it succeeds, the result is that
+                   compile ("compiled" with no cycles, or "refused"), with "profile_crash"
   "cancelled"    - `cancelled()` (a callable) turned true while waiting: the child was killed at
                    once (a compile can run for minutes) and is restarted on the next call
   "unavailable"  - libtpu (or a piece it needs) is missing, or the generation has no topology:
@@ -266,7 +268,28 @@ def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | Non
         return {**out, "status": "unavailable",
                 "reason": f"no TPU topology for {generation!r} in libtpu {why} (known: {', '.join(GENERATIONS)})"}
     lim = limits_from(limits)
-    profiled = generation in PROFILED
+    res = _estimate_in_child(blob, generation, lim, generation in PROFILED, dict(out), cancelled)
+    if res["status"] == "crashed" and generation in PROFILED:
+        # libtpu 0.0.42.1's static profile aborts on some programs the compiler itself accepts
+        # (a scalar-prefetch copy into SMEM on v5e: "Unsupported DMA direction"). The compile
+        # check still stands: compiled again without the profile, with no cycles.
+        again = _estimate_in_child(blob, generation, lim, False, dict(out), cancelled)
+        with _lock:  # rarely needed: no second libtpu process kept warm for it
+            spare = _children.pop(False, None)
+        if spare is not None:
+            spare.close()
+        if again["status"] in ("compiled", "refused"):
+            again["profile_crash"] = res.get("reason", "")[:600]
+            if again["status"] == "compiled":
+                again["cycles_note"] = ("libtpu's static cycle profile aborted on this program; "
+                                        "compiled again without it: no cycles")
+            return again
+    return res
+
+
+def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, out: dict,
+                       cancelled) -> dict:
+    """One compile in the warm child of that kind (with or without the static profile)."""
     waited = time.perf_counter()
     if not _acquire(cancelled):
         return {**out, "status": "cancelled", "reason": "cancelled by request"}
@@ -322,8 +345,10 @@ def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | Non
         if clk:
             out["clock"] = clk
             out["predicted_s"] = total / clk["hz"]
-    elif not profiled:
+    elif generation not in PROFILED:
         out["cycles_note"] = f"libtpu's static profile does not cover {generation}: no cycles"
+    elif not profiled:
+        pass  # the caller says why (a retry after the profile aborted)
     else:
         out["cycles_note"] = "libtpu wrote no static cycle profile (flag unsupported in this libtpu?)"
     return out
