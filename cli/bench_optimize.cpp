@@ -132,6 +132,26 @@ bool compiled(const agents::NodeRecord& node) {
   return node.status == agents::NodeStatus::correct || node.status == agents::NodeStatus::incorrect;
 }
 
+// Why a correct node has no speedup vs XLA: the evaluator's note, else the two compiles' records
+// (a kernel evaluated before XLA's compile finished gets no note), else a plain statement.
+std::string unscored_reason(const agents::NodeRecord& n) {
+  const json& facts = n.metrics.facts;
+  if (facts.contains("unscored") && facts["unscored"].is_string())
+    return facts["unscored"].get<std::string>();
+  if (facts.contains("tpu_compile") && facts["tpu_compile"].is_object()) {
+    const json cand = facts["tpu_compile"].value("candidate", json::object());
+    const std::string status = cand.value("status", std::string());
+    if (!status.empty() && status != "compiled")
+      return "the TPU compiler gave no estimate for this kernel (" + status + ": " +
+             cand.value("reason", std::string()) + ")";
+    if (cand.contains("cycles_note") && cand["cycles_note"].is_string())
+      return "the TPU compiler gave no cycles for this kernel (" +
+             cand["cycles_note"].get<std::string>() + ")";
+  }
+  return "its score (" + (n.time_kind.empty() ? std::string("none") : n.time_kind) +
+         ") is on another basis than XLA's";
+}
+
 TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::RunStore& runs,
                       const BenchOptions& options, const agents::Budget& budget,
                       const knowledge::TpuGeneration& target) {
@@ -203,8 +223,7 @@ TaskRow optimise_task(const TaskFolder& folder, HostSession& session, agents::Ru
       row.speedup = n.speedup;
       row.time_kind = n.time_kind;
     } else if (!n.speedup && row.unscored.empty()) {
-      const json& why = n.metrics.facts.contains("unscored") ? n.metrics.facts["unscored"] : json();
-      row.unscored = why.is_string() ? why.get<std::string>() : "no score comparable with XLA's";
+      row.unscored = unscored_reason(n);
     }
   }
   if (row.speedup) row.unscored.clear();

@@ -425,7 +425,8 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
     e.score_s = median;
     e.time_kind = "device";
   } else if (compiled.value("status", std::string()) == "compiled" &&
-             compiled.value("predicted_s", json()).is_number()) {
+             compiled.value("predicted_s", json()).is_number() &&
+             compiled["predicted_s"].get<double>() > 0) {
     // XLA's compiled program for the target, scored by the same compiler as the candidates.
     e.score_s = compiled["predicted_s"].get<double>();
     e.time_kind = "compiled";

@@ -136,5 +136,16 @@ TEST(CompilerBasisScoring, AReferenceTheCompilerCouldNotEstimateKeepsTheReasonAn
   EXPECT_FALSE(s.candidate.metrics.contains("unscored"));
 }
 
+TEST(CompilerBasisScoring, AReferenceCompiledWithNoCyclesIsNoEstimate) {
+  // libtpu's static profile gave every op of XLA's program 0 cycles: no baseline to divide by.
+  json none = compiled(0.0);
+  none["cycles"] = 0;
+  CpuWorker worker(none, compiled(1e-3));
+  const Scored s = evaluate_both(worker);
+  EXPECT_EQ(s.reference.time_kind, "predicted");
+  ASSERT_TRUE(s.reference.score_s.has_value());
+  EXPECT_GT(*s.reference.score_s, 0);
+}
+
 }  // namespace
 }  // namespace mk::agents

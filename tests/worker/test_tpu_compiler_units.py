@@ -50,3 +50,14 @@ def test_an_unknown_generation_is_unavailable_not_an_error():
     import jax.numpy as jnp
     r = T.estimate(lambda x: x * 2, [jax.ShapeDtypeStruct((8, 128), jnp.float32)], "v7x")
     assert r["status"] == "unavailable" and "no TPU topology" in r["reason"], r
+
+
+def test_a_program_the_static_profile_gives_no_cycles_has_no_estimate():
+    # libtpu gave XLA's 1x1-convolution fusion 0 cycles at full size: a sum of zeros is no
+    # estimate (a speedup against it would be infinite), and the zero ops are named.
+    reply = {"ok": True, "cycles": {"copy.2": 0, "fusion.6": 0}, "compile_s": 8.1}
+    r = T.result_of(reply, "v5e", True, {})
+    assert r["status"] == "compiled" and "cycles" not in r and "predicted_s" not in r, r
+    assert "0 cycles" in r["cycles_note"] and r["zero_cycle_ops"] == ["copy.2", "fusion.6"], r
+    part = T.result_of({"ok": True, "cycles": {"copy.2": 0, "fusion.1": 1500}}, "v5e", True, {})
+    assert part["cycles"] == 1500 and part["predicted_s"] > 0 and part["zero_cycle_ops"] == ["copy.2"]

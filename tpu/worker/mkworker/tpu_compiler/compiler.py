@@ -332,13 +332,27 @@ def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, 
         _lock.release()
     out["wall_s"] = wall
     out["rss_peak_bytes"] = extra
+    return result_of(reply, generation, profiled, out)
+
+
+def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
+    """The compile's record from the child's reply: refused, or compiled with the static cycles
+    summed (or a note saying why there are none)."""
     if not reply.get("ok"):
         err = reply.get("error", "")
         return {**out, "status": "refused", "error": err, "error_kind": error_kind(err)}
     cycles = reply.get("cycles") or {}
     out.update(status="compiled", compile_s=reply.get("compile_s"), device_kind=reply.get("device_kind"),
                cost_analysis=reply.get("cost_analysis") or {}, ops=cycles, label=label(generation))
-    if cycles:
+    zero = sorted(op for op, c in cycles.items() if not c)
+    if zero:
+        # Ops the static profile gives no cycles (copies, and for some programs XLA's
+        # convolution fusions): named, since a sum that leaves out real work is an undercount.
+        out["zero_cycle_ops"] = zero
+    if cycles and sum(cycles.values()) <= 0:
+        out["cycles_note"] = ("libtpu's static profile gave 0 cycles for every op of this program: "
+                              "no estimate")
+    elif cycles:
         total = sum(cycles.values())
         out["cycles"] = total
         clk = clock(generation)
@@ -347,10 +361,9 @@ def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, 
             out["predicted_s"] = total / clk["hz"]
     elif generation not in PROFILED:
         out["cycles_note"] = f"libtpu's static profile does not cover {generation}: no cycles"
-    elif not profiled:
-        pass  # the caller says why (a retry after the profile aborted)
-    else:
+    elif profiled:
         out["cycles_note"] = "libtpu wrote no static cycle profile (flag unsupported in this libtpu?)"
+    # (not profiled on a profiled generation: a retry after the profile aborted; the caller says so)
     return out
 
 
