@@ -26,7 +26,9 @@ GeneratedKernel generate_kernel(tpu::KernelJobs& jobs, const std::filesystem::pa
   request.file = anchor;
   request.task = task;
   json target_facts = {{"name", target.name}};
-  if (auto vmem = target.scoped_vmem_limit()) target_facts["vmem_limit_bytes"] = *vmem;
+  // The generator plans against the core's whole VMEM and sets each kernel's vmem_limit_bytes
+  // from its plan, so the default scoped limit (16 MiB on v5e) is not its budget.
+  if (target.vmem_bytes) target_facts["vmem_limit_bytes"] = *target.vmem_bytes;
   request.options["target"] = target_facts;
   if (entry) request.options["entry"] = *entry;
   const tpu::JobResult r = jobs.generate(request, cancelled);

@@ -74,6 +74,17 @@ TEST(GenerationForm, OtherHostsLeaveTheWorkersDefault) {
   }
 }
 
+TEST(GenerationForm, TheGeneratorPlansAgainstTheCoresWholeVmem) {
+  // v5e: 128 MiB a core; the default scoped limit (16 MiB) is what a kernel gets without setting
+  // vmem_limit_bytes, and the generated kernels always set it.
+  HelloRunner cpu("cpu");
+  const json r = generate_request(cpu);
+  const auto* v5e = knowledge::find_tpu_generation("v5e");
+  ASSERT_TRUE(v5e->vmem_bytes.has_value());
+  EXPECT_EQ(r["target"].value("vmem_limit_bytes", int64_t{0}), *v5e->vmem_bytes);
+  EXPECT_EQ(*v5e->vmem_bytes, int64_t{128} << 20);
+}
+
 TEST(GenerationForm, AFormTheCallerNamesIsKept) {
   HelloRunner gpu("gpu");
   tpu::KernelJobs jobs(gpu, nullptr);

@@ -156,8 +156,10 @@ class GenContext:
 
     @property
     def vmem_limit(self) -> int:
-        """The VMEM capacity the kernel plans against (target_vmem_capacity)."""
-        return target_vmem_capacity(self.target)
+        """The VMEM capacity the kernel plans against (target_vmem_capacity). The GPU form keeps
+        the 16 MiB plan it always had: a Triton block lives in registers and shared memory."""
+        cap = target_vmem_capacity(self.target)
+        return min(cap, 16 * MIB) if self.form == "gpu" else cap
 
     @property
     def vmem_budget(self) -> int:
