@@ -55,7 +55,9 @@ def summarise(run):
         if not n["speedup"]:
             unscored = json.loads(n["metrics"] or "{}").get("unscored", "no comparable score")
             break
+    done = run["status"] == "done"
     return {
+        "done": done,
         "task": run["task"],
         "class": first["strategy"].split(":", 1)[1] if first else "none",
         "correct": bool(correct),
@@ -65,7 +67,8 @@ def summarise(run):
         "basis": BASIS.get(best["time_kind"], best["time_kind"]) if best else "",
         "evaluations": len(nodes),
         "unscored": unscored if not best and correct else "",
-        "error": next((n["error"][:160] for n in cands if n["error"]), "") if not correct else "",
+        "error": (next((n["error"][:160] for n in cands if n["error"]), "") if not correct else "")
+        if done else f"not finished (run {run['status']}): left out of the counts",
     }
 
 
@@ -96,10 +99,11 @@ def fmt(x):
 
 def main(argv):
     runs = load(argv[1])
-    rows = [summarise(r) for r in runs]
+    every = [summarise(r) for r in runs]
+    rows = [r for r in every if r["done"]]
     print("| task | class | correct | first kernel | best | basis | evaluations | note |")
     print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
+    for r in every:
         note = r["unscored"] or r["error"]
         print(f"| {r['task']} | {r['class']} | {'yes' if r['correct'] else 'no'} | {fmt(r['first'])} | "
               f"{fmt(r['best'])} | {r['basis']} | {r['evaluations']} | {note} |")
