@@ -91,3 +91,23 @@ def set_constant(source: str, name: str, value) -> str:
     assert len(hits) == 1, name
     lines[hits[0]] = f"{name} = {value!r}"
     return "\n".join(lines) + "\n"
+
+
+def compile_for_tpu(worker, task, r, tmp_path, generation="v5e", time_s=600) -> dict:
+    """The generated module lowered and compiled for `generation` by the TPU compiler (libtpu, no
+    TPU; the worker needs MAXKERNEL_TPU_COMPILE=1): the candidate's compile record."""
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(r["source"], encoding="utf-8")
+    lo = worker.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
+                        target="tpu", generation=generation, compile_reference=False,
+                        compile_limits={"time_s": time_s}, timeout=time_s + 300)
+    assert lo["ok"] is True, lo.get("error")
+    assert lo["compiled_by"] == "tpu_compiler", lo
+    return lo["tpu_compile"]["candidate"]
+
+
+def assert_compiles_with_cycles(worker, task, r, tmp_path, generation="v5e") -> dict:
+    cand = compile_for_tpu(worker, task, r, tmp_path, generation)
+    assert cand["status"] == "compiled", cand
+    assert cand["cycles"] > 0, cand
+    return cand

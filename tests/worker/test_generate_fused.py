@@ -9,6 +9,7 @@ block, the module passes evaluate in interpret mode.
 import ast
 import importlib.util
 
+import generate_rows_helpers as H
 import pytest
 from worker_harness import WorkerProcess, read_task, task_path
 
@@ -241,15 +242,7 @@ def test_instance_norm_full_size_kernel_compiles_for_tpu(tmp_path):
     try:
         r = _generate(w, task)
         assert "for each of 16 instances" in r["description"], r["description"]
-        f = tmp_path / "generated_kernel.py"
-        f.write_text(r["source"], encoding="utf-8")
-        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
-                       target="tpu", generation="v5e", compile_reference=False,
-                       compile_limits={"time_s": 600}, timeout=900)
-        assert lo["ok"] is True, lo.get("error")
-        cand = lo["tpu_compile"]["candidate"]
-        assert cand["status"] == "compiled", cand
-        assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+        H.assert_compiles_with_cycles(w, task, r, tmp_path)
     finally:
         w.close()
 

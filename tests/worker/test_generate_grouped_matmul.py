@@ -76,15 +76,7 @@ def test_the_full_size_kernel_compiles_for_tpu(tmp_path):
     try:
         r = H.generate(w, task)
         assert r["class"] == "grouped_matmul"
-        f = tmp_path / "generated_kernel.py"
-        f.write_text(r["source"], encoding="utf-8")
-        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
-                       target="tpu", generation="v6e", compile_reference=False,
-                       compile_limits={"time_s": 600}, timeout=900)
-        assert lo["ok"] is True, lo.get("error")
-        cand = lo["tpu_compile"]["candidate"]
-        assert cand["status"] == "compiled", cand
-        assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+        H.assert_compiles_with_cycles(w, task, r, tmp_path, "v6e")
     finally:
         w.close()
 
@@ -98,13 +90,7 @@ def test_on_v5e_a_profile_abort_still_leaves_the_compile_check(tmp_path):
     w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
     try:
         r = H.generate(w, task)
-        f = tmp_path / "generated_kernel.py"
-        f.write_text(r["source"], encoding="utf-8")
-        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
-                       target="tpu", generation="v5e", compile_reference=False,
-                       compile_limits={"time_s": 300}, timeout=600)
-        assert lo["ok"] is True, lo.get("error")
-        cand = lo["tpu_compile"]["candidate"]
+        cand = H.compile_for_tpu(w, task, r, tmp_path, "v5e", time_s=300)
         assert cand["status"] == "compiled", cand
         assert "cycles" not in cand and "aborted" in cand["cycles_note"], cand
         assert "DMA" in cand["profile_crash"] or "exit" in cand["profile_crash"], cand

@@ -65,14 +65,6 @@ def test_the_full_size_kernel_compiles_for_tpu(tmp_path):
     try:
         r = H.generate(w, task)
         assert r["class"] == "scan" and "BLOCK_COLS = 128" in r["source"]
-        f = tmp_path / "generated_kernel.py"
-        f.write_text(r["source"], encoding="utf-8")
-        lo = w.request("lower", task=task, source=r["source"], filename=str(f), kernel=r["entry"],
-                       target="tpu", generation="v5e", compile_reference=False,
-                       compile_limits={"time_s": 600}, timeout=900)
-        assert lo["ok"] is True, lo.get("error")
-        cand = lo["tpu_compile"]["candidate"]
-        assert cand["status"] == "compiled", cand
-        assert cand["cycles"] > 0 and lo["compiled_by"] == "tpu_compiler"
+        H.assert_compiles_with_cycles(w, task, r, tmp_path)
     finally:
         w.close()
