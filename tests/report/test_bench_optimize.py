@@ -78,3 +78,5 @@ def test_the_summary_counts_per_class(run):
                                                            if run["tasks"][1]["name"] == "tanh_gate"
                                                            else run["tasks"][0]["speedup_vs_xla"])
     assert s["fast_p"]["fast_0.0"] == 0.5, s["fast_p"]
+    # The compiler is off here: a model speedup is against XLA's roofline, never counted as fast.
+    assert s["fast_p"]["fast_1.0"] == 0.0 and s["fast_p"]["fast_2.0"] == 0.0, s["fast_p"]
