@@ -44,21 +44,27 @@ def _producers(eqns):
     return {id(o): e for e in eqns for o in e.outvars}
 
 
-def _sources(var, producers, invars):
-    """The top-level inputs a value is computed from."""
-    out, todo, seen = set(), [var], set()
+def _walk_back(roots, producers, stops, through=lambda e: True):
+    """The values of `stops` (id -> value) that `roots` are computed from, walking back through
+    the producers `through` accepts."""
+    out, todo, seen = set(), list(roots), set()
     while todo:
         v = todo.pop()
         if E.is_literal(v) or id(v) in seen:
             continue
         seen.add(id(v))
-        if id(v) in invars:
-            out.add(invars[id(v)])
+        if id(v) in stops:
+            out.add(stops[id(v)])
             continue
         e = producers.get(id(v))
-        if e is not None:
+        if e is not None and through(e):
             todo.extend(e.invars)
     return out
+
+
+def _sources(var, producers, invars):
+    """The top-level inputs a value is computed from."""
+    return _walk_back([var], producers, invars)
 
 
 def _has_iota(var, producers):
@@ -127,24 +133,11 @@ def match(ctx):
                          "writes one", [])
     # Roles: the pages each dot reads, the query, the table, the lengths.
     pool_of = {id(e.outvars[0]): invars[id(e.invars[0])] for e in page_gathers}
-    gather_outs = {id(e.outvars[0]) for e in page_gathers}
+    gathered = {id(e.outvars[0]): pool_of[id(e.outvars[0])] for e in page_gathers}
 
     def pool_read_by(dot):
-        found = set()
-        for v in dot.invars:
-            todo, seen = [v], set()
-            while todo:
-                u = todo.pop()
-                if E.is_literal(u) or id(u) in seen:
-                    continue
-                seen.add(id(u))
-                if id(u) in gather_outs:
-                    found.add(pool_of[id(u)])
-                    continue
-                p = producers.get(id(u))
-                if p is not None and p.primitive.name != "dot_general":
-                    todo.extend(p.invars)
-        return found
+        return _walk_back(dot.invars, producers, gathered,
+                          lambda e: e.primitive.name != "dot_general")
 
     first, second = dots
     k_pool, v_pool = pool_read_by(first), pool_read_by(second)
