@@ -133,10 +133,9 @@ def match(ctx):
                          "writes one", [])
     # Roles: the pages each dot reads, the query, the table, the lengths.
     pool_of = {id(e.outvars[0]): invars[id(e.invars[0])] for e in page_gathers}
-    gathered = {id(e.outvars[0]): pool_of[id(e.outvars[0])] for e in page_gathers}
 
     def pool_read_by(dot):
-        return _walk_back(dot.invars, producers, gathered,
+        return _walk_back(dot.invars, producers, pool_of,
                           lambda e: e.primitive.name != "dot_general")
 
     first, second = dots
