@@ -10,6 +10,7 @@
 
 #include "agents/orchestration/candidate_evaluator.h"
 #include "knowledge/tpu_generations.h"
+#include "tests/service/predictable_pallas_call.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::agents {
@@ -24,20 +25,6 @@ json compiled(double seconds) {
 json too_large() {
   return {{"status", "too_large"},
           {"reason", "too large to estimate: over the time limit (900 s)"}};
-}
-
-json pallas_call() {
-  // Enough for the TPU time model to predict it, so the model's score is there to fall back on.
-  return {{"kernel", "_k"},
-          {"grid", {8}},
-          {"compiler_params", "tpu"},
-          {"operands", {{{"role", "input"}, {"dtype", "float32"}}}},
-          {"cost", {{"flops", 1.0e9}}},
-          {"traffic",
-           {{"available", true},
-            {"hbm_bytes_read", 1.0e8},
-            {"hbm_bytes_written", 1.0e7},
-            {"grid_steps", 8}}}};
 }
 
 class CpuWorker : public tpu::JobRunner {
@@ -60,7 +47,7 @@ class CpuWorker : public tpu::JobRunner {
     else if (op == "lower")
       r.body = {{"ok", true},
                 {"lowered", true},
-                {"pallas_calls", {pallas_call()}},
+                {"pallas_calls", {predictable_pallas_call("tpu")}},
                 {"tpu_compile", {{"candidate", candidate_}, {"reference", reference_}}}};
     else
       r.body = {{"ok", true},

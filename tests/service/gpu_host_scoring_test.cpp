@@ -9,26 +9,13 @@
 
 #include "agents/orchestration/candidate_evaluator.h"
 #include "knowledge/tpu_generations.h"
+#include "tests/service/predictable_pallas_call.h"
 #include "tpu/jobs/kernel_jobs.h"
 
 namespace mk::agents {
 namespace {
 
 using nlohmann::json;
-
-json pallas_call(const std::string& params) {
-  // Enough for the TPU time model to predict it (so an unscored result is a choice).
-  return {{"kernel", "_k"},
-          {"grid", {8}},
-          {"compiler_params", params},
-          {"operands", {{{"role", "input"}, {"dtype", "float32"}}}},
-          {"cost", {{"flops", 1.0e9}}},
-          {"traffic",
-           {{"available", true},
-            {"hbm_bytes_read", 1.0e8},
-            {"hbm_bytes_written", 1.0e7},
-            {"grid_steps", 8}}}};
-}
 
 class GpuWorker : public tpu::JobRunner {
  public:
@@ -69,7 +56,7 @@ Evaluation evaluate_on(GpuWorker& worker) {
 }
 
 TEST(GpuHostScoring, AKernelMeasuredOnTheGpuIsScoredByItsDeviceTime) {
-  GpuWorker worker(pallas_call("triton"),
+  GpuWorker worker(predictable_pallas_call("triton"),
                    {{"ok", true},
                     {"correct", true},
                     {"time_kind", "device"},
@@ -87,7 +74,7 @@ TEST(GpuHostScoring, AKernelMeasuredOnTheGpuIsScoredByItsDeviceTime) {
 TEST(GpuHostScoring, AKernelInterpretedOnTheGpuHostIsCorrectButUnscored) {
   const std::string note = "a TPU kernel on a GPU host runs in the Pallas interpreter";
   GpuWorker worker(
-      pallas_call("tpu"),
+      predictable_pallas_call("tpu"),
       {{"ok", true},
        {"correct", true},
        {"time_kind", "interpret"},
