@@ -61,3 +61,58 @@ def test_a_program_the_static_profile_gives_no_cycles_has_no_estimate():
     assert "0 cycles" in r["cycles_note"] and r["zero_cycle_ops"] == ["copy.2", "fusion.6"], r
     part = T.result_of({"ok": True, "cycles": {"copy.2": 0, "fusion.1": 1500}}, "v5e", True, {})
     assert part["cycles"] == 1500 and part["predicted_s"] > 0 and part["zero_cycle_ops"] == ["copy.2"]
+
+
+# The shape of libtpu's compiled HLO text (from a real v5e compile of a 1-D convolution whose
+# output is summed and multiplied by a matrix), cut to the lines that matter.
+_HLO = """HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[2,256,128])->f32[2,64]}
+
+%fused_computation.2 (param_0.44: bf16[2,7,4,128], param_1.55: bf16[2,8,33,128]) -> bf16[2,8,37,128] {
+  ROOT %concatenate.1 = bf16[2,8,37,128]{3,0,2,1} concatenate(%param_0.44, %param_1.55), dimensions={2}
+}
+
+%fused_computation.4.clone (param_0.42: bf16[2,8,37,128]) -> bf16[16,37,128] {
+  ROOT %bitcast.3 = bf16[16,37,128]{2,0,1} bitcast(%param_0.42)
+}
+
+%fused_computation.14 (param_0.48: f32[5,128,128], param_1.56: bf16[2,8,37,128]) -> bf16[16,33] {
+  %fusion.16 = bf16[16,37,128]{2,0,1} fusion(%param_1.56), kind=kLoop, calls=%fused_computation.4.clone
+  ROOT %convolution.6 = f32[16,33,128]{2,0,1} convolution(%fusion.16, %param_0.48), window={size=5}
+}
+
+%wrapped (param_0.47: bf16[2,64], param_1.54: f32[64,64]) -> f32[2,64] {
+  ROOT %convolution.7 = f32[2,64]{1,0} convolution(%param_0.47, %param_1.54), dim_labels=bf_io->bf
+}
+
+%calls_wrapped (param_0.9: bf16[2,64], param_1.9: f32[64,64]) -> f32[2,64] {
+  ROOT %fusion.30 = f32[2,64]{1,0} fusion(%param_0.9, %param_1.9), kind=kOutput, calls=%wrapped
+}
+
+ENTRY %main.2 (x.1: f32[2,256,128], w.1: f32[5,128,128], v.1: f32[64,64]) -> f32[2,64] {
+  %x.1 = f32[2,256,128]{2,1,0} parameter(0), sharding={replicated}
+  %copy.9 = bf16[2,256,128]{2,0,1} copy(%x.1), backend_config={"flag_configs":[]}
+  %fusion = bf16[2,8,37,128]{3,0,2,1} fusion(%slice.2, %bitcast.11), kind=kLoop, calls=%fused_computation.2
+  %fusion.14 = bf16[16,33]{0,1} fusion(%copy-done, %fusion), kind=kOutput, calls=%fused_computation.14, metadata={op_name="jit(f)/conv_general_dilated"}
+  %dot.3 = f32[2,64]{1,0} dot(%reshape.6, %v.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %fusion.17 = f32[2,64]{1,0} fusion(%reshape.6, %v.1), kind=kOutput, calls=%calls_wrapped
+}
+"""
+
+
+def test_the_ops_that_compute_a_convolution_or_matmul_are_found_in_the_compiled_hlo():
+    from mkworker.tpu_compiler import compile_child
+    # directly, in the fusion's computation, and two calls down; copies and loop fusions are not
+    assert compile_child._compute_ops(_HLO) == ["fusion.14", "dot.3", "fusion.17"]
+
+
+def test_a_convolution_the_static_profile_left_out_means_no_estimate():
+    # libtpu gave XLA's 1-D convolution fusion 0 cycles at full size while it counted the copy:
+    # the sum (the copy alone) would make XLA look 3x faster than its own roofline allows.
+    reply = {"ok": True, "cycles": {"copy.1": 86375, "fusion.6": 0}, "compute_ops": ["fusion.6"]}
+    r = T.result_of(reply, "v5e", True, {})
+    assert r["status"] == "compiled" and "cycles" not in r and "predicted_s" not in r, r
+    assert r["uncounted_compute_ops"] == ["fusion.6"] and "fusion.6" in r["cycles_note"], r
+    # a zero-cycle op that computes no convolution or matmul (a copy) leaves the sum standing
+    ok = T.result_of({"ok": True, "cycles": {"copy.2": 0, "fusion.6": 900}, "compute_ops": ["fusion.6"]},
+                     "v5e", True, {})
+    assert ok["cycles"] == 900 and "uncounted_compute_ops" not in ok and ok["zero_cycle_ops"] == ["copy.2"]

@@ -5,7 +5,8 @@ It loads libtpu once (its start costs seconds) and serves compiles until its std
 Protocol: the parent writes one JSON line per request,
   {"module": PATH, "generation": "v5e"}
 where PATH holds `jax.export.Exported.serialize()` bytes; the child answers one JSON line on its
-private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s"}
+private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s",
+"compute_ops": [the ops that compute a convolution or matmul]}
 or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
 
 The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -43,6 +45,47 @@ def _read_cycles(dump_dir: str) -> dict[str, int]:
                 if line.startswith("estimated_cycles:"):
                     cycles[op] = cycles.get(op, 0) + int(line.split(":", 1)[1])
     return cycles
+
+
+_COMPUTE = re.compile(r"\b(?:convolution|dot)\(")
+_CALLED = re.compile(r"(?:calls|to_apply|body|condition|branch_computations)=\{?([^}=]*)")
+_NAME = re.compile(r"%?([\w.\-]+)")
+
+
+def _compute_ops(hlo: str) -> list[str]:
+    """The top-level ops of the compiled program (by the names the static profile uses) that
+    compute a convolution or a matmul, directly or in a computation they call: the ops whose
+    0 cycles would mean the profile left out the program's main work."""
+    bodies, entry, current = {}, None, None
+    for line in hlo.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith("{"):
+            head = line.split("(", 1)[0].split()
+            current = head[-1].lstrip("%") if head else None
+            bodies[current] = []
+            if line.startswith("ENTRY"):
+                entry = current
+        elif line.startswith("}"):
+            current = None
+        elif current is not None and "=" in line:
+            bodies[current].append(line)
+
+    def called(text):
+        return [n for m in _CALLED.finditer(text) for n in _NAME.findall(m.group(1))]
+
+    heavy = {c for c, lines in bodies.items() if any(_COMPUTE.search(t) for t in lines)}
+    grew = True
+    while grew:  # a computation that calls a heavy one is heavy
+        grew = False
+        for c, lines in bodies.items():
+            if c not in heavy and any(n in heavy for t in lines for n in called(t)):
+                heavy.add(c)
+                grew = True
+    ops = []
+    for t in bodies.get(entry, []):
+        name = _NAME.match(t.strip().removeprefix("ROOT").strip())
+        if name and (_COMPUTE.search(t) or any(n in heavy for n in called(t))):
+            ops.append(name.group(1))
+    return ops
 
 
 def _clear(dump_dir: str) -> None:
@@ -117,6 +160,7 @@ def main() -> int:
             compiled = jax.jit(exported.call).lower(*specs).compile()
             reply = {"ok": True, "compile_s": time.perf_counter() - t0,
                      "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
+                     "compute_ops": _compute_ops(compiled.as_text()),
                      "device_kind": dev.device_kind}
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],

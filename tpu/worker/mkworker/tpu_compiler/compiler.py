@@ -345,13 +345,21 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     out.update(status="compiled", compile_s=reply.get("compile_s"), device_kind=reply.get("device_kind"),
                cost_analysis=reply.get("cost_analysis") or {}, ops=cycles, label=label(generation))
     zero = sorted(op for op, c in cycles.items() if not c)
+    # Ops that compute a convolution or a matmul but got 0 cycles: libtpu's static profile
+    # leaves some of XLA's convolution fusions out (a 2-D convolution, a matmul inside a norm),
+    # and a sum without the program's main work is no estimate of it.
+    uncounted = [op for op in zero if op in set(reply.get("compute_ops") or ())]
     if zero:
-        # Ops the static profile gives no cycles (copies, and for some programs XLA's
-        # convolution fusions): named, since a sum that leaves out real work is an undercount.
         out["zero_cycle_ops"] = zero
+    if uncounted:
+        out["uncounted_compute_ops"] = uncounted
     if cycles and sum(cycles.values()) <= 0:
         out["cycles_note"] = ("libtpu's static profile gave 0 cycles for every op of this program: "
                               "no estimate")
+    elif uncounted:
+        out["cycles_note"] = (f"libtpu's static profile gave 0 cycles for {', '.join(uncounted)}, "
+                              "which computes a convolution or matmul: the sum would leave out "
+                              "that work, so no estimate")
     elif cycles:
         total = sum(cycles.values())
         out["cycles"] = total
