@@ -116,7 +116,8 @@ def resolve_case(case, task, sizes, seeds, mode, plat, cancel, compiled: dict | 
     # Sizes the shape leaves alone stay at the request's instance (shrunk, or the task's own).
     full_map = {d: smap.get(d, shrunk.get(d, d)) for d in sizes}
     try:
-        instance = shrink.Resized(task, full_map, strict=True)
+        counts = {d for d in getattr(task.shrink, "count_sizes", ()) if d not in smap}
+        instance = shrink.Resized(task, full_map, strict=True, count_sizes=counts)
         result["input_shapes"] = instance.input_shapes()
         golden, _ = judge_golden.frozen(task, seeds, plat, mode, cancel, instance=instance, compiled=compiled)
     except shrink.CannotResize as e:
