@@ -8,6 +8,16 @@ stays equal on both sides, M = S * top_k stays proportional).  Static int
 arguments equal to a shrunk size follow the same map (a reference reshaping
 by `out_features` keeps working); other statics are kept.
 
+Count axes (count_axes.py; off with {"counts": false}): axes the reference
+never contracts, reduces or indexes (batch, heads, kv heads) shrink too,
+however small, to d / gcd(d / rad(d), F) (count_axes.shrunk_count: divisibility
+kept, never below 2).  A size stays whole where it is a lane dim or a feature
+axis of a floating-point input; only integer (index) inputs may keep a size
+their count axes shrink (a page table's pages per sequence next to its
+batch), the data program then following per-axis targets (_targets).  Count
+sizes never map statics, integer constants or index ranges.  A reference that
+cannot run with its count axes shrunk falls back to the size rule, warned.
+
 The data comes, when it can, from the task's own inputs function run at the
 shrunk sizes: its jaxpr is re-evaluated with every shape parameter (random
 bits, iota, broadcasts, reshapes, slices) and every integer constant equal to
