@@ -384,6 +384,22 @@ def test_shrink_count_axes_keep_gqa_heads_divisible():
         task.close()
 
 
+def test_count_axes_from_the_reference_jaxpr():
+    import jax
+    import jax.numpy as jnp
+
+    def flags(fn, *shapes):
+        return count_axes.count_axes(fn, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes], {})
+
+    # Reduced and contracted axes are features; batch and free axes of a dot are counts.
+    assert flags(lambda x: x.sum(axis=1), (4, 6, 8)) == [[True, False, True]]
+    assert flags(lambda a, b: jnp.matmul(a, b), (3, 5, 7), (3, 7, 2)) == [[True, True, False], [True, False, True]]
+    # Axes that meet share their fate, even when they meet after one of them is reduced.
+    assert flags(lambda x, y: ((x * 2).sum(axis=1), y + x), (4, 6), (4, 6)) == [[True, False], [True, False]]
+    # An op the walk does not model makes its operands' axes, and what its result meets, features.
+    assert flags(lambda x, b: jnp.sort(x, axis=0) + b, (4, 6), (6,)) == [[False, False], [False]]
+
+
 def test_shrink_count_sizes_keep_divisibility():
     # Every prime of a count size survives, and a size dividing another still does.
     assert [count_axes.shrunk_count(d, 8) for d in (1, 2, 3, 4, 8, 12, 32, 48, 64)] == [1, 2, 3, 2, 2, 6, 4, 6, 8]
