@@ -457,8 +457,7 @@ def _normalize_kernel({b_refs},
            f"k = {x_name}.shape[-1]",
            f"c = {w_name}.shape[{0 if ms.w_transposed else 1}]",
            # From the input's shape, not the task's: a smaller batch is the same task.
-           f"nb = functools.reduce(lambda p, n: p * n, lead[:{an.axes[0]}], 1)  # instances: one set of "
-           "statistics per channel each",
+           f"nb = functools.reduce(lambda p, n: p * n, lead[:{an.axes[0]}], 1)  # instances",
            f"x3 = {x_name}.reshape(nb, -1, k)",
            "m = x3.shape[1]  # rows summed per statistic",
            f"bm = _fit_tile(BLOCK_M, m, {sub})",
