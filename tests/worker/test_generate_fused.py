@@ -222,6 +222,21 @@ def test_instance_norm_ragged_small_instance_is_correct(worker, tmp_path, size, 
                    NORM_BLOCK_C=128))
 
 
+def test_instance_norm_kernel_reads_its_instance_count_from_the_input(worker, tmp_path):
+    # Generated for 4 instances, checked at a shrunk instance where the batch (a count axis)
+    # is 2: the kernel must take the instance count from x's shape, not the task's.
+    task = _instance_task(IN_SIZE, "None", "float32")
+    r = _generate(worker, task)
+    src = _set(r["source"], BLOCK_M=16, BLOCK_C=128, BLOCK_K=128, NORM_BLOCK_M=16, NORM_BLOCK_C=128)
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(src, encoding="utf-8")
+    ev = worker.request("evaluate", task=task, source=src, filename=str(f), kernel=r["entry"], seeds=SEED,
+                        timing=False, timeout=300, shrink={"factor": 2, "min_dim": 512})
+    assert ev["ok"] is True, ev.get("error")
+    assert ev["instance"]["input_shapes"][0] == [2, 64, 256], ev["instance"]
+    assert ev["correct"] is True, ev["failure"]
+
+
 def test_statistics_over_the_channels_and_rows_of_an_instance_are_refused(worker):
     """Statistics over (L, C) per instance (a LayerNorm over the whole instance) sum across
     channel tiles: refused with the reduction named, not written wrong."""

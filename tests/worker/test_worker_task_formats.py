@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "tpu", "worker"))
 
 from mkworker import common
 from mkworker.judge import run
+from mkworker.tasks import count_axes
 from mkworker.tasks import shrink
 from mkworker.tasks import tasks
 from mkworker.tasks import yaml
@@ -362,6 +363,89 @@ def test_shrink_rescales_index_inputs_into_the_new_range():
         task.close()
 
 
+def test_shrink_count_axes_keep_gqa_heads_divisible():
+    # Batch, query heads and kv heads are count axes (never contracted nor reduced): they shrink
+    # although far below min_dim, and kv heads still divide query heads.  head_dim stays.
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_gqa", "baseline.py")}, None, None)
+    try:
+        shrink.configure(task, {"factor": 4, "min_dim": 16})
+        d = task.shrink.describe()
+        assert d["input_shapes"] == [[2, 4, 16, 32], [2, 2, 16, 32], [2, 2, 16, 32]], d
+        assert d["count_sizes"] == {"4": 2, "16": 4} and d["sizes"]["64"] == 16
+        assert d["data"] == "the task's inputs function at the shrunk sizes"
+        s = run.make_input_set(task, 2)
+        q, k, v = (np.asarray(a) for a in s.args)
+        assert q.shape == (2, 4, 16, 32) and k.shape == v.shape == (2, 2, 16, 32) and s.warnings == []
+        assert np.isfinite(np.asarray(task.reference_fn(q, k, v))).all()
+        # The option to keep every count axis: the size rule alone.
+        shrink.configure(task, {"factor": 4, "min_dim": 16, "counts": False})
+        assert task.shrink.describe()["input_shapes"] == [[4, 16, 16, 32], [4, 4, 16, 32], [4, 4, 16, 32]]
+    finally:
+        task.close()
+
+
+def test_count_axes_from_the_reference_jaxpr():
+    import jax
+    import jax.numpy as jnp
+
+    def flags(fn, *shapes):
+        return count_axes.count_axes(fn, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes], {})
+
+    # Reduced and contracted axes are features; batch and free axes of a dot are counts.
+    assert flags(lambda x: x.sum(axis=1), (4, 6, 8)) == [[True, False, True]]
+    assert flags(lambda a, b: jnp.matmul(a, b), (3, 5, 7), (3, 7, 2)) == [[True, True, False], [True, False, True]]
+    # Axes that meet share their fate, even when they meet after one of them is reduced.
+    assert flags(lambda x, y: ((x * 2).sum(axis=1), y + x), (4, 6), (4, 6)) == [[True, False], [True, False]]
+    # An op the walk does not model makes its operands' axes, and what its result meets, features.
+    assert flags(lambda x, b: jnp.sort(x, axis=0) + b, (4, 6), (6,)) == [[False, False], [False]]
+
+
+def test_shrink_count_sizes_keep_divisibility():
+    # Every prime of a count size survives, and a size dividing another still does.
+    assert [count_axes.shrunk_count(d, 8) for d in (1, 2, 3, 4, 8, 12, 32, 48, 64)] == [1, 2, 3, 2, 2, 6, 4, 6, 8]
+    for f in (2, 3, 4, 6, 8):
+        for a in range(1, 65):
+            for b in range(a, 129, a):
+                assert count_axes.shrunk_count(b, f) % count_axes.shrunk_count(a, f) == 0, (a, b, f)
+
+
+def test_shrink_paged_task_shrinks_batch_and_heads_but_keeps_its_page_table_width():
+    # 4 is the batch (a count axis) and the pages per sequence (contracted): the page table keeps
+    # 4 pages per sequence while its batch halves, its values index the shrunk pool (64 -> 16),
+    # and the lengths still fit pages_per_seq * page_size = 32.
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_paged", "baseline.py")}, None, None)
+    try:
+        shrink.configure(task, {"factor": 4, "min_dim": 16})
+        d = task.shrink.describe()
+        assert d["input_shapes"] == [[2, 4, 32], [2, 16, 8, 32], [2, 16, 8, 32], [2, 4], [2]], d
+        assert d["data"] == "the task's inputs function at the shrunk sizes"
+        tables, lengths = [], []
+        for seed in (1, 2, 3, 4):
+            s = run.make_input_set(task, seed)
+            assert s.warnings == []
+            tables.append(np.asarray(s.args[3]))
+            lengths.append(np.asarray(s.args[4]))
+            assert np.isfinite(np.asarray(task.reference_fn(*s.args))).all()
+        tables, lengths = np.concatenate(tables), np.concatenate(lengths)
+        assert tables.min() >= 0 and tables.max() < 16 and tables.max() >= 8
+        assert lengths.min() >= 1 and lengths.max() <= 32
+    finally:
+        task.close()
+
+
+def test_shrink_keeps_count_axes_a_reference_hard_codes():
+    task = tasks.resolve({"form": "jaxbench", "baseline": _formats("shrink_counts_hardcoded", "baseline.py")},
+                         None, None)
+    try:
+        shrink.configure(task, 4)
+        d = task.shrink.describe()
+        assert d["input_shapes"] == [[8, 128, 128]] and d["count_sizes"] == {}, d
+        s = run.make_input_set(task, 1)
+        assert any("count axes shrunk" in w for w in s.warnings), s.warnings
+    finally:
+        task.close()
+
+
 def test_shrink_refuses_a_reference_that_hard_codes_a_size(worker):
     task = {"form": "jaxbench", "baseline": _formats("shrink_hardcoded", "baseline.py")}
     r = worker.request("evaluate", task=task, shrink=2, source="def workload(x):\n    return x\n", **FAST)
@@ -374,8 +458,9 @@ def test_shrink_refuses_a_reference_that_hard_codes_a_size(worker):
 
 def test_shrink_request_validation(worker):
     assert shrink.parse_request(None) is None and shrink.parse_request(1) is None
-    assert shrink.parse_request(4) == (4, shrink.DEFAULT_MIN_DIM)
-    for bad in (0, 2.5, "2", True, {"factor": 2, "min_dim": 0}):
+    assert shrink.parse_request(4) == (4, shrink.DEFAULT_MIN_DIM, True)
+    assert shrink.parse_request({"factor": 4, "counts": False}) == (4, shrink.DEFAULT_MIN_DIM, False)
+    for bad in (0, 2.5, "2", True, {"factor": 2, "min_dim": 0}, {"factor": 2, "counts": 1}):
         with pytest.raises(common.WorkerError):
             shrink.parse_request(bad)
     r = worker.request("lower", task=SHRINK_MATMUL, shrink=2)

@@ -103,6 +103,17 @@ def task_sizes(task) -> list[int]:
                    if run.is_data(x) for d in x.shape})
 
 
+def _shrunk_counts(task, smap) -> dict:
+    """The shrunk instance's count axes (shrink.Shrunk) under an extra shape: a size the case
+    sets takes the case's value, every other axis keeps its shrunk size."""
+    inst = task.shrink
+    if inst is None or not inst.count_sizes:
+        return {}
+    shapes = [[smap.get(int(d), int(e)) for d, e in zip(x.shape, y.shape)]
+              for x, y in zip(inst.full_leaves, inst.leaves) if run.is_data(x)]
+    return {"counts": {d: inst.size_map[d] for d in inst.count_sizes if d not in smap}, "shapes": shapes}
+
+
 def resolve_case(case, task, sizes, seeds, mode, plat, cancel, compiled: dict | None = None):
     """(the case's result so far, the reference's Golden at its shape), or (a `not_checked`
     result, None) when the case changes nothing or the task cannot run there."""
@@ -116,7 +127,7 @@ def resolve_case(case, task, sizes, seeds, mode, plat, cancel, compiled: dict | 
     # Sizes the shape leaves alone stay at the request's instance (shrunk, or the task's own).
     full_map = {d: smap.get(d, shrunk.get(d, d)) for d in sizes}
     try:
-        instance = shrink.Resized(task, full_map, strict=True)
+        instance = shrink.Resized(task, full_map, strict=True, **_shrunk_counts(task, smap))
         result["input_shapes"] = instance.input_shapes()
         golden, _ = judge_golden.frozen(task, seeds, plat, mode, cancel, instance=instance, compiled=compiled)
     except shrink.CannotResize as e:

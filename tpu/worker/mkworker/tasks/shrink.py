@@ -8,6 +8,16 @@ stays equal on both sides, M = S * top_k stays proportional).  Static int
 arguments equal to a shrunk size follow the same map (a reference reshaping
 by `out_features` keeps working); other statics are kept.
 
+Count axes (count_axes.py; off with {"counts": false}): axes the reference
+never contracts, reduces or indexes (batch, heads, kv heads) shrink too,
+however small, to d / gcd(d / rad(d), F) (count_axes.shrunk_count: divisibility
+kept, never below 2).  A size stays whole where it is a lane dim or a feature
+axis of a floating-point input; only integer (index) inputs may keep a size
+their count axes shrink (a page table's pages per sequence next to its
+batch), the data program then following per-axis targets (_targets).  Count
+sizes never map statics, integer constants or index ranges.  A reference that
+cannot run with its count axes shrunk falls back to the size rule, warned.
+
 The data comes, when it can, from the task's own inputs function run at the
 shrunk sizes: its jaxpr is re-evaluated with every shape parameter (random
 bits, iota, broadcasts, reshapes, slices) and every integer constant equal to
@@ -37,6 +47,7 @@ import numpy as np
 from mkworker import common as C
 from mkworker.cost import eqn as cost_eqn
 from mkworker.judge import run as judge_run
+from mkworker.tasks import count_axes
 
 DEFAULT_MIN_DIM = 128
 _STATS_CACHE: collections.OrderedDict = collections.OrderedDict()  # learnt stats per task text
@@ -63,20 +74,24 @@ def _task_key(task) -> str:
 
 
 def parse_request(value):
-    """(factor, min_dim) from a request's `shrink` (an int, or {"factor": F, "min_dim": m});
-    None when absent or 1 (the full instance)."""
+    """(factor, min_dim, counts) from a request's `shrink` (an int, or {"factor": F,
+    "min_dim": m, "counts": bool}); None when absent or 1 (the full instance)."""
     if value is None or value is False:
         return None
     if isinstance(value, dict):
         factor, min_dim = value.get("factor"), value.get("min_dim", DEFAULT_MIN_DIM)
+        counts = value.get("counts", True)
     else:
-        factor, min_dim = value, DEFAULT_MIN_DIM
+        factor, min_dim, counts = value, DEFAULT_MIN_DIM, True
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
         raise C.WorkerError(C.BAD_REQUEST, f"`shrink` must be an integer factor >= 1 (or "
-                                           f"{{\"factor\": F, \"min_dim\": m}}), got {value!r}")
+                                           f"{{\"factor\": F, \"min_dim\": m, \"counts\": true}}), "
+                                           f"got {value!r}")
     if isinstance(min_dim, bool) or not isinstance(min_dim, int) or min_dim < 1:
         raise C.WorkerError(C.BAD_REQUEST, f"shrink.min_dim must be a positive integer, got {min_dim!r}")
-    return None if factor == 1 else (factor, min_dim)
+    if not isinstance(counts, bool):
+        raise C.WorkerError(C.BAD_REQUEST, f"shrink.counts must be true or false, got {counts!r}")
+    return None if factor == 1 else (factor, min_dim, counts)
 
 
 def configure(task, request_value) -> None:
@@ -113,16 +128,34 @@ class Resized:
     Not strict (shrink): the reference must run (a `task` error otherwise), and the data falls
     back to statistics learnt from one full-size call."""
 
-    def __init__(self, task, size_map: dict, strict: bool):
+    def __init__(self, task, size_map: dict, strict: bool, counts=None, shapes=None):
+        """`counts` (shrink's count axes): {size: new size} of the sizes shrunk on count axes, and
+        `shapes` the data inputs' new shapes, per axis where a size is shrunk on some axes only."""
         self.task = task
         self.strict = strict
         full = judge_run.abstract_value(task)
         leaves, self.tree = jax.tree_util.tree_flatten(full)
         self.full_leaves = leaves
-        self.size_map = {int(k): int(v) for k, v in size_map.items() if int(k) != int(v)}
+        counts = {int(k): int(v) for k, v in (counts or {}).items() if int(k) != int(v)}
+        self.size_map = {int(k): int(v) for k, v in {**size_map, **counts}.items() if int(k) != int(v)}
+        # Count sizes are small: they map array shapes only, never a static argument, an
+        # integer constant or an index range (a 4 there is rarely a head count).
+        self.count_sizes = frozenset(counts)
+        self.value_map = {d: v for d, v in self.size_map.items() if d not in counts}
+        self._shapes = None if shapes is None else iter([tuple(int(d) for d in x) for x in shapes])
         self.leaves = [self._resize_leaf(x) for x in leaves]
+        self._shapes = None
+        # A size shrunk on some of its axes only is left to the per-axis targets in the inputs
+        # program (module docstring); by value only where every axis of it changes alike.
+        new_of = {}
+        for x, y in zip(leaves, self.leaves):
+            if judge_run.is_data(x):
+                for d, e in zip(x.shape, y.shape):
+                    new_of.setdefault(int(d), set()).add(int(e))
+        self.shape_map = {d: v for d, v in self.size_map.items() if new_of.get(d, {v}) == {v}}
+        data_shapes = tuple(tuple(x.shape) for x in self.leaves if judge_run.is_data(x))
+        key = (_task_key(task), tuple(sorted(self.size_map.items())), data_shapes)
         self._check_reference()
-        key = (_task_key(task), tuple(sorted(self.size_map.items())))
         if key in _SOURCES:
             # One compile per task text and instance, whatever the request (a warm worker
             # evaluating many candidates of one task).
@@ -131,7 +164,7 @@ class Resized:
             return
         self.source = _DataSource()
         try:
-            self.source.program = _shrunk_program(task, self.size_map,
+            self.source.program = _shrunk_program(task, self.shape_map, self.value_map,
                                                   [x for x in self.leaves if judge_run.is_data(x)])
             self.source.data = f"the task's inputs function at the {self.adjective} sizes"
         except _CannotShrink as e:
@@ -150,7 +183,8 @@ class Resized:
 
     def __repr__(self):
         # Part of the frozen-reference cache key (judge.golden): the instance, not the object.
-        return f"Resized(sizes={sorted(self.size_map.items())})"
+        return (f"Resized(sizes={sorted(self.size_map.items())}, "
+                f"shapes={[tuple(x.shape) for x in self.leaves if judge_run.is_data(x)]})")
 
     # -- shapes -------------------------------------------------------------------------
 
@@ -161,9 +195,11 @@ class Resized:
                 if self.strict:
                     raise CannotResize(why)
                 raise C.WorkerError(C.TASK, "cannot shrink a task whose inputs include a PRNG key array")
+            if self._shapes is not None:
+                return jax.ShapeDtypeStruct(next(self._shapes), x.dtype)
             return jax.ShapeDtypeStruct(tuple(self.size_map.get(int(d), int(d)) for d in x.shape), x.dtype)
-        if isinstance(x, int) and not isinstance(x, bool) and x in self.size_map:
-            return self.size_map[x]  # a size passed as a static argument
+        if isinstance(x, int) and not isinstance(x, bool) and x in self.value_map:
+            return self.value_map[x]  # a size passed as a static argument
         return x
 
     def input_shapes(self, leaves=None) -> list:
@@ -199,6 +235,8 @@ class Resized:
 
     def draw(self, seed: int, warnings: list[str]):
         warnings.extend(self.source.notes)
+        if getattr(self, "count_note", None):
+            warnings.append(self.count_note)
         rng = np.random.default_rng(seed)
         if self.source.program is not None:
             arrays = self._program_arrays(seed, rng, warnings)
@@ -249,11 +287,11 @@ class Resized:
         it (values <= d) follow the dim: the tightest shrunk size d >= max decides, and only
         when the values would no longer fit the new size.  Other integers (negative data,
         values below the new size already) keep their range."""
-        fitting = [d for d in self.size_map if d >= hi]
+        fitting = [d for d in self.value_map if d >= hi]
         if lo < -1 or not fitting:
             return lo, hi
         d = min(fitting)
-        new_hi = self.size_map[d] if d == hi else self.size_map[d] - 1
+        new_hi = self.value_map[d] if d == hi else self.value_map[d] - 1
         if hi <= new_hi:
             return lo, hi
         new_lo = lo if lo <= 1 else max(1, lo // self.factor)
@@ -265,20 +303,70 @@ class Shrunk(Resized):
 
     adjective = "shrunk"
 
-    def __init__(self, task, factor: int, min_dim: int):
+    def __init__(self, task, factor: int, min_dim: int, counts: bool = True):
         self.factor = factor
         self.min_dim = min_dim
+        self.counts = counts
         full = judge_run.abstract_value(task)
-        sizes = sorted({int(d) for x in jax.tree_util.tree_leaves(full) if judge_run.is_data(x)
-                        for d in x.shape})
-        super().__init__(task, {d: d // factor for d in sizes if d % factor == 0 and d // factor >= min_dim},
-                         strict=False)
+        leaves = jax.tree_util.tree_leaves(full)
+        arrays = [x for x in leaves if judge_run.is_data(x)]
+        sizes = sorted({int(d) for x in arrays for d in x.shape})
+        smap = {d: d // factor for d in sizes if d % factor == 0 and d // factor >= min_dim}
+        flags = self._count_flags(task, full, arrays) if counts else None
+        shapes, counted = None, {}
+        if flags is not None:
+            # Not by axis alone: a query sequence is a count axis, the key sequence of the same
+            # size is not, and both must stay equal.  Only integer (index) inputs may keep a
+            # size that count axes shrink (a page table's pages per sequence next to its batch).
+            kept = count_axes.lane_sizes(arrays) | {
+                int(d) for x, fl in zip(arrays, flags) if jnp.issubdtype(x.dtype, jnp.inexact)
+                for d, is_count in zip(x.shape, fl) if not is_count}
+            shapes = []
+            for x, fl in zip(arrays, flags):
+                shape = []
+                for d, is_count in zip((int(d) for d in x.shape), fl):
+                    if d in smap:
+                        shape.append(smap[d])
+                    elif is_count and d not in kept and count_axes.shrunk_count(d, factor) < d:
+                        counted[d] = count_axes.shrunk_count(d, factor)
+                        shape.append(counted[d])
+                    else:
+                        shape.append(d)
+                shapes.append(shape)
+        self.count_note = None
+        if counted:
+            try:
+                super().__init__(task, smap, strict=False, counts=counted, shapes=shapes)
+                return
+            except C.WorkerError as e:
+                if e.kind != C.TASK:
+                    raise
+                # A reference that hard-codes a head or batch count: the large sizes alone.
+                self.count_note = (f"the reference cannot run with its count axes shrunk "
+                                   f"({e.message.splitlines()[0][:200]}); only the sizes >= "
+                                   f"{min_dim * factor} are shrunk")
+        super().__init__(task, smap, strict=False)
+
+    @staticmethod
+    def _count_flags(task, full, arrays):
+        """Per data input, per axis: a count axis of the reference (count_axes)?  None when the
+        reference's arrays cannot be matched to the inputs (the reference check reports why)."""
+        try:
+            args, kwargs = judge_run.split_inputs(full, task)
+            ref, a, k, _ = judge_run.bind_static(task.reference_fn, args, kwargs)
+        except Exception:  # noqa: BLE001 - the reference check reports it
+            return None
+        bound = jax.tree_util.tree_leaves((a, k))
+        if [tuple(x.shape) for x in bound] != [tuple(x.shape) for x in arrays]:
+            return None
+        return count_axes.count_axes(ref, a, k)
 
     def __repr__(self):
-        return f"Shrunk(factor={self.factor}, min_dim={self.min_dim})"
+        return f"Shrunk(factor={self.factor}, min_dim={self.min_dim}, counts={self.counts})"
 
     def describe(self) -> dict:
-        return {"kind": "shrunk", "factor": self.factor, "min_dim": self.min_dim,
+        return {"kind": "shrunk", "factor": self.factor, "min_dim": self.min_dim, "counts": self.counts,
+                "count_sizes": {str(d): self.size_map[d] for d in sorted(self.count_sizes)},
                 "input_shapes": self.input_shapes(self.leaves),
                 "full_input_shapes": self.input_shapes(self.full_leaves),
                 "sizes": {str(k): v for k, v in self.size_map.items()},
@@ -313,35 +401,78 @@ def _map_size(v, smap):
     return v
 
 
-def _map_constant(val, smap):
-    """A scalar signed-integer constant equal to a shrunk size (randint's maxval, a length)
-    follows the map; an array constant that has a shrunk dim cannot be shrunk."""
+def _map_constant(val, vmap, smap):
+    """A scalar signed-integer constant equal to a shrunk size of `vmap` (randint's maxval, a
+    length) follows it; an array constant that has a dim shrunk by `smap` cannot be shrunk."""
     shape = np.shape(val)
     if shape == ():
         dt = getattr(val, "dtype", None)
         if (isinstance(val, int) and not isinstance(val, bool)) or (
                 dt is not None and np.issubdtype(dt, np.signedinteger)):
             iv = int(val)
-            if iv in smap:
-                return np.asarray(smap[iv], dtype=dt) if dt is not None else smap[iv]
+            if iv in vmap:
+                return np.asarray(vmap[iv], dtype=dt) if dt is not None else vmap[iv]
         return val
     if any(int(d) in smap for d in shape):
         raise _CannotShrink(f"it captures a constant array of shape {tuple(shape)}")
     return val
 
 
-def _eval_shrunk(jaxpr, consts, args, smap):
+def _targets(jaxpr, outs) -> dict:
+    """The shape each value must have for the program's results to come out at `outs` (None
+    where free), followed back through calls, elementwise ops and broadcasts: a size shrunk on
+    some axes only (a paged task's batch 32 next to its pages per sequence 32) is told apart
+    here, where the by-value map cannot."""
+    from jax.extend import core as jcore
+
+    want = {}
+
+    def put(v, shape):
+        if shape is None or isinstance(v, jcore.Literal) or len(getattr(v.aval, "shape", ())) != len(shape):
+            return
+        if want.get(v, shape) != shape:
+            raise _CannotShrink("a value is needed at two different shapes")
+        want[v] = shape
+
+    for v, t in zip(jaxpr.outvars, outs):
+        put(v, None if t is None else tuple(t))
+    for eqn in reversed(jaxpr.eqns):
+        got = [want.get(o) for o in eqn.outvars]
+        if all(g is None for g in got):
+            continue
+        name = eqn.primitive.name
+        sub = next((eqn.params[k] for k in _SUBJAXPR_PARAMS if k in eqn.params), None)
+        if name in _CALL_PRIMITIVES and sub is not None and hasattr(sub, "jaxpr"):
+            inner = _targets(sub.jaxpr, got)
+            for v, iv in zip(eqn.invars, sub.jaxpr.invars):
+                put(v, inner.get(iv))
+        elif name == "broadcast_in_dim":
+            shape = tuple(eqn.invars[0].aval.shape)
+            put(eqn.invars[0], tuple(1 if shape[j] == 1 else got[0][d]
+                                     for j, d in enumerate(eqn.params["broadcast_dimensions"])))
+        elif name in count_axes.ELEMENTWISE or name == "bitcast_convert_type":
+            for v in eqn.invars:
+                if tuple(getattr(v.aval, "shape", ())) == tuple(eqn.outvars[0].aval.shape):
+                    put(v, got[0])
+    return want
+
+
+def _eval_shrunk(jaxpr, consts, args, smap, vmap, outs=None):
+    """`smap` maps array shapes by value where no per-axis target (`outs`, _targets) says
+    otherwise; `vmap` (smap less the count sizes) also maps integer constants.  Key arrays
+    (jax.random.split's keys, slices of them) keep their count-sized shapes."""
     from jax.extend import core as jcore
 
     env = {}
+    want = _targets(jaxpr, outs) if outs is not None else {}
 
     def read(v):
         if isinstance(v, jcore.Literal):
-            return _map_constant(v.val, smap)
+            return _map_constant(v.val, vmap, smap)
         return env[v]
 
     for v, c in zip(jaxpr.constvars, consts):
-        env[v] = _map_constant(c, smap)
+        env[v] = _map_constant(c, vmap, smap)
     for v, a in zip(jaxpr.invars, args):
         env[v] = a
     for eqn in jaxpr.eqns:
@@ -349,20 +480,28 @@ def _eval_shrunk(jaxpr, consts, args, smap):
         name = eqn.primitive.name
         sub = next((eqn.params[k] for k in _SUBJAXPR_PARAMS if k in eqn.params), None)
         if name in _CALL_PRIMITIVES and sub is not None and hasattr(sub, "jaxpr"):
-            outs = _eval_shrunk(sub.jaxpr, sub.consts, invals, smap)
+            outs = _eval_shrunk(sub.jaxpr, sub.consts, invals, smap, vmap,
+                                [want.get(o) for o in eqn.outvars])
         elif any(isinstance(v, (jcore.ClosedJaxpr, jcore.Jaxpr)) for v in eqn.params.values()):
             raise _CannotShrink(f"it uses `{name}`, a primitive with a nested program")
         else:
-            params = {k: (_map_size(v, smap) if k in _SIZE_PARAMS else v) for k, v in eqn.params.items()}
+            keys = any(jnp.issubdtype(getattr(o.aval, "dtype", np.float32), jax.dtypes.prng_key)
+                       for o in eqn.outvars)
+            shapes = vmap if keys else smap
+            params = {k: (_map_size(v, shapes) if k in _SIZE_PARAMS else v) for k, v in eqn.params.items()}
+            target = want.get(eqn.outvars[0]) if len(eqn.outvars) == 1 else None
+            for k in ("shape", "new_sizes"):
+                if target is not None and k in params:
+                    params[k] = target
             outs = cost_eqn.bind(eqn, invals, params)
         cost_eqn.store_results(env, eqn, outs)
     return [read(v) for v in jaxpr.outvars]
 
 
-def _shrunk_program(task, smap, expected):
+def _shrunk_program(task, smap, vmap, expected):
     """A jitted function (key or None) -> the task's input arrays at the shrunk sizes, checked
     against the expected shapes once; raises _CannotShrink when that cannot work."""
-    if not smap:
+    if not smap and all(tuple(x.shape) == tuple(y.shape) for x, y in zip(expected, _full_arrays(task))):
         raise _CannotShrink("no input size is shrunk")
 
     def arrays(key):
@@ -377,7 +516,8 @@ def _shrunk_program(task, smap, expected):
 
     def run(key):
         args = [key] if task.inputs_takes_key else []
-        return _eval_shrunk(closed.jaxpr, closed.consts, args, smap)
+        return _eval_shrunk(closed.jaxpr, closed.consts, args, smap, vmap,
+                            [tuple(x.shape) for x in expected])
 
     jitted = jax.jit(run) if task.inputs_takes_key else jax.jit(lambda: run(None))
     try:
@@ -426,6 +566,10 @@ def _leaf_stats(x) -> dict:
     return {"mean": mean, "std": xp.sqrt(var),
             "min": xp.min(xp.where(fin, f, xp.inf)), "max": xp.max(xp.where(fin, f, -xp.inf)),
             "binary": xp.all(~fin | (f == 0.0) | (f == 1.0))}
+
+
+def _full_arrays(task):
+    return [x for x in jax.tree_util.tree_leaves(judge_run.abstract_value(task)) if judge_run.is_data(x)]
 
 
 def _arrays(value):
