@@ -123,8 +123,8 @@ def test_transposed_convolutions_are_correct_without_multiplying_the_dilations_z
 
 
 @pytest.mark.parametrize("call, words", [
-    ("    y = jax.lax.conv_general_dilated(x, w, (2,), ((1, 2),), lhs_dilation=(2,), "
-     "dimension_numbers=spec)", "both input dilation (2,) and window strides (2,)"),
+    (("    y = jax.lax.conv_general_dilated(x, w, (2,), ((1, 2),), lhs_dilation=(2,), "
+      "dimension_numbers=spec)"), "both input dilation (2,) and window strides (2,)"),
     (("    y = jax.lax.conv_general_dilated(x, w, (1,), 'SAME', rhs_dilation=(2,), "
      "dimension_numbers=spec)"), "kernel dilation (2,)"),
     (("    y = jax.lax.reduce_window(jax.lax.conv_general_dilated(x, w, (1,), 'SAME', "

@@ -410,7 +410,7 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                     f"pl.cdiv({full_names[i]}, {dilation[i]})" for i in range(k))
                 + "  # the kernel's rows: u = y // s",
                 f"{', '.join(q_names)} = {', '.join(str(q) for q in qwin)}  # every phase's window",
-                f"co = cout  # the output's channels; the kernel's are (phase, channel)",
+                "co = cout  # the output's channels; the kernel's are (phase, channel)",
                 f"cout = {out_phases} * co"]
     else:
         ent.append(", ".join(o_names) + " = " + ", ".join(

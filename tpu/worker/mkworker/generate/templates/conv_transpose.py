@@ -75,8 +75,8 @@ def interleave_lines(axes, u_names, full_names) -> list[str]:
     cut = ", ".join(f":{f}" for f in full_names)
     return [
         "# Phases back into place: output y = s*u + r (the last phases past the end cut off).",
-        f"out = out.reshape(n, {', '.join(u_names)}, {', '.join(map(str, s))}, co)"
-        f".transpose({', '.join(map(str, perm))})",
-        f"out = out.reshape(n, {', '.join(f'{u} * {si}' for u, si in zip(u_names, s))}, co)"
-        f"[:, {cut}]",
+        (f"out = out.reshape(n, {', '.join(u_names)}, {', '.join(map(str, s))}, co)"
+         f".transpose({', '.join(map(str, perm))})"),
+        (f"out = out.reshape(n, {', '.join(f'{u} * {si}' for u, si in zip(u_names, s))}, co)"
+         f"[:, {cut}]"),
     ]
