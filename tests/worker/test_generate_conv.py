@@ -5,6 +5,7 @@ it does not apply; and at full size the kernels compile for a v5e with the TPU c
 no TPU). The stride-1 2-D cases are in test_generate_fused.py."""
 
 import importlib.util
+import re
 
 import generate_rows_helpers as H
 import pytest
@@ -77,15 +78,59 @@ def _replace_conv(task, new_call):
     return task
 
 
+def _transposed_1d(size, stride, padding, **lines):
+    return _replace_conv(_conv1d(size, **lines), f"    y = jax.lax.conv_transpose(x, w, ({stride},), "
+                                                 f"{padding}, dimension_numbers=spec)")
+
+
+def _transposed_3d(size, stride):
+    return _replace_conv(_conv3d(size), f"    y = jax.lax.conv_transpose(x, w, ({stride},) * 3, "
+                                        "'SAME', dimension_numbers=spec)")
+
+
+CT2D = "conv_transpose2d_bias_relu.py"
+TRANSPOSED = [
+    # (task, class, BLOCK_PIXELS): every case's last row tile is partial
+    # PyTorch's spelling: NCHW, the (in, out, kh, kw) weight flipped and transposed in the
+    # reference; k4 s2 p1 over a 9 x 7 image (window 3x3 for every phase)
+    (lambda: _task(CT2D), "conv_transpose2d", 4 * 7),
+    (lambda: _task(CT2D, LAYOUT='"NHWC"', **BF16), "conv_transpose2d", 4 * 7),  # lax's, bf16
+    # k3 s2 p1 with an output padding: 18 x 14 outputs, phases of unequal windows
+    (lambda: _task(CT2D, STRIDE__PAD__OUT_PAD="2, 1, 1", N__CIN__H__W__COUT__K="1, 5, 9, 7, 6, 3"),
+     "conv_transpose2d", 2 * 7),
+    (lambda: _transposed_1d("2, 8, 21, 16, 5", 3, "'VALID'", LAYOUT='"NCW"'), "conv_transpose1d", 16),
+    (lambda: _transposed_3d("1, 3, 3, 5, 4, 8", 2), "conv_transpose3d", 2 * 5 * 4),
+]
+
+
+@pytest.mark.parametrize("make, kclass, pixels", TRANSPOSED,
+                         ids=["2d-torch-k4s2p1", "2d-lax-same-bf16", "2d-k3s2-outpad", "1d-s3-ncw",
+                              "3d-s2"])
+def test_transposed_convolutions_are_correct_without_multiplying_the_dilations_zeros(
+        worker, tmp_path, make, kclass, pixels):
+    task = make()
+    r = H.generate(worker, task)
+    assert r["class"] == kclass, r["class"]
+    src = r["source"]
+    # the kernel is the stride-1 conv kernel over the undilated input: no dilation anywhere
+    # (the input's pad has no interior zeros)
+    pad_line = next(ln for ln in src.splitlines() if "x_pad = jax.lax.pad(" in ln)
+    assert "lhs_dilation" not in src
+    assert all(c.strip() == "0" for c in re.findall(r"\([^()]*, [^()]*, ([^()]*)\)", pad_line))
+    assert "w_phases" in src and any(n.startswith("transposed: the ") for n in r["notes"])
+    H.evaluate(worker, task, r, tmp_path, source=H.set_constant(src, "BLOCK_PIXELS", pixels),
+               seeds=[5])
+
+
 @pytest.mark.parametrize("call, words", [
-    ("    y = jax.lax.conv_transpose(x, w, (2,), 'SAME', dimension_numbers=spec)",
-     "input dilation (2,) (transposed when > 1)"),
+    (("    y = jax.lax.conv_general_dilated(x, w, (2,), ((1, 2),), lhs_dilation=(2,), "
+      "dimension_numbers=spec)"), "both input dilation (2,) and window strides (2,)"),
     (("    y = jax.lax.conv_general_dilated(x, w, (1,), 'SAME', rhs_dilation=(2,), "
      "dimension_numbers=spec)"), "kernel dilation (2,)"),
     (("    y = jax.lax.reduce_window(jax.lax.conv_general_dilated(x, w, (1,), 'SAME', "
      "dimension_numbers=spec), 0.0, jax.lax.add, (1, 2, 1), (1, 2, 1), 'VALID')"),
      "a reduction (`reduce_window_sum`) after the convolution (a norm or pooling)"),
-], ids=["transposed", "dilated", "pooling"])
+], ids=["dilated-and-strided", "dilated", "pooling"])
 def test_what_the_conv_family_does_not_cover_is_refused_with_the_reason(worker, call, words):
     task = _replace_conv(_conv1d("2, 8, 32, 16, 4"), call)
     err = H.refusal(worker, task)

@@ -32,6 +32,7 @@ from mkworker.generate import common as G
 from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
+from mkworker.generate.templates import conv_transpose as CT
 
 KERNEL_CLASS = "conv"  # the family; a kernel's class names its dims (conv1d, conv2d, conv3d)
 # 1-D: the rows past a tile that its window reaches come as a second block of the input, a
@@ -146,18 +147,36 @@ class _Epilogue:
         raise NoTemplate(f"`{p}` after the convolution is not covered", [p])
 
 
+_WEIGHT_PROLOGUE = ("rev", "transpose", "convert_element_type", "copy")
+
+
+def _weight_prologue(ctx, eqns, w):
+    """The equations before the convolution when they only flip, transpose or cast the weight
+    (a transposed convolution's kernel flip), ending at the convolution's rhs `w`, and the task
+    input they start from; refused otherwise."""
+    chain, v = [], w
+    for e in reversed(eqns):
+        if e.primitive.name not in _WEIGHT_PROLOGUE or e.outvars[0] is not v:
+            raise NoTemplate("work before the convolution (its operands are not plain inputs) "
+                             "is not covered", ["conv_general_dilated", e.primitive.name])
+        chain.append(e)
+        v = e.invars[0]
+    if v not in ctx.jaxpr.invars:
+        raise NoTemplate("the convolution's operands are not two task inputs",
+                         ["conv_general_dilated"])
+    return list(reversed(chain)), v
+
+
 def match(ctx):
     eqns = E.live_eqns(ctx.jaxpr)
     convs = [e for e in eqns if e.primitive.name == "conv_general_dilated"]
     if len(convs) != 1:
         return None
     conv = convs[0]
-    if eqns.index(conv) != 0 or any(e.primitive.name == "conv_general_dilated" for e in eqns[1:]):
-        # something computed before the convolution (a prologue) is not covered
-        raise NoTemplate("work before the convolution (its operands are not plain inputs) is "
-                         "not covered", ["conv_general_dilated"])
     x, w = conv.invars
-    if x not in ctx.jaxpr.invars or w not in ctx.jaxpr.invars or x is w:
+    at = eqns.index(conv)
+    prologue, w_input = _weight_prologue(ctx, eqns[:at], w) if at else ([], w)
+    if x not in ctx.jaxpr.invars or w_input not in ctx.jaxpr.invars or x is w_input:
         raise NoTemplate("the convolution's operands are not two task inputs",
                          ["conv_general_dilated"])
     p = conv.params
@@ -165,10 +184,15 @@ def match(ctx):
     if k not in _LETTERS:
         raise NoTemplate(f"conv_general_dilated over {k} spatial dims; the conv template covers "
                          "1-D, 2-D and 3-D", ["conv_general_dilated"])
-    if any(d != 1 for d in tuple(p["lhs_dilation"]) + tuple(p["rhs_dilation"])):
-        raise NoTemplate(f"conv_general_dilated with input dilation {tuple(p['lhs_dilation'])} "
-                         f"(transposed when > 1), kernel dilation {tuple(p['rhs_dilation'])}: the "
-                         f"conv{k}d template covers no dilation", ["conv_general_dilated"])
+    strides = tuple(int(s) for s in p["window_strides"])
+    dilation = tuple(int(d) for d in p["lhs_dilation"])
+    if any(d != 1 for d in p["rhs_dilation"]):
+        raise NoTemplate(f"conv_general_dilated with kernel dilation {tuple(p['rhs_dilation'])}: "
+                         f"the conv{k}d template covers no kernel dilation",
+                         ["conv_general_dilated"])
+    if any(d != 1 for d in dilation) and any(s != 1 for s in strides):
+        raise NoTemplate(f"conv_general_dilated with both input dilation {dilation} and window "
+                         f"strides {strides}; not covered", ["conv_general_dilated"])
     if p["feature_group_count"] != 1 or p["batch_group_count"] != 1:
         raise NoTemplate("conv_general_dilated with feature groups (grouped or depthwise); not "
                          "covered",
@@ -176,8 +200,23 @@ def match(ctx):
     pad = [tuple(int(a) for a in q) for q in p["padding"]]
     if any(a < 0 for q in pad for a in q):
         raise NoTemplate("negative convolution padding; not covered", ["conv_general_dilated"])
-    strides = tuple(int(s) for s in p["window_strides"])
-    return conv, eqns[1:], pad, strides
+    return conv, eqns[at + 1:], pad, strides, dilation, prologue, w_input
+
+
+def _weight_step(e, w: str) -> str | None:
+    """One weight prologue equation applied to `w`, as code (`copy`: None)."""
+    p = e.primitive.name
+    if p == "rev":
+        return f"jnp.flip({w}, axis={_tup(int(d) for d in e.params['dimensions'])})"
+    if p == "transpose":
+        return f"{w}.transpose{_perm_code(e.params['permutation'])}"
+    if p == "convert_element_type":
+        return f"{w}.astype({G.dtype_code(e.params['new_dtype'])})"
+    return None
+
+
+def _imports_with_itertools() -> list[str]:
+    return G.STANDARD_IMPORTS[:1] + ["import itertools"] + G.STANDARD_IMPORTS[1:]
 
 
 def _perm_code(perm) -> str:
@@ -203,7 +242,7 @@ def _row_options(k, rows, row_pixels):
 
 def emit(ctx, m) -> G.Generated:
     """The TPU emitter (the class has no GPU form: generate.classes skips it there)."""
-    conv, epilogue, pad, strides = m
+    conv, epilogue, pad, strides, dilation, prologue, w_input = m
     if not ctx.single_output:
         raise NoTemplate("the reference returns several outputs; not covered", [])
     dn = conv.params["dimension_numbers"]
@@ -218,18 +257,28 @@ def emit(ctx, m) -> G.Generated:
     xs = tuple(int(d) for d in x.aval.shape)
     ws = tuple(int(d) for d in w.aval.shape)
     k = len(xs) - 2
-    kc = f"conv{k}d"
+    transposed = any(d != 1 for d in dilation)
+    kc = f"conv_transpose{k}d" if transposed else f"conv{k}d"
     L = _LETTERS[k]
     cin, cout = xs[lhs_spec[1]], ws[rhs_spec[0]]
     size = [xs[a] for a in lhs_spec[2:]]
     win = [ws[a] for a in rhs_spec[2:]]
     strided = any(s != 1 for s in strides)
-    outs = [(size[i] + pad[i][0] + pad[i][1] - win[i]) // strides[i] + 1 for i in range(k)]
+    if transposed:
+        # The kernel sees a stride-1 window over the undilated input and writes every output
+        # phase as its own channels (conv_transpose.py); its rows are the output's u = y // s.
+        axes = [CT.axis_phases(dilation[i], win[i], pad[i][0]) for i in range(k)]
+        full = [(size[i] - 1) * dilation[i] + pad[i][0] + pad[i][1] + 2 - win[i] for i in range(k)]
+        outs = [-(-full[i] // dilation[i]) for i in range(k)]
+        qwin = [a.window for a in axes]
+    else:
+        outs = [(size[i] + pad[i][0] + pad[i][1] - win[i]) // strides[i] + 1 for i in range(k)]
+        # What the kernel sees: a stride-1 window over the (phase) images, (phase x) channels.
+        qwin = [-(-win[i] // strides[i]) for i in range(k)]
     if any(o < 1 for o in outs):
         raise NoTemplate("the convolution's window is larger than its padded input", [])
-    # What the kernel sees: a stride-1 window over the (phase) images, (phase x) channels.
-    qwin = [-(-win[i] // strides[i]) for i in range(k)]
     phases = math.prod(strides)
+    out_phases = math.prod(dilation)  # a transposed convolution's (phase, channel) columns
     kin = [outs[i] + qwin[i] - 1 for i in range(k)]  # input extent a full row reads, per dim
     row_pixels = math.prod(outs[1:])
     x_dt, w_dt, out_dt = x.aval.dtype, w.aval.dtype, out.aval.dtype
@@ -245,7 +294,8 @@ def emit(ctx, m) -> G.Generated:
         return G.step_vmem(ins, [((bt, *outs[1:], bco), out_dt)],
                            [((bt * row_pixels, bco), "float32")] * 3)
 
-    bco_opts = [cout] if cout <= 512 else [b for b in (512, 256, 128) if cout % 128 == 0] or [cout]
+    cols = out_phases * cout
+    bco_opts = [cols] if cols <= 512 else [b for b in (512, 256, 128) if cols % 128 == 0] or [cols]
     plan = None
     for bco in bco_opts:
         for bt in _row_options(k, outs[0], row_pixels):
@@ -264,7 +314,7 @@ def emit(ctx, m) -> G.Generated:
     b_row = f"b{row}"  # output rows of a tile
     o_names = [f"{ch}o" for ch in L]
     k_names = [f"k{ch}" for ch in L]
-    q_names = [f"q{ch}" for ch in L] if strided else k_names  # the kernel's window
+    q_names = [f"q{ch}" for ch in L] if strided or transposed else k_names  # the kernel's window
     pix_text = " * ".join(o_names[1:])
     pix_text = f"({pix_text})" if k > 2 else pix_text
     constants = [("BLOCK_PIXELS", bt * row_pixels,
@@ -281,7 +331,7 @@ def emit(ctx, m) -> G.Generated:
                                             bt * 2 * row_pixels})}
     tunables["BLOCK_CO"] = sorted(set(bco_opts))
 
-    x_name, w_name = ctx.name_of_invar(x), ctx.name_of_invar(w)
+    x_name, w_name = ctx.name_of_invar(x), ctx.name_of_invar(w_input)
     refs = ", ".join(["x_ref"] + (["halo_ref"] if k == 1 else []) + ["w_ref"] + [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
                      + ["o_ref", "acc_ref"])
     kw_args = k_names + epi.statics
@@ -327,6 +377,11 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                    f"{lay.upper()}")
     else:
         ent.append(f"{xv} = {x_name}")
+    for e in prologue:  # the reference's own flip / transpose / cast of the weight
+        step = _weight_step(e, w_name)
+        if step:
+            ent.append(f"w_rhs = {step}")
+            w_name = "w_rhs"
     if rhs_cl != ident:
         ent.append(f"{wv} = {w_name}.transpose{_perm_code(rhs_cl)}  # as "
                    f"({', '.join(k_names)}, cin, cout)")
@@ -346,6 +401,17 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                 "where s*q + r >= k)."),
                 f"{', '.join(q_names)} = " + ", ".join(f"-(-{k_names[i]} // {strides[i]})"
                                                     for i in range(k))]
+    elif transposed:
+        full_names = [f"{ch}f" for ch in L]
+        ent += [", ".join(full_names) + " = " + ", ".join(
+                    f"({in_names[i]} - 1) * {dilation[i]} + {pad_sum[i] + 2} - {k_names[i]}"
+                    for i in range(k)) + "  # the output's extents",
+                ", ".join(o_names) + " = " + ", ".join(
+                    f"pl.cdiv({full_names[i]}, {dilation[i]})" for i in range(k))
+                + "  # the kernel's rows: u = y // s",
+                f"{', '.join(q_names)} = {', '.join(str(q) for q in qwin)}  # every phase's window",
+                "co = cout  # the output's channels; the kernel's are (phase, channel)",
+                f"cout = {out_phases} * co"]
     else:
         ent.append(", ".join(o_names) + " = " + ", ".join(
             f"{in_names[i]} + {pad_sum[i]} - {k_names[i]} + 1" for i in range(k)))
@@ -384,6 +450,18 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                    f"{wperm_text}.reshape({', '.join(q_names)}, {phases} * cin, cout)")
         w_arg = "w_phases"
         ent.append(f"cin = {phases} * cin")
+    elif transposed:
+        ent += ["# The input from the first index a window reads, with zeros past its ends as far",
+                "# as the last tiles' windows reach (a negative pad cuts what no window reads).",
+                f"{', '.join(f'{ch}p' for ch in L)} = "
+                + ", ".join([f"row_tiles * {b_row} + {reach}"]
+                            + [f"{o_names[i]} + {q_names[i]} - 1" for i in range(1, k)])]
+        cfg = ["(0, 0, 0)"] + [f"({-axes[i].base}, {L[i]}p - {in_names[i]}"
+                               + (f" + {axes[i].base}" if axes[i].base >= 0 else f" - {-axes[i].base}")
+                               + ", 0)" for i in range(k)] + ["(0, 0, 0)"]
+        ent.append(f"x_pad = jax.lax.pad({xv}, jnp.zeros((), {xv}.dtype), ({', '.join(cfg)}))")
+        ent += CT.weight_lines(wv, axes, q_names)
+        w_arg = "w_phases"
     else:
         ent += [("# The reference's padding, plus rows at the end so the last tile's window is "
                  "inside."),
@@ -411,7 +489,11 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                  f"({', '.join(['0'] * (k + 1))}, j))")
     args = ["x_pad"] * (2 if k == 1 else 1) + [w_arg]
     for _, nm in chan_ops:
-        ent.append(f"{nm}_in = {nm}.reshape(1, cout)")
+        if transposed:
+            ent.append(f"{nm}_in = jnp.tile({nm}.reshape(1, co), (1, {out_phases}))  # per "
+                       "(phase, channel)")
+        else:
+            ent.append(f"{nm}_in = {nm}.reshape(1, cout)")
         specs.append("pl.BlockSpec((1, bco), lambda img, i, j: (0, j))")
         args.append(f"{nm}_in")
     for _, nm in scal_ops:
@@ -434,6 +516,8 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
     compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"),
                                          vmem_limit_bytes=VMEM_LIMIT_BYTES),
 )({", ".join(args)})''')
+    if transposed:
+        ent += CT.interleave_lines(axes, o_names, full_names)
     if tuple(back) != ident:
         ent.append(f"return out.transpose{_perm_code(back)}  # back to the reference's layout")
     else:
@@ -447,18 +531,26 @@ def {ctx.entry}({ctx.signature}):
     description = (f"{k}-D convolution ({G.shape_text(xs)} * {'x'.join(map(str, win))} window, "
                    f"{cin}->{cout} channels"
                    + (f", stride {'x'.join(map(str, strides))}" if strided else "")
+                   + (f", transposed (input dilation {'x'.join(map(str, dilation))})"
+                      if transposed else "")
                    + f", {G.dtype_name(x_dt)}) as an implicit GEMM"
                    + (" + " + " + ".join([f"`{nm}`" for _, nm in chan_ops + scal_ops] + after)
                       if chan_ops or scal_ops or after else "") + " fused")
     source, imports, body_text = G.write_module(description=description, ctx=ctx,
                                                 kernel_class=kc, constants=constants,
-                                                code=kernel + entry)
+                                                code=kernel + entry,
+                                                imports=_imports_with_itertools() if transposed else None)
     notes = [(f"tiles {bt} rows x {G.shape_text(outs[1:] or [1])} x {bco} channels: "
               f"{G.mib(plan_vmem)} of VMEM per step (budget {G.mib(ctx.vmem_budget)})"),
              f"chosen: one {k}-D convolution of two inputs with an elementwise epilogue"]
     if strided:
         notes.append(f"stride {_tup(strides)} rewritten as stride 1 over {phases} space-to-depth "
                      f"phase images (window {'x'.join(map(str, qwin))}, {phases * cin} channels)")
+    if transposed:
+        notes.append(f"transposed: the {out_phases} output phases are one stride-1 convolution of "
+                     f"the undilated input (window {'x'.join(map(str, qwin))}, {out_phases * cout} "
+                     f"(phase, channel) columns, {CT.used_taps(axes):.0%} of the gathered taps "
+                     "non-zero), interleaved after the kernel")
     return G.Generated(kernel_class=kc, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body_text, tunables=tunables,
                        notes=notes)
