@@ -1,11 +1,11 @@
-"""PyTorch's ConvTranspose2d(64, 32, kernel 4, stride 2, padding 1) in JAX (NCHW input, weight
+"""PyTorch's ConvTranspose2d(32, 16, kernel 4, stride 2, padding 1) in JAX (NCHW input, weight
 (in, out, kh, kw) flipped into a stride-1 convolution of the 2x-dilated input) + bias + ReLU:
 the upsampling step of a decoder."""
 import jax
 import jax.numpy as jnp
 
-CONFIG = {"name": "conv_transpose2d_nchw_bias_relu", "batch": 8, "in_channels": 64,
-          "out_channels": 32, "height": 128, "width": 128, "kernel": 4, "stride": 2, "padding": 1}
+CONFIG = {"name": "conv_transpose2d_nchw_bias_relu", "batch": 2, "in_channels": 32,
+          "out_channels": 16, "height": 1024, "width": 1024, "kernel": 4, "stride": 2, "padding": 1}
 
 
 def create_inputs(dtype=jnp.float32):

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 
 # Initialization
 def get_inputs(dtype=jnp.float32):
-    batch, depth, height, width, cin, cout = 2, 16, 32, 32, 32, 16
+    batch, depth, height, width, cin, cout = 1, 1024, 16, 16, 32, 16
     kx, kw, kb = jax.random.split(jax.random.key(433), 3)
     x = jax.random.normal(kx, (batch, depth, height, width, cin), dtype=dtype)
     w = jax.random.normal(kw, (3, 3, 3, cin, cout), dtype=dtype) * (1.0 / (27 * cin / 8) ** 0.5)
