@@ -262,6 +262,23 @@ def test_instance_norm_full_size_kernel_compiles_for_tpu(tmp_path):
         w.close()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_batch_norm_full_size_program_fits_v5e_vmem(tmp_path):
+    """The suite's linear_batchnorm_sigmoid at full size, planned against v5e's whole VMEM (what
+    the product sends): the compiler holds both calls' scoped limits beside one call's windows,
+    so a plan at half the VMEM per pass was refused ("Used 135-156M of 128.00M vmem")."""
+    task = _task("linear_batch_norm_sigmoid.py", (BN_SIZE, "M, K, C = 4096, 4096, 4096"))
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = _generate(w, task)
+        assert r["class"] == "matmul_batch_norm"
+        H.assert_compiles_with_cycles(w, task, r, tmp_path)
+        assert 3 * _vmem_limit(r) <= 128 * 1024 * 1024
+    finally:
+        w.close()
+
+
 # ---------------------------------------------------------------------------
 # conv2d
 

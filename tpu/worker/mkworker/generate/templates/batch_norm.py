@@ -150,6 +150,28 @@ class _Analysis:
         return what
 
 
+# The program around the two pallas_calls: the TPU compiler may hold BOTH calls' scoped limits
+# at once in its own VMEM ("HLO temp") and the running call's windows beside them (libtpu
+# 0.0.42.1, v5e: two calls at a 62 MiB limit were refused at 126 MiB of HLO temp + 9-30 MiB of
+# windows, of 128; at 48 MiB or 16 MiB they compiled), plus XLA's small fusions between them.
+_CALLS = 2
+_XLA_SLACK = 4 * G.MIB
+# The normalize pass streams y once (HBM-bound): a tile of this many elements already makes the
+# per-step overhead small; a larger one only made the compile heavier (v5e, static profile:
+# 512x2048 gave 0.7 % fewer cycles for 5.1 GiB and 436 s of compile, 128x2048 3.9 GiB and 70 s).
+NORM_TILE_ELEMENTS = 256 * 1024
+
+
+def program_vmem_split(capacity: int) -> tuple[int, int]:
+    """(the limit each call sets at most, the per-step plan budget of each pass) so that the
+    two calls' limits and one call's windows fit the capacity together with XLA's temporaries:
+    (calls + 1) x limit + slack <= capacity. The plan leaves the limit's headroom (a third of
+    the plan, F.vmem_limit) for Mosaic's own temporaries. The limit is never under the default
+    scoped limit (16 MiB), which the compiler always grants."""
+    limit = max((capacity - _XLA_SLACK) // (_CALLS + 1) // G.MIB * G.MIB, min(16 * G.MIB, capacity))
+    return limit, limit * 3 // 4 - G.MIB
+
+
 def _is_square(e, root) -> bool:
     """square(d), d ** 2, or d * d."""
     p = e.primitive.name
@@ -348,10 +370,7 @@ def emit(ctx, mt) -> G.Generated:
         return (ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
                 + mb * cb * kb * F.STEP_OVERHEAD_BYTES)
 
-    # The TPU compiler counts the module's scoped limit and the statistics call's windows
-    # together (v5e, libtpu 0.0.42.1: a linear + InstanceNorm planned at 88 MiB asked a 118 MiB
-    # limit and was refused at 118 + 28 MiB of 128): each pass plans within half the budget.
-    budget = ctx.vmem_budget // 2
+    limit_cap, budget = program_vmem_split(ctx.vmem_limit)
     pa = F.choose_tiles(rows, ms.n, ms.k, sub, k_align, vmem_a, cost_a, budget)
     if pa is None:
         raise NoTemplate("the smallest matmul tiles do not fit the VMEM budget", ["dot_general"])
@@ -361,16 +380,18 @@ def emit(ctx, mt) -> G.Generated:
             [blk(v, bm, bc) for v in b_loads]
         return G.step_vmem(ins, [((bm, bc), out_dt)], [((bm, bc), "float32")] * 3)
 
+    # The largest normalize tile of at most NORM_TILE_ELEMENTS (the smallest aligned one always
+    # counts) that fits the budget, the widest first.
     rows_b = [b for b in (1024, 512, 256, 128, 64, 32, 16, 8) if b % sub == 0]
     pb = None
     for bc in (2048, 1024, 512, 256, 128):
         for bm in rows_b:
             tm, tc = F.fit_tile(bm, rows, sub), F.fit_tile(bc, ms.n, G.LANE)
-            if vmem_b(tm, tc) <= budget:
-                pb = (bm, bc, vmem_b(tm, tc))
-                break
-        if pb:
-            break
+            if tm * tc > NORM_TILE_ELEMENTS and (tm > sub or tc > G.LANE):
+                continue
+            v = vmem_b(tm, tc)
+            if v <= budget and (pb is None or tm * tc > pb[3]):
+                pb = (bm, bc, v, tm * tc)
     if pb is None:
         raise NoTemplate("the normalize pass's smallest tiles do not fit the VMEM budget", [])
     constants = [("BLOCK_M", pa[0], "rows of a matmul tile"),
@@ -378,7 +399,7 @@ def emit(ctx, mt) -> G.Generated:
                  ("BLOCK_K", pa[2], "depth of one accumulation step"),
                  ("NORM_BLOCK_M", pb[0], "rows of a normalize tile"),
                  ("NORM_BLOCK_C", pb[1], "columns of a normalize tile"),
-                 ("VMEM_LIMIT_BYTES", F.vmem_limit(max(pa[3], pb[2]), ctx),
+                 ("VMEM_LIMIT_BYTES", min(F.vmem_limit(max(pa[3], pb[2]), ctx), limit_cap),
                   "scoped VMEM the kernels may use (their plan plus headroom)")]
     tunables = {"BLOCK_M": F.tunable(rows, sub, pa[0]), "BLOCK_C": F.tunable(ms.n, 128, pa[1]),
                 "BLOCK_K": F.tunable(ms.k, k_align, pa[2]),
