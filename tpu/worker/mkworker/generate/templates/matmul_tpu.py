@@ -13,6 +13,7 @@ from mkworker.generate import common as G
 from mkworker.generate.common import NoTemplate
 from mkworker.generate.templates import matmul as MM
 from mkworker.generate.templates import matmul_online as ON
+from mkworker.generate.templates import matmul_two_phase as TP
 
 # f32 temporaries over the output tile the epilogue keeps live besides the accumulator.
 EPILOGUE_TEMPS = 2
@@ -217,12 +218,16 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
     splits that way and, for a per-row output, the whole-row plan `whole` is not modelled
     clearly cheaper; a full-row output only where `whole` is None (the whole row does not fit).
     Else None (keep the whole row), or NoTemplate when neither fits."""
+    sg = ON.analyse(region, out, out_block.cols_full)
+    if out_block.cols_full:
+        two = _two_phase(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot, sg)
+        if two is not None:
+            return two
     if out_block.cols_full and whole is not None:
         # A full-row output stays whole where it fits: on v5e's compiler the tiled form lost
         # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 8-22 GB of
         # compiler memory (softmax with 2, 8 and 16 N tiles); see bench/RESULTS.md, issue 35.
         return None
-    sg = ON.analyse(region, out, out_block.cols_full)
     if sg is not None and out_block.cols_full and ms.nbatch and any(b.cols_full for b in blocks):
         sg = None  # a batched full-row output with column operands: not written tiled
     plan = tun = None
@@ -239,3 +244,15 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
         return None
     return ON.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
 
+
+
+def _two_phase(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot, sg):
+    """The full-row output in two phases (generate.templates.matmul_two_phase) when its
+    statistics split that way (not batched) and its modelled cost is below the whole-row plan's;
+    else None."""
+    if sg is None or ms.nbatch:
+        return None
+    plan, tun = TP.choose(ctx, ms, blocks, out_block, len(sg.stats), sub)
+    if plan is None or (whole is not None and whole.cost <= plan.cost):
+        return None
+    return TP.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
