@@ -6,9 +6,11 @@ take_along_axis) from one pass, full-row outputs (softmax, log-softmax with a bi
 normalised at the row's last tile; logits near +-100, where exp overflows without the right
 running shift."""
 
+import importlib.util
+
 import generate_rows_helpers as H
 import pytest
-from worker_harness import read_task, task_path
+from worker_harness import WorkerProcess, read_task, task_path
 
 SIZES = "M, K, N = 40, 64, 300"
 # A full-row output is tiled only where the whole-row plan does not fit (on v5e's 128 MiB: rows
@@ -68,13 +70,30 @@ def test_full_row_output_in_two_phases_on_ragged_sizes_is_correct(worker, tmp_pa
     H.evaluate(worker, task, r, tmp_path, source=src, seeds=[5])
 
 
-def test_full_row_softmax_over_a_vocabulary_row_in_two_phases_is_correct(worker, tmp_path):
-    """A 50257-column row (vocabulary-sized): 13 tiles of 4096, the last 1105 columns."""
+@pytest.mark.parametrize("phases", ["recompute", "logits"])
+def test_full_row_softmax_over_a_vocabulary_row_in_two_phases_is_correct(worker, tmp_path, phases):
+    """A 50257-column row (vocabulary-sized): 13 tiles of 4096, the last 1105 columns; 24-row
+    tiles walked in strips of 8 rows (the strip holds about 64K elements)."""
     task = _task("softmax", "M, K, N = 24, 64, 50257")
     r = H.generate(worker, task, target=SMALL_VMEM)
     assert any("two phases" in n for n in r["notes"]), r["notes"]
-    src = H.set_constant(H.set_constant(r["source"], "BLOCK_N", 4096), "BLOCK_M", 8)
-    H.evaluate(worker, task, r, tmp_path, source=src, seeds=[5])
+    src = H.set_constant(H.set_constant(r["source"], "BLOCK_N", 4096), "BLOCK_M", 24)
+    H.evaluate(worker, task, r, tmp_path, source=H.set_constant(src, "PHASES", phases), seeds=[5])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_two_phase_softmax_compiles_for_v5e_with_cycles(tmp_path):
+    """Both calls through the TPU compiler (libtpu, no TPU) at 512 x 2048 @ 2048 x 8192: within
+    v5e's 128 MiB of VMEM (each call's limit from its own phase), with static cycles."""
+    task = _task("softmax", "M, K, N = 512, 2048, 8192")
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        assert any("two phases over the row (N=8192)" in n for n in r["notes"]), r["notes"]
+        H.assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()
 
 
 def test_whole_row_plan_is_kept_for_a_small_full_row_output_where_it_fits(worker):

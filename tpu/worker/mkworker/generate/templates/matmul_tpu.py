@@ -3,8 +3,9 @@ M/BM, N/BN, K/BK), K last and "arbitrary", an f32 accumulator in VMEM scratch, t
 applied once at the last K step, extra epilogue operands (bias rows, residuals, scale columns)
 as their own BlockSpecs. A row reduction either holds the whole row in the tile (BN = N) or,
 when its epilogue splits into statistics, tiles the row over N with running statistics
-(generate.templates.matmul_online; `_staged` picks); when neither fits the VMEM budget the template refuses
-(recomputing the tiles in a second pass is a later step), never a wrong kernel.
+(generate.templates.matmul_online), a full-row output in two calls (generate.templates.
+matmul_two_phase; `_staged` picks); when none fits the VMEM budget the template refuses, never
+a wrong kernel.
 """
 
 from __future__ import annotations
@@ -238,8 +239,8 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
         if whole is None:
             raise NoTemplate(f"a full output row (N={ms.n}, needed by the row reduction) does "
                              f"not fit the VMEM budget {G.mib(ctx.vmem_budget)} with a useful M "
-                             "block, whole or tiled over N with running statistics; a two-pass "
-                             "kernel (statistics, then the tiles recomputed) is a later step",
+                             "block: whole, tiled over N with running statistics, or in two "
+                             "phases (statistics, then each tile normalised; not batched)",
                              ["dot_general"])
         return None
     return ON.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)

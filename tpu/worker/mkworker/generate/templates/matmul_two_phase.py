@@ -22,6 +22,15 @@ from mkworker.generate.templates import matmul_online as ON
 FORMS = ("recompute", "logits")
 # f32 temporaries over a (BM, BN) tile in phase 2 (the finish's values) besides its blocks.
 FINISH_TEMPS = 3
+# Seconds per output element of an elementwise pass over the tiles that runs beside the MXU
+# rather than under a DMA: phase 1's statistics (both forms) and the recompute form's finish.
+# Fitted to libtpu's static cycles on v5e (bench/RESULTS.md, issue 35, two phases): with it the
+# model orders whole row, "logits" and "recompute" as the compiler does at 1024 x 512 @ 512 x
+# 8192 (whole first) and 1024 x 4096 @ 4096 x 8192 ("logits" first).
+ROW_PASS_SECONDS = 5e-12
+# Seconds per element of the tile for each K step's accumulate (acc_ref += dot), fitted the same
+# way (1024 x 2048 x 256 tiles were 6 % slower than 1024 x 1024 x 1024 at 1024 x 4096 @ 4096 x 8192).
+ACC_STEP_SECONDS = 0.25e-12
 
 
 # Elements of one strip of a tile's elementwise work: Mosaic's compile memory grows with the
@@ -71,28 +80,32 @@ class Plan:
 
 
 def vmem(ms, blocks, out_block, nstats, bm, bn, bk, form) -> tuple[int, int]:
-    """Each phase's step (each block double-buffered, scratch once). The two calls are one XLA
-    program: its VMEM holds one call's scoped allocation beside the other's limit (v5e refused
-    a 36 MiB phase beside a 97 MiB limit as 134 MiB of 128), so the plan fits their sum."""
+    """Each phase's step (each block double-buffered, scratch once). The plan fits their sum
+    in the budget and each call's limit covers its own phase: with 97 MiB set on both calls,
+    v5e refused linear_softmax at 1024 rows (134 MiB of 128 used: 36 MiB scoped beside 98 MiB
+    of "HLO temp"), with the limits per phase it compiled."""
     tiles = [((bm if b.rows_full else 1, bn if b.cols_full else 1), b.dtype) for b in blocks]
     x_w = [((bm, bk), ms.lhs.var.aval.dtype),
            (((bn, bk) if ms.w_transposed else (bk, bn)), ms.rhs.var.aval.dtype)]
     stats = [((bm, G.LANE), "float32")] * nstats
     acc = [((bm, bn), "float32")]
+    # The elementwise temporaries span one strip of rows (see STRIP_ELEMENTS), not the tile.
+    strip = [((max(8, min(bm, STRIP_ELEMENTS // bn)), bn), "float32")]
     logits = [((bm, bn), "float32")] if form == "logits" else []
-    p1 = G.step_vmem(x_w + tiles, stats + logits, acc * (1 + ON.TILE_TEMPS))
+    p1 = G.step_vmem(x_w + tiles, stats + logits, acc + strip * ON.TILE_TEMPS)
     out = [((bm, bn), out_block.dtype)]
     if form == "recompute":
-        p2 = G.step_vmem(x_w + tiles + stats, out, acc * (1 + FINISH_TEMPS))
+        p2 = G.step_vmem(x_w + tiles + stats, out, acc + strip * FINISH_TEMPS)
     else:
-        p2 = G.step_vmem(logits + tiles + stats, out, acc * FINISH_TEMPS)
+        p2 = G.step_vmem(logits + tiles + stats, out, strip * FINISH_TEMPS)
     return p1, p2
 
 
 def cost(ctx, ms, out_block, bm, bn, bk, form) -> float:
     """Modelled seconds: phase 1 as a per-row matmul_online plan; phase 2 the same matmul with
     the output tile written ("recompute"), or one read of the logits and one write of the
-    output at HBM bandwidth ("logits", whose phase 1 also writes the logits)."""
+    output at HBM bandwidth ("logits", whose phase 1 also writes the logits); plus
+    ROW_PASS_SECONDS an element for each elementwise pass beside the MXU."""
     peak, bw = G.target_roofline(ctx.target)
     m, n = ms.m, ms.n
     gm, gn = -(-m // bm), -(-n // bn)
@@ -103,13 +116,15 @@ def cost(ctx, ms, out_block, bm, bn, bk, form) -> float:
 
     def matmul(out_tile_bytes):
         load = bm * bk * xs / (gn if gk == 1 else 1) + bk * bn * ws + out_tile_bytes / gk
-        step = max(2 * bm * bn * bk / peak, load / bw) + MM.STEP_SECONDS
+        step = max(2 * bm * bn * bk / peak, load / bw) + MM.STEP_SECONDS + \
+            bm * bn * ACC_STEP_SECONDS
         return nb * gm * gn * gk * step + (bm * bk * xs + bk * bn * ws) / bw
 
+    elements = nb * gm * bm * gn * bn
     if form == "recompute":
-        return matmul(0) + matmul(bm * bn * osz)
-    rows = nb * gm * bm * gn * bn
-    return matmul(bm * bn * 4) + rows * (4 + osz) / bw + nb * gm * gn * MM.STEP_SECONDS
+        return matmul(0) + matmul(bm * bn * osz) + 2 * elements * ROW_PASS_SECONDS
+    return (matmul(bm * bn * 4) + elements * ROW_PASS_SECONDS + elements * (4 + osz) / bw +
+            nb * gm * gn * MM.STEP_SECONDS)
 
 
 def choose(ctx, ms, blocks, out_block, nstats, sub):
