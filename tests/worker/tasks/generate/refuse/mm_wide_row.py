@@ -1,5 +1,5 @@
-"""generate tests: a log-softmax over a vocabulary-sized matmul row that does not fit VMEM
-(refused: a two-pass kernel is a later step)."""
+"""generate tests: a log-softmax over a vocabulary-sized matmul row that does not fit VMEM whole
+(refused until the two-phase form: statistics, then each tile normalised)."""
 import jax
 import jax.numpy as jnp
 

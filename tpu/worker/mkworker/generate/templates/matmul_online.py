@@ -13,7 +13,8 @@ cross-entropy) is written at the row's last N tile: one pass over N, no logits i
 output (softmax, log-softmax, row norm) keeps the raw tiles of the row block in VMEM as they come
 (the output block itself when it is f32 and N divides into tiles) and writes the normalised row
 at the last N tile, tile by tile, so the M block is not limited by whole-row temporaries; the
-caller uses it only where the whole-row plan does not fit (it never won on the compiler's cycles).
+caller uses it only for a batched full-row output whose whole row does not fit (it never won on
+the compiler's cycles; generate.templates.matmul_two_phase writes the others).
 The last N tile may run past the row's end (vocab 50257): its extra columns are masked out of
 every statistic with the reduction's identity (a large finite negative for a max, never -inf).
 

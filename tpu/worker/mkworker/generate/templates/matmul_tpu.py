@@ -3,8 +3,9 @@ M/BM, N/BN, K/BK), K last and "arbitrary", an f32 accumulator in VMEM scratch, t
 applied once at the last K step, extra epilogue operands (bias rows, residuals, scale columns)
 as their own BlockSpecs. A row reduction either holds the whole row in the tile (BN = N) or,
 when its epilogue splits into statistics, tiles the row over N with running statistics
-(generate.templates.matmul_online; `_staged` picks); when neither fits the VMEM budget the template refuses
-(recomputing the tiles in a second pass is a later step), never a wrong kernel.
+(generate.templates.matmul_online), a full-row output in two calls (generate.templates.
+matmul_two_phase; `_staged` picks); when none fits the VMEM budget the template refuses, never
+a wrong kernel.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from mkworker.generate import common as G
 from mkworker.generate.common import NoTemplate
 from mkworker.generate.templates import matmul as MM
 from mkworker.generate.templates import matmul_online as ON
+from mkworker.generate.templates import matmul_two_phase as TP
 
 # f32 temporaries over the output tile the epilogue keeps live besides the accumulator.
 EPILOGUE_TEMPS = 2
@@ -217,12 +219,16 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
     splits that way and, for a per-row output, the whole-row plan `whole` is not modelled
     clearly cheaper; a full-row output only where `whole` is None (the whole row does not fit).
     Else None (keep the whole row), or NoTemplate when neither fits."""
+    sg = ON.analyse(region, out, out_block.cols_full)
+    if out_block.cols_full:
+        two = _two_phase(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot, sg)
+        if two is not None:
+            return two
     if out_block.cols_full and whole is not None:
         # A full-row output stays whole where it fits: on v5e's compiler the tiled form lost
         # (log-softmax 7.8 % slower), tied (row L2 norm) or did not compile within 8-22 GB of
         # compiler memory (softmax with 2, 8 and 16 N tiles); see bench/RESULTS.md, issue 35.
         return None
-    sg = ON.analyse(region, out, out_block.cols_full)
     if sg is not None and out_block.cols_full and ms.nbatch and any(b.cols_full for b in blocks):
         sg = None  # a batched full-row output with column operands: not written tiled
     plan = tun = None
@@ -233,9 +239,21 @@ def _staged(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot):
         if whole is None:
             raise NoTemplate(f"a full output row (N={ms.n}, needed by the row reduction) does "
                              f"not fit the VMEM budget {G.mib(ctx.vmem_budget)} with a useful M "
-                             "block, whole or tiled over N with running statistics; a two-pass "
-                             "kernel (statistics, then the tiles recomputed) is a later step",
+                             "block: whole, tiled over N with running statistics, or in two "
+                             "phases (statistics, then each tile normalised; not batched)",
                              ["dot_general"])
         return None
     return ON.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
 
+
+
+def _two_phase(ctx, ms, region, out, blocks, out_block, whole, sub, k_align, dot, sg):
+    """The full-row output in two phases (generate.templates.matmul_two_phase) when its
+    statistics split that way (not batched) and its modelled cost is below the whole-row plan's;
+    else None."""
+    if sg is None or ms.nbatch:
+        return None
+    plan, tun = TP.choose(ctx, ms, blocks, out_block, len(sg.stats), sub)
+    if plan is None or (whole is not None and whole.cost <= plan.cost):
+        return None
+    return TP.write(ctx, ms, region, out, blocks, out_block, sg, plan, tun, sub, k_align, dot)
