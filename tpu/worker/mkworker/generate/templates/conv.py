@@ -427,15 +427,20 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
         reach = f"{q_names[0]} - 1"
     ent += ["bco = BLOCK_CO if cout % BLOCK_CO == 0 else cout",
             f"row_tiles = pl.cdiv({o_names[0]}, {b_row})"]
+    # What the (phase) images need along each axis: the last row tile's window stays inside.
+    extents = (f"{', '.join(f'{ch}p' for ch in L)} = "
+               + ", ".join([f"row_tiles * {b_row} + {reach}"]
+                           + [f"{o_names[i]} + {q_names[i]} - 1" for i in range(1, k)]))
+
+    def lax_pad(cfg):
+        return f"x_pad = jax.lax.pad({xv}, jnp.zeros((), {xv}.dtype), ({', '.join(cfg)}))"
+
     if strided:
         ent += ["# The extent each phase image needs (the last row tile's window stays inside);",
-                "# inputs past it are unused and cut off (a negative pad).",
-                f"{', '.join(f'{ch}p' for ch in L)} = "
-                + ", ".join([f"row_tiles * {b_row} + {reach}"]
-                            + [f"{o_names[i]} + {q_names[i]} - 1" for i in range(1, k)])]
+                "# inputs past it are unused and cut off (a negative pad).", extents]
         cfg = ["(0, 0, 0)"] + [f"({pad[i][0]}, {strides[i]} * {L[i]}p - {in_names[i]} - {pad[i][0]}, 0)"
                                for i in range(k)] + ["(0, 0, 0)"]
-        ent.append(f"x_pad = jax.lax.pad({xv}, jnp.zeros((), {xv}.dtype), ({', '.join(cfg)}))")
+        ent.append(lax_pad(cfg))
         split = ", ".join([f"{ch}p, {strides[i]}" for i, ch in enumerate(L)])
         perm = [0] + [1 + 2 * i for i in range(k)] + [2 + 2 * i for i in range(k)] + [2 * k + 1]
         perm_text = f".transpose{_perm_code(perm)}" if perm != list(range(2 * k + 2)) else ""
@@ -453,13 +458,11 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
     elif transposed:
         ent += ["# The input from the first index a window reads, with zeros past its ends as far",
                 "# as the last tiles' windows reach (a negative pad cuts what no window reads).",
-                f"{', '.join(f'{ch}p' for ch in L)} = "
-                + ", ".join([f"row_tiles * {b_row} + {reach}"]
-                            + [f"{o_names[i]} + {q_names[i]} - 1" for i in range(1, k)])]
+                extents]
         cfg = ["(0, 0, 0)"] + [f"({-axes[i].base}, {L[i]}p - {in_names[i]}"
                                + (f" + {axes[i].base}" if axes[i].base >= 0 else f" - {-axes[i].base}")
                                + ", 0)" for i in range(k)] + ["(0, 0, 0)"]
-        ent.append(f"x_pad = jax.lax.pad({xv}, jnp.zeros((), {xv}.dtype), ({', '.join(cfg)}))")
+        ent.append(lax_pad(cfg))
         ent += CT.weight_lines(wv, axes, q_names)
         w_arg = "w_phases"
     else:
