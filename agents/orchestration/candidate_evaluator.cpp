@@ -292,8 +292,10 @@ Evaluation CandidateEvaluator::evaluate(const std::string& source,
           reply.run_mode_note.empty()
               ? std::string("interpreted on a GPU host: not comparable with measured kernels")
               : reply.run_mode_note;
-    } else if (auto compiled =
-                   reference_not_compiled_ ? std::nullopt : compiler_score(lowering, e.metrics)) {
+    } else if (auto compiled = compiler_score(lowering, e.metrics);
+               compiled && !reference_not_compiled_) {
+      // (the kernel's compile record is kept either way: its compile check stands when XLA's
+      // program got no estimate)
       e.score_s = compiled;
       e.time_kind = "compiled";
     } else if (auto predicted = model_score(predictions, lowering, target_, e.metrics)) {

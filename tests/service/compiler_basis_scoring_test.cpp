@@ -121,6 +121,8 @@ TEST(CompilerBasisScoring, AReferenceTheCompilerCouldNotEstimateKeepsTheReasonAn
   // The candidate's estimate is not compared with the model's XLA: both go on the model's basis.
   EXPECT_EQ(s.candidate.time_kind, "predicted");
   EXPECT_FALSE(s.candidate.metrics.contains("unscored"));
+  // ...but the kernel's own compile record stays on its node (it compiled for the target).
+  EXPECT_EQ(s.candidate.metrics["tpu_compile"]["candidate"]["status"], "compiled");
 }
 
 TEST(CompilerBasisScoring, AReferenceCompiledWithNoCyclesIsNoEstimate) {
