@@ -208,6 +208,38 @@ def test_the_reference_op_answers_xlas_compiled_program(worker):
     assert tc["predicted_s"] == pytest.approx(tc["cycles"] / 1.5e9)
 
 
+def _matmul_task(n):
+    src = textwrap.dedent(f"""\
+        import jax
+        import jax.numpy as jnp
+
+        def reference(x, w):
+            return jnp.tanh(x @ w)
+
+        def make_inputs(key):
+            kx, kw = jax.random.split(key)
+            return (jax.random.normal(kx, ({n}, {n}), jnp.float32),
+                    jax.random.normal(kw, ({n}, {n}), jnp.float32))
+        """)
+    return {"form": "infile", "source": src, "filename": task_path("infile", f"matmul_{n}.py")}
+
+
+def test_a_compile_that_leaves_the_child_large_retires_it(worker):
+    # libtpu and the allocator keep a large compile's pages: a warm child that did a 4096^3
+    # matmul holds about 1.9 GiB afterwards. It is retired (the next compile starts libtpu again,
+    # so its record has `start_s`), and a child that compiled only small programs stays warm.
+    # (Each program is new: the worker caches a reference's compile.)
+    records = []
+    for n in (256, 4096, 384, 512):
+        r = worker.request("reference", task=_matmul_task(n), generation="v5e",
+                           compile_limits={"time_s": 300, "memory_bytes": 6 << 30}, timeout=600)
+        assert r["ok"] is True and r["tpu_compile"]["status"] == "compiled", r
+        records.append(r["tpu_compile"])
+    assert records[1]["rss_peak_bytes"] > 1536 << 20, records[1]
+    assert "start_s" in records[2], "the large child was kept warm"
+    assert "start_s" not in records[3], "a child that compiled a small program was retired"
+
+
 def test_with_libtpu_installed_the_worker_itself_stays_on_the_cpu():
     # No JAX_PLATFORMS: JAX would load libtpu in the worker (its warnings about TPU hosts, its
     # machine-wide lock); the worker keeps it for the compiler's child only.

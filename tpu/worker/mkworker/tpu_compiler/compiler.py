@@ -33,7 +33,10 @@ libtpu 0.0.42.1): a prediction, never a measurement.
 
 Limits: `limits` = {"time_s", "memory_bytes"}; defaults from MAXKERNEL_TPU_COMPILE_LIMITS (JSON) or
 DEFAULT_LIMITS. One warm child per worker process serves every compile (libtpu's start costs a
-few seconds); concurrent callers take turns. ALLOW_MULTIPLE_LIBTPU_LOAD=1 lets several workers'
+few seconds); concurrent callers take turns. A child that holds more than RETIRE_BYTES after a
+compile (libtpu and the allocator keep a large compile's pages) is retired, so an
+idle worker does not hoard gigabytes and the next compile's memory bound measures that compile,
+not the ones before it. ALLOW_MULTIPLE_LIBTPU_LOAD=1 lets several workers'
 children (and a test run's) hold libtpu at once."""
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ PROFILED = ("v5e", "v5p", "v6e")
 DEFAULT_LIMITS = {"time_s": 120.0, "memory_bytes": 8 << 30}
 START_TIMEOUT_S = 180.0
 POLL_S = 0.05
+# A warm child is retired after a compile that leaves it holding more than this (with libtpu
+# loaded, a child that compiled small programs holds about 0.4-0.6 GiB).
+RETIRE_BYTES = 1536 << 20
 LIBTPU_PIN = "0.0.42.1"
 _CHILD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_child.py")
 _GENERATIONS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "knowledge",
@@ -328,6 +334,9 @@ def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, 
                 reason += (f"; before the compile: {out['wait_s']:.0f} s waiting for this worker's "
                            f"compiler, {out.get('start_s', 0.0):.0f} s starting libtpu")
             return {**out, "status": status, "reason": reason, "limits": lim, "wall_s": wall}
+        if _rss(child.proc.pid) > RETIRE_BYTES:
+            child.close()
+            _children.pop(profiled, None)
     finally:
         _lock.release()
     out["wall_s"] = wall
