@@ -112,7 +112,10 @@ def measure_program(spec, which, source_file, entry, topology) -> dict:
     with tempfile.TemporaryDirectory(prefix="mk_cycles_") as d:
         env = dict(os.environ, ALLOW_MULTIPLE_LIBTPU_LOAD="1",
                    LIBTPU_INIT_ARGS=f"--xla_jf_dump_static_llo_profile_to={d}",
-                   JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1")
+                   JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1",
+                   # libtpu's log files with the dump, fatal only (it can log GiBs: see
+                   # tpu_compiler/compiler.py's log_bytes)
+                   TPU_LOG_DIR=d, TPU_MIN_LOG_LEVEL=os.environ.get("TPU_MIN_LOG_LEVEL", "3"))
         cmd = [sys.executable, __file__, "--child", json.dumps(
             {"spec": spec, "which": which, "source": source_file, "entry": entry,
              "topology": topology})]

@@ -28,7 +28,7 @@ def test_refusals_are_named_by_what_ran_out():
 def test_limits_from_request_over_environment_over_defaults(monkeypatch):
     monkeypatch.setenv("MAXKERNEL_TPU_COMPILE_LIMITS", '{"time_s": 30}')
     lim = T.limits_from({"memory_bytes": 1 << 30})
-    assert lim == {"time_s": 30.0, "memory_bytes": float(1 << 30)}
+    assert lim == {**T.DEFAULT_LIMITS, "time_s": 30.0, "memory_bytes": float(1 << 30)}
     monkeypatch.delenv("MAXKERNEL_TPU_COMPILE_LIMITS")
     assert T.limits_from(None) == T.DEFAULT_LIMITS
 

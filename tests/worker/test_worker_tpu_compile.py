@@ -208,13 +208,13 @@ def test_the_reference_op_answers_xlas_compiled_program(worker):
     assert tc["predicted_s"] == pytest.approx(tc["cycles"] / 1.5e9)
 
 
-def _matmul_task(n):
+def _matmul_task(n, epilogue="jnp.tanh"):
     src = textwrap.dedent(f"""\
         import jax
         import jax.numpy as jnp
 
         def reference(x, w):
-            return jnp.tanh(x @ w)
+            return {epilogue}(x @ w)
 
         def make_inputs(key):
             kx, kw = jax.random.split(key)
@@ -252,3 +252,42 @@ def test_with_libtpu_installed_the_worker_itself_stays_on_the_cpu():
         w.close()
     assert "libtpu is installed but no TPU is attached" in log
     assert "TPU_WORKER_HOSTNAMES" not in log and "libtpu_init_utils" not in log, log[-2000:]
+
+
+def _compile_folders(tmp):
+    return sorted(p for p in os.listdir(tmp) if p.startswith("maxkernel-tpu-compile-"))
+
+
+def test_libtpus_logs_stay_in_the_childs_folder_and_a_flood_is_stopped(tmp_path):
+    # libtpu's default is /tmp/tpu_logs, kept forever: one program made it log 8 GiB in two
+    # minutes. The child's logs go in its own folder (TPU_LOG_DIR here is the user's, which the
+    # child must not write), a compile is stopped when they pass log_bytes, and the folder goes.
+    users_logs = tmp_path / "users_tpu_logs"
+    users_logs.mkdir()
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1", "TMPDIR": str(tmp_path),
+                                 "TPU_LOG_DIR": str(users_logs), "TPU_MIN_LOG_LEVEL": "0"})
+    try:
+        r = w.request("reference", task=_matmul_task(128, "jax.nn.relu"), generation="v5e",
+                      compile_limits={"log_bytes": 2048}, timeout=300)
+        assert r["ok"] is True, r
+        tc = r["tpu_compile"]
+        assert tc["status"] == "too_large", tc
+        assert "of logs (limit 2048 B), stopped before it fills the disk" in tc["reason"], tc
+        assert _compile_folders(tmp_path) == [], "the stopped child's folder was left behind"
+        # At the default bound the same worker compiles it, with a fresh child.
+        r = w.request("reference", task=_matmul_task(256, "jax.nn.relu"), generation="v5e",
+                      timeout=300)
+        assert r["tpu_compile"]["status"] == "compiled", r["tpu_compile"]
+        folders = _compile_folders(tmp_path)
+        assert len(folders) == 1, folders
+        logs = os.listdir(tmp_path / folders[0] / "tpu_logs")
+        assert any(name.startswith("tpu_driver") for name in logs), logs
+        assert os.listdir(users_logs) == []
+        # A worker killed outright cannot remove its child's folder: the child does, on its way out.
+        w.proc.kill()
+        deadline = time.monotonic() + 30
+        while _compile_folders(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _compile_folders(tmp_path) == []
+    finally:
+        w.close()

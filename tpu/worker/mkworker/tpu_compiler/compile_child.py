@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -107,6 +108,14 @@ def _cost_analysis(compiled) -> dict:
     return {k: float(v) for k, v in (ca or {}).items() if k in keep}
 
 
+def _remove_own_folder() -> None:
+    """The parent made this process's working folder (the program, the dump, libtpu's logs) and
+    removes it when it ends the child; a parent that was killed cannot, so the child does."""
+    here = os.getcwd()
+    if os.path.basename(here).startswith("maxkernel-tpu-compile-"):
+        shutil.rmtree(here, ignore_errors=True)
+
+
 def _exit_with_parent() -> None:
     """A compile can run for minutes: when the worker is gone, nobody would bound it, so stop."""
     parent = os.getppid()
@@ -115,6 +124,7 @@ def _exit_with_parent() -> None:
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
+                _remove_own_folder()
                 os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -166,6 +176,8 @@ def main() -> int:
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],
                      "error_type": type(e).__name__}
         out.write(json.dumps(reply) + "\n")
+    # The end of input: the parent exited or was killed (its close() kills this process first).
+    _remove_own_folder()
     return 0
 
 

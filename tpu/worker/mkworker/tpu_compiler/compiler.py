@@ -31,12 +31,14 @@ the worker with it. The result's "status" is one of
 The cycles are libtpu's static estimates (an internal, undocumented dump flag, pinned with
 libtpu 0.0.42.1): a prediction, never a measurement.
 
-Limits: `limits` = {"time_s", "memory_bytes"}; defaults from MAXKERNEL_TPU_COMPILE_LIMITS (JSON) or
+Limits: `limits` = {"time_s", "memory_bytes", "log_bytes"}; defaults from MAXKERNEL_TPU_COMPILE_LIMITS (JSON) or
 DEFAULT_LIMITS. One warm child per worker process serves every compile (libtpu's start costs a
 few seconds); concurrent callers take turns. A child that holds more than RETIRE_BYTES after a
 compile (libtpu and the allocator keep a large compile's pages) is retired, so an
 idle worker does not hoard gigabytes and the next compile's memory bound measures that compile,
-not the ones before it. ALLOW_MULTIPLE_LIBTPU_LOAD=1 lets several workers'
+not the ones before it. libtpu's log files go in the child's own folder (removed with it) at
+fatal level only; a compile whose logs pass log_bytes is stopped, and a child whose logs pass
+half of it is retired. ALLOW_MULTIPLE_LIBTPU_LOAD=1 lets several workers'
 children (and a test run's) hold libtpu at once."""
 
 from __future__ import annotations
@@ -57,7 +59,11 @@ GENERATIONS = ("v4", "v5e", "v5p", "v6e")
 # ("Dma latency model is currently only supported on VF/VL/GF/GL"), so v4 compiles in a child
 # without the dump flag and gets no cycles.
 PROFILED = ("v5e", "v5p", "v6e")
-DEFAULT_LIMITS = {"time_s": 120.0, "memory_bytes": 8 << 30}
+# log_bytes bounds what libtpu writes to its log files during one compile: some programs make it
+# log an internal check failure over and over (an f32 8192^2 matmul + tanh on v5e writes 8 GiB in
+# under two minutes at its default log level), which would fill the disk.
+DEFAULT_LIMITS = {"time_s": 120.0, "memory_bytes": 8 << 30, "log_bytes": 256 << 20}
+LOG_CHECK_S = 1.0
 START_TIMEOUT_S = 180.0
 POLL_S = 0.05
 # A warm child is retired after a compile that leaves it holding more than this (with libtpu
@@ -124,6 +130,11 @@ def error_kind(text: str) -> str:
     return "other"
 
 
+def _size(n: float) -> str:
+    n = int(n)
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} B"
+
+
 def _rss(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -142,6 +153,8 @@ class _Child:
         self.dir = tempfile.mkdtemp(prefix="maxkernel-tpu-compile-")
         dump = os.path.join(self.dir, "dump")
         os.mkdir(dump)
+        self.tpu_log_dir = os.path.join(self.dir, "tpu_logs")
+        os.mkdir(self.tpu_log_dir)
         env = dict(os.environ)
         flag = f" --xla_jf_dump_static_llo_profile_to={dump}" if profiled else ""
         env.update({
@@ -155,6 +168,10 @@ class _Child:
             "TPU_WORKER_HOSTNAMES": "localhost",
             "TPU_WORKER_ID": "0",
             "TF_CPP_MIN_LOG_LEVEL": "2",
+            # libtpu logs to /tmp/tpu_logs by default, files that outlive the child; here they
+            # go with its folder, and only fatal messages are written unless the user asks.
+            "TPU_LOG_DIR": self.tpu_log_dir,
+            "TPU_MIN_LOG_LEVEL": env.get("TPU_MIN_LOG_LEVEL", "3"),
         })
         self.log_path = os.path.join(self.dir, "child.log")
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the child
@@ -179,10 +196,27 @@ class _Child:
         except OSError:
             return ""
 
-    def _reply(self, time_s: float, memory_bytes: float | None, cancelled=None):
+    def log_bytes(self) -> int:
+        """What the child has written to its logs: libtpu's files and its stderr."""
+        total = 0
+        for folder, _, files in os.walk(self.tpu_log_dir):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except OSError:
+                    pass
+        try:
+            total += os.path.getsize(self.log_path)
+        except OSError:
+            pass
+        return total
+
+    def _reply(self, time_s: float, memory_bytes: float | None, cancelled=None,
+               log_bytes: float | None = None):
         """(reply, rss_peak), or (None, (status, reason)) when a limit is hit ("too_large"), the
         child dies ("crashed") or the caller cancels ("cancelled")."""
         deadline = time.monotonic() + time_s
+        next_log_check = time.monotonic()
         peak = 0
         fd = self.proc.stdout.fileno()
         sel = selectors.DefaultSelector()
@@ -201,6 +235,13 @@ class _Child:
                                                f"({rss >> 20} MiB > {int(memory_bytes) >> 20} MiB)"))
                 if time.monotonic() > deadline:
                     return None, ("too_large", f"too large to estimate: over the time limit ({time_s:g} s)")
+                if log_bytes and time.monotonic() > next_log_check:
+                    next_log_check = time.monotonic()
+                    written = self.log_bytes()
+                    if written > log_bytes:
+                        return None, ("too_large", (
+                            f"too large to estimate: libtpu wrote {_size(written)} of logs "
+                            f"(limit {_size(log_bytes)}), stopped before it fills the disk"))
                 if sel.select(POLL_S):
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
@@ -214,7 +255,7 @@ class _Child:
                 cancelled=None) -> tuple[dict | None, object]:
         self.proc.stdin.write((json.dumps({"module": module_path, "generation": generation}) + "\n").encode())
         self.proc.stdin.flush()
-        return self._reply(lim["time_s"], lim["memory_bytes"], cancelled)
+        return self._reply(lim["time_s"], lim["memory_bytes"], cancelled, lim.get("log_bytes"))
 
     def close(self):
         if self.proc.poll() is None:
@@ -334,7 +375,8 @@ def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, 
                 reason += (f"; before the compile: {out['wait_s']:.0f} s waiting for this worker's "
                            f"compiler, {out.get('start_s', 0.0):.0f} s starting libtpu")
             return {**out, "status": status, "reason": reason, "limits": lim, "wall_s": wall}
-        if _rss(child.proc.pid) > RETIRE_BYTES:
+        logs_full = lim.get("log_bytes") and child.log_bytes() > lim["log_bytes"] / 2
+        if _rss(child.proc.pid) > RETIRE_BYTES or logs_full:
             child.close()
             _children.pop(profiled, None)
     finally:
