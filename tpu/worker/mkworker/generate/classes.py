@@ -29,6 +29,7 @@ from mkworker.generate.templates import (
     matmul_tpu,
     paged_attention,
     pool,
+    retention,
     rowwise,
     scan,
 )
@@ -49,6 +50,7 @@ CLASSES = (
     KernelClass("paged_attention", paged_attention.match, {"tpu": paged_attention.emit},
                 paged_attention.COVERED_PRIMITIVES),
     KernelClass("attention", attention.match, {"tpu": attention_tpu.emit, "gpu": attention_gpu.emit}),
+    KernelClass("retention", retention.match, {"tpu": retention.emit}),
     KernelClass("gated_mlp", gated_mlp.match, {"tpu": gated_mlp.emit}, gated_mlp.COVERED_PRIMITIVES),
     KernelClass("matmul_group_norm", group_norm.match, {"tpu": group_norm.emit},
                 group_norm.COVERED_PRIMITIVES),

@@ -123,6 +123,7 @@ class GenContext:
     out_tree      the output pytree structure (a single array or a tuple/list...)
     reference_name, reference_file, reference_source: for readable text and line numbers
     form          "tpu" (Mosaic) or "gpu" (Triton, generate.gpu_form): the module the template writes
+    retrace       specs -> the reference traced at other array shapes (None with keyword arrays)
     """
 
     closed_jaxpr: object
@@ -140,6 +141,10 @@ class GenContext:
     reference_file: str | None = None
     reference_source: str | None = None
     form: str = "tpu"  # "tpu" or "gpu" (generate.gpu_form): which Pallas backend the module targets
+    # The reference traced again at other shapes of its array arguments (a list of
+    # ShapeDtypeStruct, positional; static arguments as before): a flat ClosedJaxpr. None
+    # where the reference takes keyword arrays.
+    retrace: object = None
 
     # -- conveniences
     @property

@@ -160,6 +160,19 @@ class Graph:
         if name == "iota":
             dim = int(e.params["dimension"])
             return idx[:, dim].astype(np.dtype(e.params["dtype"]))
+        if name == "concatenate":  # jnp.linspace's endpoint, a table of constants
+            dim = int(e.params["dimension"])
+            out = np.zeros(len(idx), dtype=np.dtype(e.outvars[0].aval.dtype))
+            start = 0
+            for x in e.invars:
+                size = shape_of(x)[dim]
+                sel = (idx[:, dim] >= start) & (idx[:, dim] < start + size)
+                if sel.any():
+                    sub = idx[sel].copy()
+                    sub[:, dim] -= start
+                    out[sel] = self.value_at(x, sub)
+                start += size
+            return out
         if name in LAYOUT_OPS:
             vals = self.value_at(e.invars[0], back(e, idx))
             if name == "convert_element_type":
@@ -191,5 +204,7 @@ _ELEMENTWISE = {
     else np.fix(a / b).astype(np.asarray(a).dtype),
     "sqrt": lambda e, a: np.sqrt(a), "rsqrt": lambda e, a: 1 / np.sqrt(a),
     "exp": lambda e, a: np.exp(a), "log": lambda e, a: np.log(a), "abs": lambda e, a: np.abs(a),
+    "exp2": lambda e, a: np.exp2(a), "log1p": lambda e, a: np.log1p(a),
+    "expm1": lambda e, a: np.expm1(a),
     "integer_pow": lambda e, a: a ** int(e.params["y"]), "pow": lambda e, a, b: a ** b,
 }

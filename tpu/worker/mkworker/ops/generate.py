@@ -193,7 +193,8 @@ def build_context(task, entry: str, target: dict, form: str = "tpu") -> GenConte
         out_avals=[v.aval for v in flat.jaxpr.outvars],
         out_tree=jax.tree_util.tree_structure(out_shapes),
         reference_name=task.reference_name, reference_file=task.ref_module.filename,
-        reference_source=task.ref_module.source, form=form)
+        reference_source=task.ref_module.source, form=form,
+        retrace=None if dyn_kwargs else (lambda specs: inline_calls(jax.make_jaxpr(bound)(*specs))))
 
 
 _CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",

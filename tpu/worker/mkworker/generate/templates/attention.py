@@ -76,6 +76,21 @@ def match(ctx: G.GenContext) -> Matched | None:
     return _Matcher(ctx, graph, eqns, d1, d2).build()
 
 
+class Parts(NamedTuple):
+    """The operands of an attention-shaped reference, traced (_Matcher.operands)."""
+    out_var: object
+    out_chain: object
+    x_var: object  # where the scores' chain ends
+    pre: object  # the scores' chain (_Chain): scale, masks, weights
+    p_side: int
+    p_var: object
+    p_chain: object
+    v_var: object
+    v_chain: object
+    score_sides: list  # [(var, chain)] for both operands of the scores matmul
+    scale: float
+
+
 class _Chain:
     """A path of layout equations from a value back to its source, with the scale factors met
     and the masks met (pre-softmax chain only)."""
@@ -183,9 +198,14 @@ class _Matcher:
                     break
             elif name in ("mul", "div") and len(others) == 1:
                 c = self.scalar_const(others[0])
-                if c is None or (name == "div" and pos != 0):
+                if c is None and name == "mul" and self.g.is_const(others[0]):
+                    # A weight that depends on the position only (a decay): the retention
+                    # class takes it; a softmax after it is refused in _mask_kind.
+                    chain.masks.append((e, "weight", pos))
+                elif c is None or (name == "div" and pos != 0):
                     break
-                chain.scale *= c if name == "mul" else 1.0 / c
+                else:
+                    chain.scale *= c if name == "mul" else 1.0 / c
             elif name == "select_n" and len(e.invars) == 3 and pos in (1, 2) \
                     and all(self.g.is_const(x) for x in others):
                 chain.masks.append((e, "select", pos))
@@ -263,7 +283,20 @@ class _Matcher:
         return perm
 
     # -- build ---------------------------------------------------------------------------
-    def build(self) -> G.Generated:
+    def build(self) -> Matched:
+        parts = self.operands()
+        fill = self._fill_value(parts.pre)
+        region = self.softmax_region(parts.x_var, parts.p_var)
+        # Which score axis each leading axis of the probabilities runs along (the softmax may
+        # transpose its rows, as jax.nn.dot_product_attention does).
+        self._p_perm = self.check_softmax(parts.x_var, parts.p_var, region, fill)
+        self._check_accounted()
+        model, q_var, k_var, causal = self.reading(parts, self._mask_kind)
+        return Matched(self, model, causal, parts.scale, q_var, k_var, parts.v_var, parts.out_var)
+
+    def operands(self) -> Parts:
+        """The output, the scores' chain and the operands of both matmuls, each traced back
+        through layout ops to an input (what both the softmax and the retention readings take)."""
         ctx, g = self.ctx, self.g
         if len(ctx.jaxpr.outvars) != 1:
             self.fail("it returns more than one array")
@@ -276,7 +309,7 @@ class _Matcher:
             self.fail(f"the output is not the second matmul's result re-laid out (it goes through "
                       f"`{g.producer[o_src].primitive.name}`)" if o_src in g.producer else
                       "the output is not the second matmul's result")
-        # Scores: dot -> [scale, mask, converts] -> softmax input.
+        # Scores: dot -> [scale, mask, weight, converts] -> softmax input (or the second dot).
         x_var, pre = self.forward_scores()
         # Which operand of the second dot carries the probabilities.
         sides = [self.back_chain(v, allow_scale=False) for v in self.d2.invars]
@@ -295,21 +328,23 @@ class _Matcher:
                 e = g.producer.get(var)
                 self.fail(f"{what} reaches the matmul through `{e.primitive.name if e else '?'}`, "
                           f"not only layout ops", [e.primitive.name] if e else [])
-        fill = self._fill_value(pre)
-        region = self.softmax_region(x_var, p_var)
-        # Which score axis each leading axis of the probabilities runs along (the softmax may
-        # transpose its rows, as jax.nn.dot_product_attention does).
-        self._p_perm = self.check_softmax(x_var, p_var, region, fill)
-        self._check_accounted()
         scale = score_sides[0][1].scale * score_sides[1][1].scale * pre.scale
+        return Parts(out_var, out_chain, x_var, pre, p_side, p_var, p_chain, v_var, v_chain,
+                     score_sides, scale)
+
+    def reading(self, parts: Parts, mask_kind):
+        """The layout model, q and k, and what `mask_kind(model, pre)` says of the masks, for
+        the first reading of the operands whose masks it accepts."""
         # q is usually the first operand of the scores matmul, but einsum may put k first.
         models, first_error = [], None
+        pre, score_sides = parts.pre, parts.score_sides
         for q_side in (0, 1):
             (q_var, q_chain), (k_var, k_chain) = score_sides[q_side], score_sides[1 - q_side]
             self.q_side = q_side
             try:
-                found = self._find_model(q_var, k_var, v_var, out_var, out_chain, p_side,
-                                         p_chain, v_chain, pre, q_chain, k_chain)
+                found = self._find_model(q_var, k_var, parts.v_var, parts.out_var, parts.out_chain,
+                                         parts.p_side, parts.p_chain, parts.v_chain, pre, q_chain,
+                                         k_chain)
             except G.NoTemplate as e:
                 first_error = first_error or e
                 continue
@@ -321,14 +356,14 @@ class _Matcher:
             (q_var, q_chain), (k_var, k_chain) = score_sides[q_side], score_sides[1 - q_side]
             self.q_side = q_side
             # Re-run this reading's index maps: they leave the mask's sample points behind.
-            self._model_holds(model, out_chain, p_side, p_chain, v_chain, pre, q_chain, k_chain,
-                              q_var, k_var, v_var)
+            self._model_holds(model, parts.out_chain, parts.p_side, parts.p_chain, parts.v_chain,
+                              pre, q_chain, k_chain, q_var, k_var, parts.v_var)
             try:
-                causal = self._mask_kind(model, pre)
+                kind = mask_kind(model, pre)
             except G.NoTemplate as e:
                 first_error = first_error or e
                 continue
-            return Matched(self, model, causal, scale, q_var, k_var, v_var, out_var)
+            return model, q_var, k_var, kind
         raise first_error
 
     def _check_accounted(self):
@@ -456,6 +491,9 @@ class _Matcher:
         points = {id(e): idx for e, idx in self._mask_points}
         for e, kind, pos in pre.masks:
             idx = points[id(e)]
+            if kind == "weight":
+                self.fail("the scores are multiplied by a position-dependent weight before the "
+                          "softmax", ["mul"])
             try:
                 if kind == "select":
                     pred = self.g.value_at(e.invars[0], X.operand_index(e.invars[0], idx))
@@ -623,6 +661,10 @@ class EntryForm:
     kernel: str  # the pallas_call's kernel argument
     grid: str
     options: tuple  # the pallas_call's last keyword lines, as they stand in it
+    # Scalar-prefetched operands (expressions, in order): the index maps and the kernel get
+    # their refs first, and the blocks go in a PrefetchScalarGridSpec with `scratch`.
+    prefetch: tuple = ()
+    scratch: str = "[]"
 
 
 def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm) -> str:
@@ -666,15 +708,32 @@ def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm)
         out_spec = f"pl.BlockSpec((None, None, bq, v_dim), lambda {ids}: (bi, hi, qi, 0))"
         ret = {"bhsd": "out", "bshd": "jnp.swapaxes(out, 1, 2)",
                "bs(hd)": "jnp.swapaxes(out, 1, 2).reshape(batch, q_len, heads * v_dim)"}[m["out"]]
-    lines += [
-        "out = pl.pallas_call(",
-        f"    {form.kernel},",
-        f"    out_shape={out_shape},",
-        f"    grid={form.grid},",
-        "    in_specs=[" + ",\n              ".join(specs) + "],",
-        f"    out_specs={out_spec},",
-        *form.options,
-        f")({', '.join(args)})",
-        f"return {ret}",
-    ]
+    if form.prefetch:
+        lines += [
+            "grid_spec = pltpu.PrefetchScalarGridSpec(",
+            f"    num_scalar_prefetch={len(form.prefetch)},",
+            f"    grid={form.grid},",
+            "    in_specs=[" + ",\n              ".join(specs) + "],",
+            f"    out_specs={out_spec},",
+            f"    scratch_shapes={form.scratch},",
+            ")",
+            "out = pl.pallas_call(",
+            f"    {form.kernel},",
+            f"    out_shape={out_shape},",
+            "    grid_spec=grid_spec,",
+            *form.options,
+            f")({', '.join(list(form.prefetch) + args)})",
+        ]
+    else:
+        lines += [
+            "out = pl.pallas_call(",
+            f"    {form.kernel},",
+            f"    out_shape={out_shape},",
+            f"    grid={form.grid},",
+            "    in_specs=[" + ",\n              ".join(specs) + "],",
+            f"    out_specs={out_spec},",
+            *form.options,
+            f")({', '.join(args)})",
+        ]
+    lines.append(f"return {ret}")
     return f"def {ctx.entry}({ctx.signature}):\n" + G.indent("\n".join(lines)) + "\n"

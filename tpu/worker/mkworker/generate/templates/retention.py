@@ -1,0 +1,391 @@
+"""The retention class: attention without a softmax whose scores are weighted by a per-head
+decay, o = ((q k^T * scale) * D) v with D[h, i, j] = gamma_h ** (i - j) for i >= j and 0 above
+the diagonal (RetNet's parallel form; a plain causal linear attention is gamma = 1). The chunked
+form of the recurrence S_i = gamma S_{i-1} + k_i^T v_i, o_i = q_i S_i, written as one kernel.
+
+XLA computes it as written: the (batch, heads, seq, seq) scores go to HBM, are weighted there,
+and are read back for the second matmul. The kernel keeps a (q block, kv block) tile of them in
+VMEM: grid (batch, heads, q blocks, kv blocks), the kv steps "arbitrary", an f32 accumulator; the
+decay of a tile is exp((row - col) * log(gamma_h)) from iotas; tiles above the diagonal are
+skipped and not fetched, and so are tiles so far below it that every weight is 0 in float32
+(exp(x) rounds to 0 for x < -110): per head, DECAY_WINDOW is the largest distance whose weight
+is not 0, and the kv index map starts at the first tile within it. The per-head log-decay and
+window are scalar-prefetched (SMEM).
+
+Recognised (generate.templates.attention's operand tracing and layout models, shared): two
+dot_generals, the second reading the first through converts, layout ops, constant scaling,
+multiplications by a constant that depends on the position only (the decay) and selects with a
+constant predicate and a 0 fill (the causal mask); no exp on the scores (that is attention).
+Checked, not assumed: the product of those weights, evaluated at sampled (batch, head, query,
+key) points through the reference's own index maps, equals gamma_h ** (query - key) below the
+diagonal and 0 above it, with gamma_h read from the weights one step off the diagonal.
+Refused (NoTemplate): a bias added to the scores, a weight that is not such a decay (a
+bidirectional or non-causal one, a gamma above 1), a fill that is not 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from mkworker.generate import common as G
+from mkworker.generate import index as X
+from mkworker.generate import rows as R
+from mkworker.generate.templates import attention as MA
+
+COVERED_PRIMITIVES = ()
+# exp(x) is 0 in float32 for x below this (the smallest subnormal is about exp(-103.3)).
+F32_EXP_ZERO = -110.0
+NO_WINDOW = 1 << 30  # gamma = 1: every tile below the diagonal counts
+
+
+class Matched(NamedTuple):
+    matcher: object
+    m: dict
+    log_decay: tuple  # per q head
+    scale: float
+    q_var: object
+    k_var: object
+    v_var: object
+    out_var: object
+
+
+def match(ctx: G.GenContext) -> Matched | None:
+    eqns = R.reachable_eqns(ctx.jaxpr)
+    dots = [e for e in eqns if e.primitive.name == "dot_general"]
+    if len(dots) != 2:
+        return None
+    graph = X.Graph(ctx.closed_jaxpr)
+    d1, d2 = dots
+    s_var = d1.outvars[0]
+    if not any(graph.depends_on_var(v, s_var) for v in d2.invars):
+        return None
+    if any(e.primitive.name in ("exp", "exp2", "logistic") and graph.depends_on_var(e.invars[0], s_var)
+           for e in eqns):
+        return None  # a softmax (or a gate) on the scores: not this class
+    matcher = _RetentionMatcher(ctx, graph, eqns, d1, d2)
+    _, pre = matcher.forward_scores()
+    if not any(kind in ("weight", "select") for _, kind, _ in pre.masks):
+        return None  # two chained matmuls with nothing position-dependent between them
+    matcher = _RetentionMatcher(ctx, graph, eqns, d1, d2)  # forward_scores marks what it met
+    return matcher.build()
+
+
+class _RetentionMatcher(MA._Matcher):
+    def build(self) -> Matched:
+        parts = self.operands()
+        if parts.p_var is not parts.x_var:
+            # The scores' chain may run on through layout ops (a cast back to bf16) that the
+            # second matmul's operand chain also went back through: the operand reads x_var.
+            chain = self._layout_chain(self.d2.invars[parts.p_side], parts.x_var)
+            if chain is not None:
+                parts = parts._replace(p_var=parts.x_var, p_chain=chain)
+        if parts.p_var is not parts.x_var:
+            e = self.g.producer.get(parts.p_var)
+            self.fail("something other than a position weight lies between the scores and the "
+                      f"second matmul (`{e.primitive.name if e else '?'}`)",
+                      [e.primitive.name] if e else [])
+        self._p_perm = tuple(range(len(X.shape_of(parts.x_var)) - 1))
+        self._check_accounted()
+        model, q_var, k_var, log_decay = self.reading(parts, self._decay)
+        return Matched(self, model, log_decay, parts.scale, q_var, k_var, parts.v_var,
+                       parts.out_var)
+
+    def _layout_chain(self, v, stop):
+        """The layout ops from `v` back to `stop`, or None if something else lies between."""
+        chain = MA._Chain()
+        while v is not stop:
+            e = self.g.producer.get(v)
+            if e is None or e.primitive.name not in X.LAYOUT_OPS:
+                return None
+            chain.eqns.append(e)
+            v = e.invars[0]
+        return chain
+
+    def _samples(self, m):
+        smp = super()._samples(m)
+        # One and two steps off the diagonal in every head: where gamma_h is read.
+        H, S = m["H"], m["S"]
+        if S < 3:
+            return smp
+        extra = {"b": np.zeros(2 * H, np.int64), "h": np.repeat(np.arange(H), 2),
+                 "s": np.tile([1, 2], H), "t": np.zeros(2 * H, np.int64),
+                 "c": np.zeros(2 * H, np.int64), "e": np.zeros(2 * H, np.int64)}
+        return {k: np.concatenate([smp[k], extra[k]]) for k in smp}
+
+    def _decay(self, m, pre) -> tuple:
+        """The per-head log(gamma) the weights on the scores amount to, or NoTemplate."""
+        smp = self._samples(m)
+        points = {id(e): idx for e, idx in self._mask_points}
+        w = np.ones(len(smp["s"]), dtype=np.float64)
+        for e, kind, pos in pre.masks:
+            idx = points[id(e)]
+            try:
+                if kind == "weight":
+                    other = e.invars[1 - pos]
+                    w *= self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
+                elif kind == "select":
+                    pred = self.g.value_at(e.invars[0], X.operand_index(e.invars[0], idx))
+                    other = e.invars[3 - pos]
+                    fill = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
+                    kept = np.asarray(pred).astype(np.int64) == pos - 1
+                    if np.any(fill[~kept] != 0):
+                        self.fail(f"masked scores are filled with {float(np.max(np.abs(fill[~kept])))}"
+                                  f", not 0 (with no softmax after them they are summed)", ["select_n"])
+                    w = np.where(kept, w, 0.0)
+                else:
+                    self.fail("the scores get an additive bias (with no softmax after them)",
+                              [e.primitive.name])
+            except X.NotConstant as nc:
+                self.fail(f"the weight on the scores is computed with {nc}, which the template "
+                          f"cannot evaluate", [str(nc)])
+        s, t, h = smp["s"], smp["t"], smp["h"]
+        if np.any(w[s < t] != 0):
+            self.fail("the weights on the scores are not 0 above the diagonal (a key after the "
+                      "query): only causal decays are covered", ["mul"])
+        log_decay = []
+        for head in range(m["H"]):
+            # log w = (s - t) * log(gamma): a least-squares slope over every sampled weight of
+            # the head that is not 0 (the far ones pin it: one step off the diagonal, f32's
+            # rounding of gamma alone would be off by 2e-4 after 4000 steps).
+            seen = (h == head) & (s > t) & (w > 1e-30)
+            if not ((h == head) & (s - t == 1) & (w > 0)).any():
+                self.fail(f"head {head}'s weight one step off the diagonal is 0 or was not "
+                          f"sampled: no decay to read", ["mul"])
+            d = (s - t)[seen].astype(np.float64)
+            log_decay.append(float(np.sum(d * np.log(w[seen])) / np.sum(d * d)))
+        ld = np.asarray(log_decay)
+        if np.any(ld > 0):
+            self.fail("the decay is above 1 (the weights grow with distance)", ["mul"])
+        want = np.where(s >= t, np.exp((s - t) * ld[h]), 0.0)
+        if not np.allclose(w, want, rtol=1e-4, atol=1e-30):
+            bad = int(np.argmax(np.abs(w - want) - 1e-4 * np.abs(want)))
+            self.fail(f"the weights on the scores are not a per-head decay gamma ** (query - key) "
+                      f"(at head {int(h[bad])}, query {int(s[bad])}, key {int(t[bad])}: "
+                      f"{w[bad]:.6g}, where gamma ** {int(s[bad] - t[bad])} = {want[bad]:.6g})", ["mul"])
+        return tuple(log_decay)
+
+
+def _layout_dims(layout: str) -> tuple[int, int]:
+    """(head axis, seq axis) of a 4-D q/k/v in a layout model's spelling."""
+    return (1, 2) if layout == "bhsd" else (2, 1)
+
+
+def _decay_elsewhere(ctx, matched: Matched, heads: int, seq: int) -> tuple | None:
+    """The per-head log-decay the reference gives with `heads` q heads and `seq` positions (its
+    weights are constants of the shapes: a decay spread over the heads changes with their
+    count), read by tracing it again there; None where it cannot be."""
+    m = matched.m
+    if ctx.retrace is None or heads * m["KVH"] % m["H"]:
+        return None
+    kv_heads = heads * m["KVH"] // m["H"]
+    invars = list(ctx.jaxpr.invars)
+    if len(invars) != 3:
+        return None
+    specs = []
+    for var in invars:
+        role = "q" if var is matched.q_var else "k" if var is matched.k_var else "v"
+        shape = list(X.shape_of(var))
+        h_ax, s_ax = _layout_dims(m[role])
+        shape[h_ax] = heads if role == "q" else kv_heads
+        shape[s_ax] = seq
+        specs.append(jax.ShapeDtypeStruct(tuple(shape), var.aval.dtype))
+    try:
+        closed = ctx.retrace(specs)
+        found = match(dataclasses.replace(ctx, closed_jaxpr=closed,
+                                          in_avals=[v.aval for v in closed.jaxpr.invars],
+                                          out_avals=[v.aval for v in closed.jaxpr.outvars]))
+    except G.NoTemplate:
+        return None
+    except Exception:  # noqa: BLE001 - a reference that does not trace at that size
+        return None
+    return found.log_decay if found is not None and found.m["H"] == heads else None
+
+
+def decay_tables(ctx, matched: Matched) -> dict:
+    """{heads: per-head log-decay} at the task's head count and the smaller ones a shrunk
+    instance may use; NoTemplate when the decay changes with the sequence's length."""
+    m = matched.m
+    H, S = m["H"], m["S"]
+    if S >= 8 and S % 2 == 0:
+        half = _decay_elsewhere(ctx, matched, H, S // 2)
+        if half is not None and not np.allclose(half, matched.log_decay, rtol=1e-5, atol=1e-9):
+            matched.matcher.fail("the decay changes with the sequence's length", ["mul"])
+    tables = {H: matched.log_decay}
+    for heads in sorted({H // 2 ** i for i in range(1, 6) if H % 2 ** i == 0} | {1, 2}):
+        if heads < H and heads not in tables:
+            ld = _decay_elsewhere(ctx, matched, heads, min(S, 256))
+            if ld is not None:
+                tables[heads] = ld
+    return tables
+
+
+def decay_window(log_decay: float) -> int:
+    """The largest query-key distance whose weight exp(distance * log_decay) is not 0 in f32."""
+    if log_decay >= 0:
+        return NO_WINDOW
+    return min(NO_WINDOW, math.floor(F32_EXP_ZERO / log_decay))
+
+
+def emit(ctx, matched: Matched) -> G.Generated:
+    matcher, m, log_decay, scale, q_var, k_var, v_var, out_var = matched
+    names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
+    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
+    S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
+    sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
+    sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
+
+    def step(bq, bk):
+        io = [((bq, D), qdt), ((bk, D), kdt), ((bk, DV), vdt)]
+        # The accumulator, and the scores, the decay and their product.
+        scratch = [((bq, DV), np.float32)] + [((bq, bk), np.float32)] * 3
+        return G.step_vmem(io, [((bq, DV), odt)], scratch)
+
+    budget = ctx.vmem_budget
+    q_cands = [b for b in G.ragged_candidates(S, sub) if b <= 2048]
+    k_cands = [b for b in G.block_candidates(T, 128, cap=2048) if b % sub_k == 0 or b == T] or [T]
+    pairs = [(a, b) for a in q_cands for b in k_cands if step(a, b) <= budget]
+    if not pairs:
+        matcher.fail(f"no (q block, kv block) pair fits the {G.mib(budget)} VMEM budget")
+    pref = {512: 0, 256: 1, 1024: 2, 128: 3}
+    bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1]))
+    q_ok = G.around(sorted({a for a, b in pairs if b == bk}), bq)
+    k_ok = G.around(sorted({b for a, b in pairs if a == bq}), bk)
+    scale_text, _ = matcher.scale_text(scale, D)
+    views = {key: "bhsd" if lay == "bhsd" else ("flat" if dim % 128 == 0 else "transpose")
+             for key, lay, dim in (("q", m["q"], D), ("k", m["k"], D), ("v", m["v"], DV))}
+    out_view = "bhsd" if m["out"] == "bhsd" else ("flat" if DV % 128 == 0 else "transpose")
+    fold_scale = G.dtype_name(qdt) == "float32"
+    windows = tuple(decay_window(ld) for ld in log_decay)
+    tables = decay_tables(ctx, matched)
+    # One tuple when every head count reads the first heads of the task's decay; else by count.
+    prefix = all(np.allclose(ld, log_decay[:len(ld)], rtol=1e-6, atol=1e-12) for ld in tables.values())
+    limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
+                                 if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
+                             ctx.vmem_limit)
+    # A kv tile is fetched from the first one within the decay window to the diagonal's.
+    kv_blk = ("jnp.minimum(jnp.maximum(ki, jax.lax.div(jnp.maximum(qi * bq - win_ref[hi], 0), bk)), "
+              "jnp.minimum(jax.lax.div((qi + 1) * bq - 1, bk), kv_len // bk - 1))")
+    form = MA.EntryForm(
+        fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
+              *(("if heads > len(LOG_DECAY):",
+                 "    raise ValueError(f\"the decay was read for {len(LOG_DECAY)} heads, not {heads}\")",
+                 "log_decay = jnp.asarray(LOG_DECAY[:heads], jnp.float32)",
+                 "window = jnp.asarray(DECAY_WINDOW[:heads], jnp.int32)") if prefix else
+                ("if heads not in LOG_DECAY:",
+                 "    raise ValueError(f\"the decay was read for {sorted(LOG_DECAY)} heads, not {heads}\")",
+                 "log_decay = jnp.asarray(LOG_DECAY[heads], jnp.float32)",
+                 "window = jnp.asarray(DECAY_WINDOW[heads], jnp.int32)"))),
+        grid_ids="bi, hi, qi, ki, ld_ref, win_ref", kv_rows="bk", kv_block=kv_blk,
+        kernel="functools.partial(_retention_kernel, scale=sm_scale)",
+        grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
+        options=(
+            "    compiler_params=pltpu.CompilerParams(",
+            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
+            f"        vmem_limit_bytes={limit // G.MIB} * 1024 * 1024),"),
+        prefetch=("log_decay", "window"), scratch="[pltpu.VMEM((bq, v_dim), jnp.float32)]")
+    entry = MA.entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt, form)
+    per_head = ", ".join(f"{math.exp(ld):.6g}" for ld in log_decay[:4]) + (", ..." if len(log_decay) > 4 else "")
+    description = (f"retention (batch {m['B']}, {m['H']} q heads" +
+                   (f" / {m['KVH']} kv heads" if m["KVH"] != m["H"] else "") +
+                   f", seq {S}x{T}, head_dim {D}, {G.dtype_name(qdt)}, q/k/v {m['q']}/{m['k']}/"
+                   f"{m['v']} -> {m['out']}, decay {per_head}): chunked kernel over {bk}-long kv "
+                   f"blocks, the decayed scores kept in VMEM")
+    if prefix:
+        code = "\n".join([
+            "# Per q head: log(gamma_h), read from the reference's weights, and the largest query-key",
+            "# distance whose weight exp(distance * log(gamma_h)) is not 0 in float32.",
+            f"LOG_DECAY = {tuple(float(x) for x in log_decay)!r}",
+            f"DECAY_WINDOW = {windows!r}",
+        ])
+    else:
+        code = "\n".join([
+            "# By the number of q heads (the reference spreads its decays over them), per head:",
+            "# log(gamma_h), read from the reference's weights, and the largest query-key distance",
+            "# whose weight exp(distance * log(gamma_h)) is not 0 in float32.",
+            "LOG_DECAY = {",
+            *(f"    {h}: {tuple(float(x) for x in ld)!r}," for h, ld in sorted(tables.items())),
+            "}",
+            "DECAY_WINDOW = {",
+            *(f"    {h}: {tuple(decay_window(x) for x in ld)!r}," for h, ld in sorted(tables.items())),
+            "}",
+        ])
+    kernel = _kernel_text(fold_scale, matcher.precision_text())
+    constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
+                 ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
+    source, imports, body = G.write_module(
+        description=description, ctx=ctx, kernel_class="retention", constants=constants,
+        code=code + "\n\n\n" + G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry)
+    skipped = sum(1 for w in windows if w < T)
+    notes = [f"scale {scale:.6g} ({scale_text})",
+             f"{G.mib(step(bq, bk))} VMEM per step at BLOCK_Q={bq}, BLOCK_K={bk}",
+             "kv blocks above the diagonal are skipped and not fetched"]
+    if skipped:
+        notes.append(f"{skipped} of {len(windows)} heads decay to 0 in float32 within the "
+                     f"sequence: kv blocks beyond their window ({min(windows)} to "
+                     f"{max(w for w in windows if w < T)} positions) are skipped too")
+    notes += MA.gqa_notes(m)
+    return G.Generated(kernel_class="retention", description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body,
+                       tunables={"BLOCK_Q": q_ok, "BLOCK_K": k_ok}, notes=notes + matcher.notes)
+
+
+def _kernel_text(fold_scale: bool, precision: str | None) -> str:
+    prec = f", precision={precision}" if precision else ""
+    lines = [
+        "def _decayed_step(q, k_ref, v_ref, acc_ref, *, scale, log_decay, first_row, first_col,",
+        "                  diagonal):",
+        '    """One kv block: the scores weighted by gamma ** (row - col), summed into acc."""',
+        "    bq, bk = q.shape[0], k_ref.shape[0]",
+        "    s = jax.lax.dot_general(q, k_ref[...], (((1,), (1,)), ((), ())),",
+        f"                            preferred_element_type=jnp.float32{prec})",
+    ]
+    if not fold_scale:
+        lines.append("    s = s * scale")
+    lines += [
+        "    rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
+        "    cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)",
+        "    dist = rows - cols",
+        "    w = jnp.exp(dist.astype(jnp.float32) * log_decay)",
+        "    if diagonal:",
+        "        w = jnp.where(dist >= 0, w, 0.0)",
+        "    pv = jax.lax.dot_general((s * w).astype(v_ref.dtype), v_ref[...],",
+        f"                             (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32{prec})",
+        "    acc_ref[...] += pv",
+        "",
+        "",
+        "def _retention_kernel(ld_ref, win_ref, q_ref, k_ref, v_ref, o_ref, acc_ref, *, scale):",
+        "    bq, bk = q_ref.shape[0], k_ref.shape[0]",
+        "    hi, qi, ki = pl.program_id(1), pl.program_id(2), pl.program_id(3)",
+        "    first_row, first_col = qi * bq, ki * bk",
+        "",
+        "    @pl.when(ki == 0)",
+        "    def _init():",
+        "        acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)",
+        "",
+        ("    q = q_ref[...] * scale  # the scale on q: bq x d multiplies, not bq x bk" if fold_scale
+         else "    q = q_ref[...]"),
+        "    step = functools.partial(_decayed_step, q, k_ref, v_ref, acc_ref, scale=scale,",
+        "                             log_decay=ld_ref[hi], first_row=first_row, first_col=first_col)",
+        "    # The block's nearest (query, key) distance: beyond the window every weight is 0.",
+        "    nearest = first_row - (first_col + bk - 1)",
+        "",
+        "    @pl.when(jnp.logical_and(nearest >= 0, nearest <= win_ref[hi]))",
+        "    def _below():",
+        "        step(diagonal=False)",
+        "",
+        "    # Crossing the diagonal: the causal mask. Wholly above it: skipped (and not fetched).",
+        "    @pl.when(jnp.logical_and(nearest < 0, first_col <= first_row + bq - 1))",
+        "    def _diagonal():",
+        "        step(diagonal=True)",
+        "",
+        "    @pl.when(ki == pl.num_programs(3) - 1)",
+        "    def _finish():",
+        "        o_ref[...] = acc_ref[...].astype(o_ref.dtype)",
+    ]
+    return "\n".join(lines)
