@@ -25,17 +25,16 @@ bidirectional or non-causal one, a gamma above 1), a fill that is not 0.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
 from mkworker.generate import common as G
 from mkworker.generate import index as X
 from mkworker.generate import rows as R
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import head_tables as HT
 
 COVERED_PRIMITIVES = ()
 # exp(x) is 0 in float32 for x below this (the smallest subnormal is about exp(-103.3)).
@@ -170,60 +169,6 @@ class _RetentionMatcher(MA._Matcher):
         return tuple(log_decay)
 
 
-def _layout_dims(layout: str) -> tuple[int, int]:
-    """(head axis, seq axis) of a 4-D q/k/v in a layout model's spelling."""
-    return (1, 2) if layout == "bhsd" else (2, 1)
-
-
-def _decay_elsewhere(ctx, matched: Matched, heads: int, seq: int) -> tuple | None:
-    """The per-head log-decay the reference gives with `heads` q heads and `seq` positions (its
-    weights are constants of the shapes: a decay spread over the heads changes with their
-    count), read by tracing it again there; None where it cannot be."""
-    m = matched.m
-    if ctx.retrace is None or heads * m["KVH"] % m["H"]:
-        return None
-    kv_heads = heads * m["KVH"] // m["H"]
-    invars = list(ctx.jaxpr.invars)
-    if len(invars) != 3:
-        return None
-    specs = []
-    for var in invars:
-        role = "q" if var is matched.q_var else "k" if var is matched.k_var else "v"
-        shape = list(X.shape_of(var))
-        h_ax, s_ax = _layout_dims(m[role])
-        shape[h_ax] = heads if role == "q" else kv_heads
-        shape[s_ax] = seq
-        specs.append(jax.ShapeDtypeStruct(tuple(shape), var.aval.dtype))
-    try:
-        closed = ctx.retrace(specs)
-        found = match(dataclasses.replace(ctx, closed_jaxpr=closed,
-                                          in_avals=[v.aval for v in closed.jaxpr.invars],
-                                          out_avals=[v.aval for v in closed.jaxpr.outvars]))
-    except G.NoTemplate:
-        return None
-    except Exception:  # noqa: BLE001 - a reference that does not trace at that size
-        return None
-    return found.log_decay if found is not None and found.m["H"] == heads else None
-
-
-def decay_tables(ctx, matched: Matched) -> dict:
-    """{heads: per-head log-decay} at the task's head count and the smaller ones a shrunk
-    instance may use; NoTemplate when the decay changes with the sequence's length."""
-    m = matched.m
-    H, S = m["H"], m["S"]
-    if S >= 8 and S % 2 == 0:
-        half = _decay_elsewhere(ctx, matched, H, S // 2)
-        if half is not None and not np.allclose(half, matched.log_decay, rtol=1e-5, atol=1e-9):
-            matched.matcher.fail("the decay changes with the sequence's length", ["mul"])
-    tables = {H: matched.log_decay}
-    for heads in sorted({H // 2 ** i for i in range(1, 6) if H % 2 ** i == 0} | {1, 2}):
-        if heads < H and heads not in tables:
-            ld = _decay_elsewhere(ctx, matched, heads, min(S, 256))
-            if ld is not None:
-                tables[heads] = ld
-    return tables
-
-
 def decay_window(log_decay: float) -> int:
     """The largest query-key distance whose weight exp(distance * log_decay) is not 0 in f32."""
     if log_decay >= 0:
@@ -262,9 +207,9 @@ def emit(ctx, matched: Matched) -> G.Generated:
     out_view = "bhsd" if m["out"] == "bhsd" else ("flat" if DV % 128 == 0 else "transpose")
     fold_scale = G.dtype_name(qdt) == "float32"
     windows = tuple(decay_window(ld) for ld in log_decay)
-    tables = decay_tables(ctx, matched)
-    # One tuple when every head count reads the first heads of the task's decay; else by count.
-    prefix = all(np.allclose(ld, log_decay[:len(ld)], rtol=1e-6, atol=1e-12) for ld in tables.values())
+    tables = HT.tables(ctx, m, q_var, k_var, log_decay,
+                       lambda c: getattr(match(c), "log_decay", None), "decay", matcher.fail)
+    prefix = HT.is_prefix(tables)
     limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
                                  if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
                              ctx.vmem_limit)
@@ -273,14 +218,8 @@ def emit(ctx, matched: Matched) -> G.Generated:
               "jnp.minimum(jax.lax.div((qi + 1) * bq - 1, bk), kv_len // bk - 1))")
     form = MA.EntryForm(
         fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
-              *(("if heads > len(LOG_DECAY):",
-                 "    raise ValueError(f\"the decay was read for {len(LOG_DECAY)} heads, not {heads}\")",
-                 "log_decay = jnp.asarray(LOG_DECAY[:heads], jnp.float32)",
-                 "window = jnp.asarray(DECAY_WINDOW[:heads], jnp.int32)") if prefix else
-                ("if heads not in LOG_DECAY:",
-                 "    raise ValueError(f\"the decay was read for {sorted(LOG_DECAY)} heads, not {heads}\")",
-                 "log_decay = jnp.asarray(LOG_DECAY[heads], jnp.float32)",
-                 "window = jnp.asarray(DECAY_WINDOW[heads], jnp.int32)"))),
+              *HT.entry_lines(("LOG_DECAY", "DECAY_WINDOW"), ("log_decay", "window"),
+                              ("jnp.float32", "jnp.int32"), prefix)),
         grid_ids="bi, hi, qi, ki, ld_ref, win_ref", kv_rows="bk", kv_block=kv_blk,
         kernel="functools.partial(_retention_kernel, scale=sm_scale)",
         grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
@@ -296,25 +235,14 @@ def emit(ctx, matched: Matched) -> G.Generated:
                    f", seq {S}x{T}, head_dim {D}, {G.dtype_name(qdt)}, q/k/v {m['q']}/{m['k']}/"
                    f"{m['v']} -> {m['out']}, decay {per_head}): chunked kernel over {bk}-long kv "
                    f"blocks, the decayed scores kept in VMEM")
-    if prefix:
-        code = "\n".join([
-            "# Per q head: log(gamma_h), read from the reference's weights, and the largest query-key",
-            "# distance whose weight exp(distance * log(gamma_h)) is not 0 in float32.",
-            f"LOG_DECAY = {tuple(float(x) for x in log_decay)!r}",
-            f"DECAY_WINDOW = {windows!r}",
-        ])
-    else:
-        code = "\n".join([
-            "# By the number of q heads (the reference spreads its decays over them), per head:",
-            "# log(gamma_h), read from the reference's weights, and the largest query-key distance",
-            "# whose weight exp(distance * log(gamma_h)) is not 0 in float32.",
-            "LOG_DECAY = {",
-            *(f"    {h}: {tuple(float(x) for x in ld)!r}," for h, ld in sorted(tables.items())),
-            "}",
-            "DECAY_WINDOW = {",
-            *(f"    {h}: {tuple(decay_window(x) for x in ld)!r}," for h, ld in sorted(tables.items())),
-            "}",
-        ])
+    code = "\n".join([
+        "# Per q head: log(gamma_h), read from the reference's weights, and the largest query-key",
+        "# distance whose weight exp(distance * log(gamma_h)) is not 0 in float32"
+        + ("." if prefix else "; by the number of q heads (the decays are spread over them)."),
+        HT.module_text("LOG_DECAY", tables),
+        HT.module_text("DECAY_WINDOW", {h: tuple(decay_window(x) for x in v) for h, v in tables.items()},
+                       int),
+    ])
     kernel = _kernel_text(fold_scale, matcher.precision_text())
     constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                  ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
