@@ -9,7 +9,12 @@ the three others under the faster HLO interpreter (`interpret_mode: hlo`). Causa
 non-causal one; look-alikes (softmax over the query axis, a sliding window) are refused.
 """
 
+import importlib.util
+
+import pytest
+
 import generate_rows_helpers as H
+from worker_harness import WorkerProcess
 
 CAUSAL_FULL = ("B, H, S, D = 1, 2, 256, 128", "B, H, S, D = 4, 32, 4096, 128")
 SMALL_BLOCKS = (("BLOCK_Q", 128), ("BLOCK_K", 128))
@@ -177,3 +182,56 @@ def test_grouped_einsum_with_k_first_is_correct(worker, tmp_path):
     assert "sm_scale = head_dim ** -0.5" in r["source"]
     H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
                interpret_mode="hlo")
+
+
+ALIBI = "attn_alibi.py"
+ALIBI_FULL = ("B, H, S, D = 1, 2, 384, 128", "B, H, S, D = 2, 8, 2048, 128")
+
+
+def test_alibi_is_computed_in_the_kernel_and_its_slopes_follow_the_head_count(worker, tmp_path):
+    """ALiBi (slope_h * (key - query) added to the scores, slopes 2 ** (-8 (h + 1) / heads)):
+    the bias comes from iotas in the kernel, the slopes (scalar-prefetched) are read per head
+    count, so the module written at 8 heads is right on the 2-head instance."""
+    full = H.infile(ALIBI, ALIBI_FULL)
+    r = H.generate(worker, full)
+    assert r["class"] == "attention" and r["description"].endswith("ALiBi bias from iotas")
+    src = r["source"]
+    assert "    2: (0.0625, 0.00390625)," in src and "    8: (0.5, 0.25, 0.125," in src
+    assert "bias = slope_ref[pl.program_id(1)] * (cols - rows).astype(jnp.float32)" in src
+    call = H.lower_again(worker, full, r, tmp_path)
+    assert call["grid"][:2] == [2, 8]
+    H.evaluate(worker, H.infile(ALIBI), r, tmp_path, source=small_blocks(src), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+def test_symmetric_alibi_without_a_mask_is_correct(worker, tmp_path):
+    task = H.infile(ALIBI, ("    scores = jnp.where(rel <= 0, scores, -1e30)\n", ""))
+    task["source"] = task["source"].replace("slopes[:, None, None] * rel", "-slopes[:, None, None] * jnp.abs(rel)")
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and not r["description"].startswith("causal")
+    assert "-jnp.abs(cols - rows)" in r["source"]
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("slopes[:, None, None] * rel", "slopes[:, None, None] * rel * rel",
+     "neither a 0/-inf mask nor ALiBi"),
+    ("scores = jnp.where(rel <= 0, scores, -1e30)", "scores = jnp.where(rel <= 0, scores, -1e30) * 0.5",
+     "scaled after a position bias"),
+], ids=["quadratic", "scaled_after"])
+def test_a_bias_alibi_does_not_cover_is_refused(worker, old, new, words):
+    err = H.refusal(worker, H.infile(ALIBI, (old, new)))
+    assert words in err["message"], err["message"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_the_alibi_kernel_compiles_for_tpu(tmp_path):
+    task = H.infile(ALIBI, (ALIBI_FULL[0], "B, H, S, D = 1, 8, 2048, 128"))
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        H.assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()

@@ -106,6 +106,7 @@ class _Matcher:
         self.ctx, self.g, self.eqns, self.d1, self.d2 = ctx, graph, eqns, d1, d2
         self.accounted = {id(d1), id(d2)}
         self.notes: list[str] = []
+        self.alibi = None  # (per-head slopes, "signed" | "abs") when the scores get ALiBi's bias
 
     def fail(self, message, prims=()):
         # The dispatcher prefixes "it looks like attention, but": the message is the reason.
@@ -423,6 +424,12 @@ class _Matcher:
         band = {"b": rng.integers(0, B, n), "h": rng.integers(0, H, n), "s": diag_s,
                 "t": np.clip(diag_s + rng.integers(-2, 3, n), 0, T - 1),
                 "c": rng.integers(0, D, n), "e": rng.integers(0, DV, n)}
+        # Per head a key one and two before the query (where a per-head slope is read).
+        near = {"b": np.zeros(2 * H, np.int64), "h": np.repeat(np.arange(H), 2),
+                "s": np.tile([min(2, S - 1), min(2, S - 1)], H),
+                "t": np.tile([min(1, T - 1), 0], H), "c": np.zeros(2 * H, np.int64),
+                "e": np.zeros(2 * H, np.int64)}
+        extra = {key: np.concatenate([value, near[key]]) for key, value in extra.items()}
         rows = np.concatenate([np.full(T, S - 1), np.full(T, S // 2), np.zeros(T, dtype=np.int64)])
         full_rows = {"b": np.full(len(rows), B - 1), "h": np.full(len(rows), H - 1), "s": rows,
                      "t": np.tile(np.arange(T), 3), "c": np.zeros(len(rows), dtype=np.int64),
@@ -483,11 +490,15 @@ class _Matcher:
         return min(fills) if fills else None
 
     def _mask_kind(self, m, pre) -> bool:
-        """True for a causal mask, False for none; anything else is refused."""
+        """True for a causal mask, False for none; anything else is refused. A finite bias that
+        is a per-head linear function of the distance (ALiBi) is kept in self.alibi."""
+        self.alibi = None
         if not pre.masks:
             return False
         smp = self._samples(m)
         keep = np.ones(len(smp["s"]), dtype=bool)
+        added = np.zeros(len(smp["s"]), dtype=np.float64)
+        biased_at = []  # chain positions of the biases that add finite values
         points = {id(e): idx for e, idx in self._mask_points}
         for e, kind, pos in pre.masks:
             idx = points[id(e)]
@@ -509,21 +520,48 @@ class _Matcher:
                     bias = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
                     if kind == "neg_bias":
                         bias = -bias
-                    zero = bias == 0
-                    if np.any(~zero & (bias > MASK_FLOOR)):
-                        self.fail("the scores get an additive bias that is not a 0/-inf mask",
-                                  [e.primitive.name])
-                    keep &= zero
+                    masked = bias <= MASK_FLOOR
+                    keep &= ~masked
+                    finite = np.where(masked, 0.0, bias)
+                    if np.any(finite != 0):
+                        added += finite
+                        biased_at.append(next(i for i, (x, _) in enumerate(pre.eqns) if x is e))
             except X.NotConstant as nc:
                 self.fail(f"the mask is computed with {nc}, which the template cannot evaluate",
                           [str(nc)])
+        if biased_at:
+            self.alibi = self._alibi(m, smp, keep, added, pre, biased_at)
         if keep.all():
-            self.notes.append("the mask keeps every score: treated as no mask")
+            if not self.alibi:
+                self.notes.append("the mask keeps every score: treated as no mask")
             return False
         if np.array_equal(keep, smp["s"] >= smp["t"]):
             return True
         self.fail("the mask is neither causal (query index >= key index) nor absent (sliding "
                   "windows, padding and other masks are not covered)", ["select_n"])
+
+    def _alibi(self, m, smp, keep, added, pre, biased_at) -> tuple:
+        """(per-head slopes, form) of a bias slope_h * (key - query) ("signed") or -slope_h *
+        |key - query| ("abs") on the kept scores; anything else is refused."""
+        # pre.eqns runs from the softmax back to the dot: a scale nearer the softmax than a
+        # bias would scale the bias too.
+        if any(x.primitive.name in ("mul", "div") for x, _ in pre.eqns[:min(biased_at)]):
+            self.fail("the scores are scaled after a position bias is added", ["add"])
+        h, rel = smp["h"], (smp["t"] - smp["s"]).astype(np.float64)
+        for form, dist in (("signed", rel), ("abs", -np.abs(rel))):
+            slopes = []
+            for head in range(m["H"]):
+                at = keep & (h == head) & (dist != 0)
+                if not at.any():
+                    self.fail(f"head {head}'s position bias could not be sampled", ["add"])
+                d = dist[at]
+                slopes.append(float(np.sum(d * added[at]) / np.sum(d * d)))
+            want = np.asarray(slopes)[h] * dist
+            scale = max(1.0, float(np.max(np.abs(added[keep]))))
+            if np.allclose(added[keep], want[keep], rtol=1e-4, atol=1e-5 * scale):
+                return tuple(slopes), form
+        self.fail("the scores get an additive bias that is neither a 0/-inf mask nor ALiBi's "
+                  "slope_h * (key - query)", ["add"])
 
     # -- emission ------------------------------------------------------------------------
     def precision_text(self) -> str | None:

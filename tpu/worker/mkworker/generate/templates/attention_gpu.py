@@ -23,6 +23,8 @@ MAX_BLOCK = 128
 
 def emit(ctx, matched: MA.Matched) -> G.Generated:
     matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
+    if matcher.alibi:
+        raise NoTemplate("GPU form: a position bias (ALiBi) on the scores is not covered")
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
     qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, odt = q_var.aval.dtype, out_var.aval.dtype

@@ -10,6 +10,23 @@ import numpy as np
 
 from mkworker.generate import common as G
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import head_tables as HT
+
+
+def _alibi_tables(ctx, matched: MA.Matched) -> dict | None:
+    """ALiBi's slopes by head count (generate.templates.head_tables), or None without a bias."""
+    matcher = matched.matcher
+    if not matcher.alibi:
+        return None
+
+    def read(c):
+        found = MA.match(c)
+        if found is None or not found.matcher.alibi or found.matcher.alibi[1] != matcher.alibi[1]:
+            return None
+        return found.matcher.alibi[0]
+
+    return HT.tables(ctx, matched.m, matched.q_var, matched.k_var, matcher.alibi[0], read,
+                     "ALiBi slope", matcher.fail)
 
 
 def emit(ctx, matched: MA.Matched) -> G.Generated:
@@ -58,21 +75,32 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
                               f"128: transposed to (batch, heads, seq, dim) in the entry (an "
                               f"extra pass over it in HBM)")
     fold_scale = G.dtype_name(qdt) == "float32"
-    kernel = _kernel_text(causal, fold_scale, matcher.precision_text())
+    alibi = _alibi_tables(ctx, matched)
+    kernel = _kernel_text(causal, fold_scale, matcher.precision_text(), matcher.alibi and matcher.alibi[1])
     limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
                                  if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
                              ctx.vmem_limit)
     entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
-                        (qn, kn, vn), odt, sub, sub_k, limit)
+                        (qn, kn, vn), odt, sub, sub_k, limit, alibi)
     description = MA.describe(m, causal, qdt, bk)
     constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                  ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
+    code = G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry
+    if alibi:
+        code = ("# ALiBi: per q head, the slope of the bias slope_h * (key - query) the reference adds\n"
+                "# to the scores" + (" (as -slope_h * |key - query|)" if matcher.alibi[1] == "abs" else "")
+                + ("." if HT.is_prefix(alibi) else "; by the number of q heads (spread over them).")
+                + "\n" + HT.module_text("ALIBI_SLOPES", alibi) + "\n\n\n" + code)
+        description += ", ALiBi bias from iotas"
     source, imports, body = G.write_module(description=description, ctx=ctx,
                                            kernel_class="attention", constants=constants,
-                                           code=G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry)
+                                           code=code)
     notes = [f"scale {scale:.6g} ({scale_text})",
              f"{G.mib(step(bq, bk))} VMEM per step at BLOCK_Q={bq}, BLOCK_K={bk}"]
     notes += MA.gqa_notes(m)
+    if alibi:
+        notes.append("ALiBi: the bias slope_h * (key - query) is computed in the kernel from "
+                     "iotas (never read from HBM); the slopes are scalar-prefetched")
     if causal:
         notes.append("causal: kv blocks above the diagonal are skipped (pl.when) and not "
                      "fetched (the kv index_map is clamped)")
@@ -82,7 +110,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
 
 
 
-def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
+def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: str | None = None) -> str:
     """The flash kernel: lane-dense (bq, 128) m/l statistics, a large finite negative as the
     mask value (a fully masked row gives no NaN), the scale folded into q (f32 q: exact to
     rounding; a bf16 q keeps the scale on the f32 scores), and, when causal, the mask built only
@@ -96,14 +124,18 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
         "STAT_LANES = 128  # m and l kept lane-dense: (bq, 128), every lane equal",
         "",
         "",
-        "def _online_softmax_step(q, k_ref, v_ref, m_ref, l_ref, acc_ref, *, scale, keep=None):",
-        '    """One kv block of the online softmax; `keep` (bool, (bq, bk)) masks scores."""',
+        "def _online_softmax_step(q, k_ref, v_ref, m_ref, l_ref, acc_ref, *, scale, keep=None,",
+        "                         bias=None):",
+        '    """One kv block of the online softmax; `keep` (bool, (bq, bk)) masks scores, `bias`',
+        '    (f32, (bq, bk)) is added to them."""',
         "    s = jax.lax.dot_general(q, k_ref[...], (((1,), (1,)), ((), ())),",
         f"                            preferred_element_type=jnp.float32{prec})",
     ]
     if not fold_scale:
         lines.append("    s = s * scale")
     lines += [
+        "    if bias is not None:",
+        "        s = s + bias",
         "    if keep is not None:",
         "        s = jnp.where(keep, s, MASK_VALUE)",
         "    m_prev = m_ref[...]",
@@ -117,7 +149,9 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
         "    m_ref[...] = m_new",
         "",
         "",
-        "def _flash_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):",
+        ("def _flash_kernel(slope_ref, q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
+         if alibi else
+         "def _flash_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"),
         "    bq, bk = q_ref.shape[0], k_ref.shape[0]",
         "    qi, ki = pl.program_id(2), pl.program_id(3)",
         "",
@@ -133,9 +167,19 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
     else:
         lines.append("    q = q_ref[...]")
     step = "_online_softmax_step(q, k_ref, v_ref, m_ref, l_ref, acc_ref, scale=scale"
-    if causal:
+    if alibi:
+        dist = "(cols - rows)" if alibi == "signed" else "-jnp.abs(cols - rows)"
         lines += [
             "    first_row, first_col = qi * bq, ki * bk",
+            "    rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
+            "    cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)",
+            "    # ALiBi's bias from iotas: the slope of this q head times the distance.",
+            f"    bias = slope_ref[pl.program_id(1)] * {dist}.astype(jnp.float32)",
+        ]
+        step += ", bias=bias"
+    if causal:
+        lines += [
+            *([] if alibi else ["    first_row, first_col = qi * bq, ki * bk"]),
             "",
             "    # Wholly below the diagonal: every score kept, no mask built.",
             "    @pl.when(first_col + bk - 1 <= first_row)",
@@ -146,8 +190,9 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
             "    @pl.when(jnp.logical_and(first_col + bk - 1 > first_row,",
             "                             first_col <= first_row + bq - 1))",
             "    def _diagonal():",
-            "        rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
-            "        cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)",
+            *([] if alibi else [
+                "        rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
+                "        cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)"]),
             f"        {step}, keep=cols <= rows)",
         ]
     else:
@@ -165,9 +210,24 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None) -> str:
 
 
 def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names, odt,
-                sub, sub_k, vmem_limit: int) -> str:
+                sub, sub_k, vmem_limit: int, alibi: dict | None = None) -> str:
     # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
     kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+    scratch = ("[pltpu.VMEM((bq, STAT_LANES), jnp.float32), pltpu.VMEM((bq, STAT_LANES), jnp.float32),\n"
+               "                    pltpu.VMEM((bq, v_dim), jnp.float32)]")
+    params = ("    compiler_params=pltpu.CompilerParams(",
+              "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
+              f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),")
+    if alibi:
+        form = MA.EntryForm(
+            fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
+                  *HT.entry_lines(("ALIBI_SLOPES",), ("alibi_slopes",), ("jnp.float32",),
+                                  HT.is_prefix(alibi))),
+            grid_ids="bi, hi, qi, ki, slope_ref", kv_rows="bk", kv_block=kv_blk,
+            kernel="functools.partial(_flash_kernel, scale=sm_scale)",
+            grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
+            options=params, prefetch=("alibi_slopes",), scratch=scratch)
+        return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
     form = MA.EntryForm(
         # Query rows are independent: the last q tile may be ragged (Pallas masks it); kv rows
         # are summed over, so the kv tile divides kv_len (or is all of it).
