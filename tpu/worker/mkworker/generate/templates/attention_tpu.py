@@ -6,6 +6,8 @@ in the kv index_map.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from mkworker.generate import common as G
@@ -29,20 +31,31 @@ def _alibi_tables(ctx, matched: MA.Matched) -> dict | None:
                      "ALiBi slope", matcher.fail)
 
 
-def emit(ctx, matched: MA.Matched) -> G.Generated:
-    matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
-    names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
-    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
-    qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
+class TilePlan(NamedTuple):
+    bq: int
+    bk: int
+    q_ok: list  # query blocks that fit with bk (the tunable's values)
+    k_ok: list
+    sub: int  # the q / output blocks' sublane multiple
+    sub_k: int
+    step: object  # (bq, bk) -> VMEM bytes a step
+
+
+def tile_plan(ctx, matcher, m, dtypes, scratch) -> TilePlan:
+    """The (q block, kv block) an attention-shaped kernel takes: the most MXU-friendly pair whose
+    step fits the generation's VMEM budget, with the pairs around it that fit too. `scratch`
+    lists the f32 temporaries besides the pipelined blocks: ((lanes,), n) is n (bq, lanes)
+    arrays, (None, n) is n (bq, bk) arrays."""
+    qdt, kdt, vdt, odt = dtypes
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
     sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
 
     def step(bq, bk):
         io = [((bq, D), qdt), ((bk, D), kdt), ((bk, DV), vdt)]
-        scratch = [((bq, 128), np.float32), ((bq, 128), np.float32), ((bq, DV), np.float32),
-                   ((bq, bk), np.float32), ((bq, bk), np.float32)]
-        return G.step_vmem(io, [((bq, DV), odt)], scratch)
+        temps = [((bq, bk if lanes is None else lanes[0]), np.float32)
+                 for lanes, n in scratch for _ in range(n)]
+        return G.step_vmem(io, [((bq, DV), odt)], temps)
 
     budget = ctx.vmem_budget
     q_cands = [b for b in G.ragged_candidates(S, sub) if b <= 2048]
@@ -54,13 +67,27 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     if not pairs:
         matcher.fail(f"no (q block, kv block) pair fits the {G.mib(budget)} VMEM budget")
     pref = {512: 0, 256: 1, 1024: 2, 128: 3}
-
-    def rank(p):
-        return (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1])
-
-    bq, bk = min(pairs, key=rank)
+    bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1]))
     q_ok = G.around(sorted({a for a, b in pairs if b == bk}), bq)
     k_ok = G.around(sorted({b for a, b in pairs if a == bq}), bk)
+    return TilePlan(bq, bk, q_ok, k_ok, sub, sub_k, step)
+
+
+def plan_limit(ctx, plan: TilePlan) -> int:
+    """vmem_limit_bytes for the largest step among the tunable choices."""
+    return G.vmem_limit_for(max([plan.step(a, plan.bk) for a in plan.q_ok]
+                                + [plan.step(plan.bq, b) for b in plan.k_ok]), ctx.vmem_limit)
+
+
+def emit(ctx, matched: MA.Matched) -> G.Generated:
+    matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
+    names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
+    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
+    D, DV = m["D"], m["DV"]
+    plan = tile_plan(ctx, matcher, m, (qdt, kdt, vdt, odt),
+                     [((128,), 1), ((128,), 1), ((DV,), 1), (None, 2)])
+    bq, bk, q_ok, k_ok, sub, sub_k, step = plan
     scale_text, statics_used = matcher.scale_text(scale, D)
     # The (batch, seq, heads*dim) view gives a lane-dense block per head when head_dim is a
     # multiple of 128; otherwise a (batch, seq, heads, dim) array is transposed in the entry.
@@ -77,9 +104,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     fold_scale = G.dtype_name(qdt) == "float32"
     alibi = _alibi_tables(ctx, matched)
     kernel = _kernel_text(causal, fold_scale, matcher.precision_text(), matcher.alibi and matcher.alibi[1])
-    limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
-                                 if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
-                             ctx.vmem_limit)
+    limit = plan_limit(ctx, plan)
     entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
                         (qn, kn, vn), odt, sub, sub_k, limit, alibi)
     description = MA.describe(m, causal, qdt, bk)

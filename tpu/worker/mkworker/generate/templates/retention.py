@@ -34,6 +34,7 @@ from mkworker.generate import common as G
 from mkworker.generate import index as X
 from mkworker.generate import rows as R
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import attention_tpu as AT
 from mkworker.generate.templates import head_tables as HT
 
 COVERED_PRIMITIVES = ()
@@ -182,25 +183,9 @@ def emit(ctx, matched: Matched) -> G.Generated:
     qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
-    sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
-    sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
-
-    def step(bq, bk):
-        io = [((bq, D), qdt), ((bk, D), kdt), ((bk, DV), vdt)]
-        # The accumulator, and the scores, the decay and their product.
-        scratch = [((bq, DV), np.float32)] + [((bq, bk), np.float32)] * 3
-        return G.step_vmem(io, [((bq, DV), odt)], scratch)
-
-    budget = ctx.vmem_budget
-    q_cands = [b for b in G.ragged_candidates(S, sub) if b <= 2048]
-    k_cands = [b for b in G.block_candidates(T, 128, cap=2048) if b % sub_k == 0 or b == T] or [T]
-    pairs = [(a, b) for a in q_cands for b in k_cands if step(a, b) <= budget]
-    if not pairs:
-        matcher.fail(f"no (q block, kv block) pair fits the {G.mib(budget)} VMEM budget")
-    pref = {512: 0, 256: 1, 1024: 2, 128: 3}
-    bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1]))
-    q_ok = G.around(sorted({a for a, b in pairs if b == bk}), bq)
-    k_ok = G.around(sorted({b for a, b in pairs if a == bq}), bk)
+    # The accumulator, and the scores, the decay and their product.
+    plan = AT.tile_plan(ctx, matcher, m, (qdt, kdt, vdt, odt), [((DV,), 1), (None, 3)])
+    bq, bk, q_ok, k_ok, sub, _, step = plan
     scale_text, _ = matcher.scale_text(scale, D)
     views = {key: "bhsd" if lay == "bhsd" else ("flat" if dim % 128 == 0 else "transpose")
              for key, lay, dim in (("q", m["q"], D), ("k", m["k"], D), ("v", m["v"], DV))}
@@ -210,9 +195,7 @@ def emit(ctx, matched: Matched) -> G.Generated:
     tables = HT.tables(ctx, m, q_var, k_var, log_decay,
                        lambda c: getattr(match(c), "log_decay", None), "decay", matcher.fail)
     prefix = HT.is_prefix(tables)
-    limit = G.vmem_limit_for(max(step(a, b) for a, b in pairs
-                                 if (a == bq and b in k_ok) or (b == bk and a in q_ok)),
-                             ctx.vmem_limit)
+    limit = AT.plan_limit(ctx, plan)
     # A kv tile is fetched from the first one within the decay window to the diagonal's.
     kv_blk = ("jnp.minimum(jnp.maximum(ki, jax.lax.div(jnp.maximum(qi * bq - win_ref[hi], 0), bk)), "
               "jnp.minimum(jax.lax.div((qi + 1) * bq - 1, bk), kv_len // bk - 1))")
