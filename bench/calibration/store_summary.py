@@ -56,7 +56,11 @@ def summarise(run):
             unscored = json.loads(n["metrics"] or "{}").get("unscored", "no comparable score")
             break
     done = run["status"] == "done"
+    why_model = ""
+    if best is not None and best["time_kind"] == "predicted":
+        why_model = _why_not_compiled(nodes, best)
     return {
+        "why_model": why_model,
         "done": done,
         "task": run["task"],
         "class": first["strategy"].split(":", 1)[1] if first else "none",
@@ -70,6 +74,25 @@ def summarise(run):
         "error": (next((n["error"][:160] for n in cands if n["error"]), "") if not correct else "")
         if done else f"not finished (run {run['status']}): left out of the counts",
     }
+
+
+def _compile_said(tc) -> str:
+    if not isinstance(tc, dict):
+        return "no compile record"
+    if tc.get("status") == "compiled":
+        return tc.get("cycles_note") or "compiled"
+    return f"{tc.get('status')}: {tc.get('reason') or tc.get('error') or ''}"[:140]
+
+
+def _why_not_compiled(nodes, best) -> str:
+    """Why a model-basis row has no compiler-basis speedup: what the compile of XLA's program
+    (the reference node's record) or else of the kernel said."""
+    ref = next((n for n in nodes if json.loads(n["metrics"] or "{}").get("reference")), None)
+    ref_tc = json.loads(ref["metrics"] or "{}").get("tpu_compile") if ref else None
+    if not (isinstance(ref_tc, dict) and ref_tc.get("status") == "compiled" and ref_tc.get("cycles")):
+        return "XLA's program: " + _compile_said(ref_tc)
+    tc = json.loads(best["metrics"] or "{}").get("tpu_compile") or {}
+    return "the kernel: " + _compile_said(tc.get("candidate", tc))
 
 
 def compiles(runs):
@@ -104,7 +127,7 @@ def main(argv):
     print("| task | class | correct | first kernel | best | basis | evaluations | note |")
     print("|---|---|---|---|---|---|---|---|")
     for r in every:
-        note = r["unscored"] or r["error"]
+        note = r["unscored"] or r["error"] or r["why_model"]
         print(f"| {r['task']} | {r['class']} | {'yes' if r['correct'] else 'no'} | {fmt(r['first'])} | "
               f"{fmt(r['best'])} | {r['basis']} | {r['evaluations']} | {note} |")
     by_class = defaultdict(list)
