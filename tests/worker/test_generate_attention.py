@@ -235,3 +235,33 @@ def test_the_alibi_kernel_compiles_for_tpu(tmp_path):
         H.assert_compiles_with_cycles(w, task, r, tmp_path)
     finally:
         w.close()
+
+
+BIAS = "attn_bias_input.py"
+CAUSAL_BIAS = ("    scores = scores + bias[None]\n",
+               "    scores = scores + bias[None]\n"
+               "    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n")
+
+
+@pytest.mark.parametrize("replace", [None, CAUSAL_BIAS], ids=["bias", "bias_causal"])
+def test_a_bias_input_on_the_scores_is_read_a_tile_a_step(worker, tmp_path, replace):
+    """A (heads, query, key) bias given as an input (T5's relative-position bias): the kernel
+    reads its (q block, kv block) tile with the kv index clamped like k and v's."""
+    task = H.infile(BIAS, replace)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and r["description"].endswith("a bias input on the scores")
+    assert any("(axes h, s, t)" in n for n in r["notes"]), r["notes"]
+    src = r["source"]
+    assert "_flash_kernel(q_ref, k_ref, v_ref, bias_ref, o_ref" in src
+    assert "bias=bias_ref[...].astype(jnp.float32)" in src
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(src), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+@pytest.mark.parametrize("spelled, words", [
+    ("jnp.flip(bias, 2)[None]", "covered only as a bias added to them, reached through layout ops"),
+    ("jnp.swapaxes(bias, 1, 2)[None]", "last two axes are not (query, key)"),
+], ids=["flipped", "key_first"])
+def test_a_bias_input_not_indexed_by_query_then_key_is_refused(worker, spelled, words):
+    err = H.refusal(worker, H.infile(BIAS, ("scores + bias[None]", f"scores + {spelled}")))
+    assert words in err["message"], err["message"]

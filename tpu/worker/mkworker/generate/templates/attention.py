@@ -107,6 +107,7 @@ class _Matcher:
         self.accounted = {id(d1), id(d2)}
         self.notes: list[str] = []
         self.alibi = None  # (per-head slopes, "signed" | "abs") when the scores get ALiBi's bias
+        self.bias_input = None  # (input var, axis roles) when the scores get a bias from an input
 
     def fail(self, message, prims=()):
         # The dispatcher prefixes "it looks like attention, but": the message is the reason.
@@ -168,6 +169,15 @@ class _Matcher:
                     continue
             return v, chain
 
+    def _input_behind(self, v):
+        """The input `v` is read from through layout ops only (and its chain), else None."""
+        src, chain = self.back_chain(v, allow_scale=False)
+        if src not in list(self.ctx.jaxpr.invars):
+            for e in chain.eqns:
+                self.accounted.discard(id(e))
+            return None
+        return src, chain
+
     def forward_scores(self):
         """From the first dot's result forward through converts, layout ops that keep the last
         axis last, constant scaling and constant masks, to the softmax input."""
@@ -212,6 +222,10 @@ class _Matcher:
                 chain.masks.append((e, "select", pos))
             elif name == "add" and len(others) == 1 and self.g.is_const(others[0]):
                 chain.masks.append((e, "bias", pos))
+            elif name == "add" and len(others) == 1 and self._input_behind(others[0]) is not None:
+                # A bias read from an input (a relative-position bias, an additive mask): the
+                # kernel reads its (q block, kv block) tile.
+                chain.masks.append((e, "input_bias", pos))
             elif name == "sub" and pos == 0 and self.g.is_const(others[0]):
                 chain.masks.append((e, "neg_bias", pos))
             else:
@@ -233,8 +247,8 @@ class _Matcher:
             seen.add(v)
             e = self.g.producer.get(v)
             if e is None:
-                self.fail("the softmax reads another input besides the scores (a mask or bias "
-                          "from an input is not covered)")
+                self.fail("the softmax reads another input besides the scores (an input is "
+                          "covered only as a bias added to them, reached through layout ops)")
             if self.g.is_const(v):
                 continue
             if id(e) not in {id(r) for r in region}:
@@ -500,8 +514,12 @@ class _Matcher:
         added = np.zeros(len(smp["s"]), dtype=np.float64)
         biased_at = []  # chain positions of the biases that add finite values
         points = {id(e): idx for e, idx in self._mask_points}
+        self.bias_input = None
         for e, kind, pos in pre.masks:
             idx = points[id(e)]
+            if kind == "input_bias":
+                self.bias_input = self._bias_axes(m, smp, e, pos, idx)
+                continue
             if kind == "weight":
                 self.fail("the scores are multiplied by a position-dependent weight before the "
                           "softmax", ["mul"])
@@ -532,13 +550,41 @@ class _Matcher:
         if biased_at:
             self.alibi = self._alibi(m, smp, keep, added, pre, biased_at)
         if keep.all():
-            if not self.alibi:
+            if not self.alibi and any(k in ("select", "bias", "neg_bias") for _, k, _ in pre.masks):
                 self.notes.append("the mask keeps every score: treated as no mask")
             return False
         if np.array_equal(keep, smp["s"] >= smp["t"]):
             return True
         self.fail("the mask is neither causal (query index >= key index) nor absent (sliding "
                   "windows, padding and other masks are not covered)", ["select_n"])
+
+    def _bias_axes(self, m, smp, e, pos, idx):
+        """(input var, role of each of its axes: "b", "h", "s", "t" or None for a size-1 axis)
+        of a bias read from an input, found by running the sampled score indices back to it."""
+        other = e.invars[1 - pos]
+        var, chain = self._input_behind(other)
+        try:
+            at = _run_back(chain, X.operand_index(other, idx))
+        except (ValueError, IndexError):
+            self.fail("the bias input's indices could not be followed back to it", ["add"])
+        roles = []
+        for a, size in enumerate(X.shape_of(var)):
+            col = at[:, a]
+            if size == 1 and np.all(col == 0):
+                roles.append(None)
+                continue
+            role = next((r for r in "bhst" if np.array_equal(col, smp[r])), None)
+            if role is None:
+                self.fail("the bias input is not indexed by (batch, head, query, key) axes (or "
+                          "size-1 ones)", ["add"])
+            roles.append(role)
+        named = [r for r in roles if r]
+        if roles.count("s") != 1 or roles.count("t") != 1 or len(set(named)) != len(named):
+            self.fail("the bias input does not have exactly one query and one key axis", ["add"])
+        if named.index("s") > named.index("t") or named[-2:] != ["s", "t"]:
+            self.fail("the bias input's last two axes are not (query, key) in that order (its "
+                      "tile is added to the scores as it is read)", ["add"])
+        return var, tuple(roles)
 
     def _alibi(self, m, smp, keep, added, pre, biased_at) -> tuple:
         """(per-head slopes, form) of a bias slope_h * (key - query) ("signed") or -slope_h *
@@ -703,6 +749,8 @@ class EntryForm:
     # their refs first, and the blocks go in a PrefetchScalarGridSpec with `scratch`.
     prefetch: tuple = ()
     scratch: str = "[]"
+    # Operands after q, k, v: (argument expression, BlockSpec text).
+    extra: tuple = ()
 
 
 def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm) -> str:
@@ -736,6 +784,9 @@ def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm)
             args.append(f"jnp.swapaxes({nm}, 1, 2)" if view == "transpose" else nm)
             specs.append(f"pl.BlockSpec((None, None, {rows}, {dim}), "
                          f"lambda {ids}: (bi, {head}, {blk}, 0))")
+    for arg, spec in form.extra:
+        args.append(arg)
+        specs.append(spec)
     odt_code = G.dtype_code(odt)
     if out_view == "flat":
         out_shape = f"jax.ShapeDtypeStruct((batch, q_len, heads * v_dim), {odt_code})"

@@ -41,18 +41,21 @@ class TilePlan(NamedTuple):
     step: object  # (bq, bk) -> VMEM bytes a step
 
 
-def tile_plan(ctx, matcher, m, dtypes, scratch) -> TilePlan:
+def tile_plan(ctx, matcher, m, dtypes, scratch, bias_dtype=None) -> TilePlan:
     """The (q block, kv block) an attention-shaped kernel takes: the most MXU-friendly pair whose
     step fits the generation's VMEM budget, with the pairs around it that fit too. `scratch`
     lists the f32 temporaries besides the pipelined blocks: ((lanes,), n) is n (bq, lanes)
     arrays, (None, n) is n (bq, bk) arrays."""
     qdt, kdt, vdt, odt = dtypes
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
-    sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt))
+    sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt),
+              G.sublane_multiple(bias_dtype) if bias_dtype is not None else 1)
     sub_k = max(G.sublane_multiple(kdt), G.sublane_multiple(vdt))
 
     def step(bq, bk):
         io = [((bq, D), qdt), ((bk, D), kdt), ((bk, DV), vdt)]
+        if bias_dtype is not None:
+            io.append(((bq, bk), bias_dtype))
         temps = [((bq, bk if lanes is None else lanes[0]), np.float32)
                  for lanes, n in scratch for _ in range(n)]
         return G.step_vmem(io, [((bq, DV), odt)], temps)
@@ -85,8 +88,12 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
     D, DV = m["D"], m["DV"]
+    bias = matcher.bias_input
+    if bias and matcher.alibi:
+        matcher.fail("the scores get both ALiBi and a bias from an input", ["add"])
     plan = tile_plan(ctx, matcher, m, (qdt, kdt, vdt, odt),
-                     [((128,), 1), ((128,), 1), ((DV,), 1), (None, 2)])
+                     [((128,), 1), ((128,), 1), ((DV,), 1), (None, 2)],
+                     bias[0].aval.dtype if bias else None)
     bq, bk, q_ok, k_ok, sub, sub_k, step = plan
     scale_text, statics_used = matcher.scale_text(scale, D)
     # The (batch, seq, heads*dim) view gives a lane-dense block per head when head_dim is a
@@ -103,11 +110,24 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
                               f"extra pass over it in HBM)")
     fold_scale = G.dtype_name(qdt) == "float32"
     alibi = _alibi_tables(ctx, matched)
-    kernel = _kernel_text(causal, fold_scale, matcher.precision_text(), matcher.alibi and matcher.alibi[1])
+    kernel = _kernel_text(causal, fold_scale, matcher.precision_text(), matcher.alibi and matcher.alibi[1],
+                          bias_input=bool(bias))
     limit = plan_limit(ctx, plan)
+    extra = ()
+    if bias:
+        var, roles = bias
+        blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+        where = {"b": (None, "bi"), "h": (None, "hi"), "s": ("bq", "qi"), "t": ("bk", blk),
+                 None: (None, "0")}
+        dims = ", ".join(str(where[r][0]) for r in roles)
+        index = ", ".join(where[r][1] for r in roles)
+        extra = ((MA.ident(names[var]),
+                  f"pl.BlockSpec(({dims}), lambda bi, hi, qi, ki: ({index}))"),)
+        matcher.notes.append(f"the scores' bias `{names[var]}` (axes {', '.join(r or '1' for r in roles)}) "
+                             f"is read a (q block, kv block) tile a step")
     entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
-                        (qn, kn, vn), odt, sub, sub_k, limit, alibi)
-    description = MA.describe(m, causal, qdt, bk)
+                        (qn, kn, vn), odt, sub, sub_k, limit, alibi, extra)
+    description = MA.describe(m, causal, qdt, bk) + (", a bias input on the scores" if bias else "")
     constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                  ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
     code = G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry
@@ -135,7 +155,8 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
 
 
 
-def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: str | None = None) -> str:
+def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: str | None = None,
+                 bias_input: bool = False) -> str:
     """The flash kernel: lane-dense (bq, 128) m/l statistics, a large finite negative as the
     mask value (a fully masked row gives no NaN), the scale folded into q (f32 q: exact to
     rounding; a bf16 q keeps the scale on the f32 scores), and, when causal, the mask built only
@@ -176,6 +197,8 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
         "",
         ("def _flash_kernel(slope_ref, q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
          if alibi else
+         "def _flash_kernel(q_ref, k_ref, v_ref, bias_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
+         if bias_input else
          "def _flash_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"),
         "    bq, bk = q_ref.shape[0], k_ref.shape[0]",
         "    qi, ki = pl.program_id(2), pl.program_id(3)",
@@ -202,6 +225,8 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
             f"    bias = slope_ref[pl.program_id(1)] * {dist}.astype(jnp.float32)",
         ]
         step += ", bias=bias"
+    if bias_input:
+        step += ", bias=bias_ref[...].astype(jnp.float32)"
     if causal:
         lines += [
             *([] if alibi else ["    first_row, first_col = qi * bq, ki * bk"]),
@@ -235,7 +260,7 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
 
 
 def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names, odt,
-                sub, sub_k, vmem_limit: int, alibi: dict | None = None) -> str:
+                sub, sub_k, vmem_limit: int, alibi: dict | None = None, extra: tuple = ()) -> str:
     # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
     kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
     scratch = ("[pltpu.VMEM((bq, STAT_LANES), jnp.float32), pltpu.VMEM((bq, STAT_LANES), jnp.float32),\n"
@@ -266,6 +291,7 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
             "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
             "    compiler_params=pltpu.CompilerParams(",
             "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
-            f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),"))
+            f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),"),
+        extra=extra)
     return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
 
