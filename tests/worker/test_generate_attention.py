@@ -265,3 +265,29 @@ def test_a_bias_input_on_the_scores_is_read_a_tile_a_step(worker, tmp_path, repl
 def test_a_bias_input_not_indexed_by_query_then_key_is_refused(worker, spelled, words):
     err = H.refusal(worker, H.infile(BIAS, ("scores + bias[None]", f"scores + {spelled}")))
     assert words in err["message"], err["message"]
+
+
+MASK = "attn_mask_input.py"
+CAUSAL_MASK = ("    return jnp.einsum",
+               "    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n"
+               "    return jnp.einsum")
+
+
+@pytest.mark.parametrize("replace", [None, CAUSAL_MASK], ids=["mask", "mask_causal"])
+def test_a_mask_input_on_the_scores_is_read_a_tile_a_step(worker, tmp_path, replace):
+    """A (batch, query, key) boolean mask given as an input (key padding here): read as int8
+    tiles (converted in the entry), combined with the causal mask on the diagonal blocks."""
+    task = H.infile(MASK, replace)
+    r = H.generate(worker, task)
+    assert r["class"] == "attention" and r["description"].endswith("a mask input on the scores")
+    src = r["source"]
+    assert "mask.astype(jnp.int8)" in src and "keep=mask_ref[...] != 0" in src
+    if replace:
+        assert "keep=jnp.logical_and(mask_ref[...] != 0, cols <= rows))" in src
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(src), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
+def test_a_mask_input_with_a_fill_that_is_not_large_negative_is_refused(worker):
+    err = H.refusal(worker, H.infile(MASK, ("jnp.finfo(jnp.float32).min)", "0.0)")))
+    assert "scores masked by an input are filled with 0.0" in err["message"], err["message"]

@@ -108,6 +108,7 @@ class _Matcher:
         self.notes: list[str] = []
         self.alibi = None  # (per-head slopes, "signed" | "abs") when the scores get ALiBi's bias
         self.bias_input = None  # (input var, axis roles) when the scores get a bias from an input
+        self.mask_input = None  # (input var, axis roles, kept value) when an input masks them
 
     def fail(self, message, prims=()):
         # The dispatcher prefixes "it looks like attention, but": the message is the reason.
@@ -220,6 +221,11 @@ class _Matcher:
             elif name == "select_n" and len(e.invars) == 3 and pos in (1, 2) \
                     and all(self.g.is_const(x) for x in others):
                 chain.masks.append((e, "select", pos))
+            elif name == "select_n" and len(e.invars) == 3 and pos in (1, 2) \
+                    and self.g.is_const(e.invars[3 - pos]) \
+                    and self._input_behind(e.invars[0]) is not None:
+                # A mask read from an input (padding, documents): the kernel reads its tile.
+                chain.masks.append((e, "input_mask", pos))
             elif name == "add" and len(others) == 1 and self.g.is_const(others[0]):
                 chain.masks.append((e, "bias", pos))
             elif name == "add" and len(others) == 1 and self._input_behind(others[0]) is not None:
@@ -515,10 +521,22 @@ class _Matcher:
         biased_at = []  # chain positions of the biases that add finite values
         points = {id(e): idx for e, idx in self._mask_points}
         self.bias_input = None
+        self.mask_input = None
         for e, kind, pos in pre.masks:
             idx = points[id(e)]
             if kind == "input_bias":
-                self.bias_input = self._bias_axes(m, smp, e, pos, idx)
+                self.bias_input = self._input_axes(e.invars[1 - pos], idx, smp, "bias")
+                continue
+            if kind == "input_mask":
+                other = e.invars[3 - pos]
+                fill = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
+                if np.any(fill > MASK_FLOOR):
+                    self.fail(f"scores masked by an input are filled with {float(np.max(fill))}, "
+                              f"not a large negative value", ["select_n"])
+                var, roles = self._input_axes(e.invars[0], idx, smp, "mask")
+                if self.mask_input is not None:
+                    self.fail("the scores are masked by more than one input", ["select_n"])
+                self.mask_input = (var, roles, pos - 1)  # kept where the input equals this
                 continue
             if kind == "weight":
                 self.fail("the scores are multiplied by a position-dependent weight before the "
@@ -558,15 +576,15 @@ class _Matcher:
         self.fail("the mask is neither causal (query index >= key index) nor absent (sliding "
                   "windows, padding and other masks are not covered)", ["select_n"])
 
-    def _bias_axes(self, m, smp, e, pos, idx):
+    def _input_axes(self, other, idx, smp, what):
         """(input var, role of each of its axes: "b", "h", "s", "t" or None for a size-1 axis)
-        of a bias read from an input, found by running the sampled score indices back to it."""
-        other = e.invars[1 - pos]
+        of a bias or mask read from an input, found by running the sampled score indices back
+        to it."""
         var, chain = self._input_behind(other)
         try:
             at = _run_back(chain, X.operand_index(other, idx))
         except (ValueError, IndexError):
-            self.fail("the bias input's indices could not be followed back to it", ["add"])
+            self.fail(f"the {what} input's indices could not be followed back to it", ["add"])
         roles = []
         for a, size in enumerate(X.shape_of(var)):
             col = at[:, a]
@@ -575,15 +593,15 @@ class _Matcher:
                 continue
             role = next((r for r in "bhst" if np.array_equal(col, smp[r])), None)
             if role is None:
-                self.fail("the bias input is not indexed by (batch, head, query, key) axes (or "
+                self.fail(f"the {what} input is not indexed by (batch, head, query, key) axes (or "
                           "size-1 ones)", ["add"])
             roles.append(role)
         named = [r for r in roles if r]
         if roles.count("s") != 1 or roles.count("t") != 1 or len(set(named)) != len(named):
-            self.fail("the bias input does not have exactly one query and one key axis", ["add"])
+            self.fail(f"the {what} input does not have exactly one query and one key axis", ["add"])
         if named.index("s") > named.index("t") or named[-2:] != ["s", "t"]:
-            self.fail("the bias input's last two axes are not (query, key) in that order (its "
-                      "tile is added to the scores as it is read)", ["add"])
+            self.fail(f"the {what} input's last two axes are not (query, key) in that order (its "
+                      "tile is applied to the scores as it is read)", ["add"])
         return var, tuple(roles)
 
     def _alibi(self, m, smp, keep, added, pre, biased_at) -> tuple:

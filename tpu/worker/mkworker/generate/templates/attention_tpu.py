@@ -88,12 +88,14 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
     D, DV = m["D"], m["DV"]
-    bias = matcher.bias_input
-    if bias and matcher.alibi:
-        matcher.fail("the scores get both ALiBi and a bias from an input", ["add"])
+    bias, mask = matcher.bias_input, matcher.mask_input
+    if sum(map(bool, (bias, mask, matcher.alibi))) > 1:
+        matcher.fail("the scores get more than one of ALiBi, a bias input and a mask input", ["add"])
+    # A mask input is read as int8 (converted in the entry: Mosaic takes no bool blocks).
+    tile_input = bias or mask
     plan = tile_plan(ctx, matcher, m, (qdt, kdt, vdt, odt),
                      [((128,), 1), ((128,), 1), ((DV,), 1), (None, 2)],
-                     bias[0].aval.dtype if bias else None)
+                     (bias[0].aval.dtype if bias else np.int8) if tile_input else None)
     bq, bk, q_ok, k_ok, sub, sub_k, step = plan
     scale_text, statics_used = matcher.scale_text(scale, D)
     # The (batch, seq, heads*dim) view gives a lane-dense block per head when head_dim is a
@@ -111,23 +113,26 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     fold_scale = G.dtype_name(qdt) == "float32"
     alibi = _alibi_tables(ctx, matched)
     kernel = _kernel_text(causal, fold_scale, matcher.precision_text(), matcher.alibi and matcher.alibi[1],
-                          bias_input=bool(bias))
+                          tile_input="bias" if bias else ("mask" if mask else None),
+                          keep_value=mask[2] if mask else 1)
     limit = plan_limit(ctx, plan)
     extra = ()
-    if bias:
-        var, roles = bias
+    if tile_input:
+        var, roles = tile_input[:2]
         blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
         where = {"b": (None, "bi"), "h": (None, "hi"), "s": ("bq", "qi"), "t": ("bk", blk),
                  None: (None, "0")}
         dims = ", ".join(str(where[r][0]) for r in roles)
         index = ", ".join(where[r][1] for r in roles)
-        extra = ((MA.ident(names[var]),
-                  f"pl.BlockSpec(({dims}), lambda bi, hi, qi, ki: ({index}))"),)
-        matcher.notes.append(f"the scores' bias `{names[var]}` (axes {', '.join(r or '1' for r in roles)}) "
-                             f"is read a (q block, kv block) tile a step")
+        arg = MA.ident(names[var]) + (".astype(jnp.int8)" if mask else "")
+        extra = ((arg, f"pl.BlockSpec(({dims}), lambda bi, hi, qi, ki: ({index}))"),)
+        matcher.notes.append(f"the scores' {'mask' if mask else 'bias'} `{names[var]}` (axes "
+                             f"{', '.join(r or '1' for r in roles)}) is read a (q block, kv block) "
+                             f"tile a step" + (" (as int8)" if mask else ""))
     entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
                         (qn, kn, vn), odt, sub, sub_k, limit, alibi, extra)
-    description = MA.describe(m, causal, qdt, bk) + (", a bias input on the scores" if bias else "")
+    description = MA.describe(m, causal, qdt, bk) + (", a bias input on the scores" if bias else "") \
+        + (", a mask input on the scores" if mask else "")
     constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                  ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
     code = G.block_helpers(entry) + "\n\n" + kernel + "\n\n\n" + entry
@@ -156,7 +161,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
 
 
 def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: str | None = None,
-                 bias_input: bool = False) -> str:
+                 tile_input: str | None = None, keep_value: int = 1) -> str:
     """The flash kernel: lane-dense (bq, 128) m/l statistics, a large finite negative as the
     mask value (a fully masked row gives no NaN), the scale folded into q (f32 q: exact to
     rounding; a bf16 q keeps the scale on the f32 scores), and, when causal, the mask built only
@@ -197,8 +202,8 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
         "",
         ("def _flash_kernel(slope_ref, q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
          if alibi else
-         "def _flash_kernel(q_ref, k_ref, v_ref, bias_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
-         if bias_input else
+         f"def _flash_kernel(q_ref, k_ref, v_ref, {tile_input}_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"
+         if tile_input else
          "def _flash_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, scale):"),
         "    bq, bk = q_ref.shape[0], k_ref.shape[0]",
         "    qi, ki = pl.program_id(2), pl.program_id(3)",
@@ -225,8 +230,11 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
             f"    bias = slope_ref[pl.program_id(1)] * {dist}.astype(jnp.float32)",
         ]
         step += ", bias=bias"
-    if bias_input:
+    tile_keep = None
+    if tile_input == "bias":
         step += ", bias=bias_ref[...].astype(jnp.float32)"
+    if tile_input == "mask":
+        tile_keep = "mask_ref[...] " + ("!= 0" if keep_value else "== 0")
     if causal:
         lines += [
             *([] if alibi else ["    first_row, first_col = qi * bq, ki * bk"]),
@@ -234,7 +242,7 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
             "    # Wholly below the diagonal: every score kept, no mask built.",
             "    @pl.when(first_col + bk - 1 <= first_row)",
             "    def _below():",
-            f"        {step})",
+            f"        {step}" + (f", keep={tile_keep})" if tile_keep else ")"),
             "",
             "    # Crossing the diagonal: the causal mask. Wholly above it: skipped (and not fetched).",
             "    @pl.when(jnp.logical_and(first_col + bk - 1 > first_row,",
@@ -243,10 +251,11 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
             *([] if alibi else [
                 "        rows = first_row + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)",
                 "        cols = first_col + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)"]),
-            f"        {step}, keep=cols <= rows)",
+            f"        {step}, keep=" + (f"jnp.logical_and({tile_keep}, cols <= rows))" if tile_keep
+                                      else "cols <= rows)"),
         ]
     else:
-        lines.append(f"    {step})")
+        lines.append(f"    {step}" + (f", keep={tile_keep})" if tile_keep else ")"))
     lines += [
         "",
         "    @pl.when(ki == pl.num_programs(3) - 1)",
