@@ -11,9 +11,8 @@ non-causal one; look-alikes (softmax over the query axis, a sliding window) are 
 
 import importlib.util
 
-import pytest
-
 import generate_rows_helpers as H
+import pytest
 from worker_harness import WorkerProcess
 
 CAUSAL_FULL = ("B, H, S, D = 1, 2, 256, 128", "B, H, S, D = 4, 32, 4096, 128")
@@ -239,8 +238,8 @@ def test_the_alibi_kernel_compiles_for_tpu(tmp_path):
 
 BIAS = "attn_bias_input.py"
 CAUSAL_BIAS = ("    scores = scores + bias[None]\n",
-               "    scores = scores + bias[None]\n"
-               "    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n")
+               ("    scores = scores + bias[None]\n"
+                "    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n"))
 
 
 @pytest.mark.parametrize("replace", [None, CAUSAL_BIAS], ids=["bias", "bias_causal"])
@@ -269,8 +268,8 @@ def test_a_bias_input_not_indexed_by_query_then_key_is_refused(worker, spelled, 
 
 MASK = "attn_mask_input.py"
 CAUSAL_MASK = ("    return jnp.einsum",
-               "    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n"
-               "    return jnp.einsum")
+               ("    scores = jnp.where(jnp.tril(jnp.ones(scores.shape[-2:], bool)), scores, -1e30)\n"
+                "    return jnp.einsum"))
 
 
 @pytest.mark.parametrize("replace", [None, CAUSAL_MASK], ids=["mask", "mask_causal"])
