@@ -226,12 +226,18 @@ def test_a_bias_alibi_does_not_cover_is_refused(worker, old, new, words):
 
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
                     reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
-def test_the_alibi_kernel_compiles_for_tpu(tmp_path):
-    task = H.infile(ALIBI, (ALIBI_FULL[0], "B, H, S, D = 1, 8, 2048, 128"))
+def test_the_kernels_with_a_bias_or_mask_compile_for_tpu(tmp_path):
+    """ALiBi's scalar-prefetched slopes, a bias input's f32 tiles and a mask input's int8 tiles:
+    each kernel compiles for v5e with cycles at (1, 8, 2048, 128)."""
+    small = "B, H, S, D = 2, 2, 384, 128"
+    tasks = [H.infile(ALIBI, (ALIBI_FULL[0], "B, H, S, D = 1, 8, 2048, 128")),
+             H.infile("attn_bias_input.py", (small, "B, H, S, D = 1, 8, 2048, 128")),
+             H.infile("attn_mask_input.py", (small, "B, H, S, D = 1, 8, 2048, 128"))]
     w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
     try:
-        r = H.generate(w, task)
-        H.assert_compiles_with_cycles(w, task, r, tmp_path)
+        for task in tasks:
+            r = H.generate(w, task)
+            H.assert_compiles_with_cycles(w, task, r, tmp_path)
     finally:
         w.close()
 
