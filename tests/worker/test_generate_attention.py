@@ -293,6 +293,17 @@ def test_a_mask_input_on_the_scores_is_read_a_tile_a_step(worker, tmp_path, repl
                interpret_mode="hlo")
 
 
+def test_rows_fully_masked_by_the_input_give_no_nan(worker, tmp_path):
+    """Batch row 0 has no valid key: every score of its rows is masked. The reference (finfo.min
+    fill) averages v uniformly there; the kernel's large finite mask value gives the same, where
+    -inf would give NaN."""
+    task = H.infile(MASK, ("lengths = jax.random.randint(km, (B,), S // 3, S + 1)",
+                           "lengths = jnp.array([0, S])"))
+    r = H.generate(worker, task)
+    H.evaluate(worker, task, r, tmp_path, source=small_blocks(r["source"]), seeds=ONE_SEED,
+               interpret_mode="hlo")
+
+
 def test_a_mask_input_with_a_fill_that_is_not_large_negative_is_refused(worker):
     err = H.refusal(worker, H.infile(MASK, ("jnp.finfo(jnp.float32).min)", "0.0)")))
     assert "scores masked by an input are filled with 0.0" in err["message"], err["message"]
