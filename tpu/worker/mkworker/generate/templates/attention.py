@@ -73,15 +73,15 @@ def match(ctx: G.GenContext) -> Matched | None:
         # No exp between the matmuls (e.g. matmul, sigmoid, matmul, then a logsumexp): the
         # second matmul does not read a softmax of the first, so this is not attention.
         return None
-    return _Matcher(ctx, graph, eqns, d1, d2).build()
+    return Matcher(ctx, graph, eqns, d1, d2).build()
 
 
 class Parts(NamedTuple):
-    """The operands of an attention-shaped reference, traced (_Matcher.operands)."""
+    """The operands of an attention-shaped reference, traced (Matcher.operands)."""
     out_var: object
     out_chain: object
     x_var: object  # where the scores' chain ends
-    pre: object  # the scores' chain (_Chain): scale, masks, weights
+    pre: object  # the scores' chain (Chain): scale, masks, weights
     p_side: int
     p_var: object
     p_chain: object
@@ -91,7 +91,7 @@ class Parts(NamedTuple):
     scale: float
 
 
-class _Chain:
+class Chain:
     """A path of layout equations from a value back to its source, with the scale factors met
     and the masks met (pre-softmax chain only)."""
 
@@ -101,7 +101,7 @@ class _Chain:
         self.masks: list = []  # (eqn, kind, chain_operand_index)
 
 
-class _Matcher:
+class Matcher:
     def __init__(self, ctx, graph, eqns, d1, d2):
         self.ctx, self.g, self.eqns, self.d1, self.d2 = ctx, graph, eqns, d1, d2
         self.accounted = {id(d1), id(d2)}
@@ -139,10 +139,10 @@ class _Matcher:
                 return None
         return None
 
-    def back_chain(self, v, allow_scale: bool) -> tuple[object, _Chain]:
+    def back_chain(self, v, allow_scale: bool) -> tuple[object, Chain]:
         """Walks from `v` back through layout ops (and constant-scalar scaling when allowed) to
         the first value made by anything else; returns it and the chain."""
-        chain = _Chain()
+        chain = Chain()
         while True:
             e = self.g.producer.get(v)
             if e is None:
@@ -183,7 +183,7 @@ class _Matcher:
         """From the first dot's result forward through converts, layout ops that keep the last
         axis last, constant scaling and constant masks, to the softmax input."""
         v = self.d1.outvars[0]
-        chain = _Chain()
+        chain = Chain()
         steps = []  # (eqn, operand index of the chain value)
         while True:
             users = self.g.consumers.get(v, [])
@@ -698,7 +698,7 @@ def _out_index(layout, m, b, h, s, d):
     return _in_index(layout, b, h, s, d)
 
 
-def _run_back(chain: _Chain, idx):
+def _run_back(chain: Chain, idx):
     for e in chain.eqns:
         idx = X.back(e, idx)
     return idx

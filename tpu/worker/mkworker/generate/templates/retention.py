@@ -75,7 +75,7 @@ def match(ctx: G.GenContext) -> Matched | None:
     return matcher.build()
 
 
-class _RetentionMatcher(MA._Matcher):
+class _RetentionMatcher(MA.Matcher):
     def build(self) -> Matched:
         parts = self.operands()
         if parts.p_var is not parts.x_var:
@@ -97,7 +97,7 @@ class _RetentionMatcher(MA._Matcher):
 
     def _layout_chain(self, v, stop):
         """The layout ops from `v` back to `stop`, or None if something else lies between."""
-        chain = MA._Chain()
+        chain = MA.Chain()
         while v is not stop:
             e = self.g.producer.get(v)
             if e is None or e.primitive.name not in X.LAYOUT_OPS:
