@@ -119,8 +119,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     extra = ()
     if tile_input:
         var, roles = tile_input[:2]
-        blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
-        where = {"b": (None, "bi"), "h": (None, "hi"), "s": ("bq", "qi"), "t": ("bk", blk),
+        where = {"b": (None, "bi"), "h": (None, "hi"), "s": ("bq", "qi"), "t": ("bk", kv_block_text(causal)),
                  None: (None, "0")}
         dims = ", ".join(str(where[r][0]) for r in roles)
         index = ", ".join(where[r][1] for r in roles)
@@ -268,15 +267,25 @@ def _kernel_text(causal: bool, fold_scale: bool, precision: str | None, alibi: s
 
 
 
+def kv_block_text(causal: bool) -> str:
+    """The kv block index of a step: causal, a block above the diagonal is never fetched (its
+    index repeats the last one needed)."""
+    return "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+
+
+def compiler_params_lines(vmem_limit: int) -> tuple:
+    """The pallas_call's compiler_params lines of a (batch, heads, q blocks, kv blocks) grid."""
+    return ("    compiler_params=pltpu.CompilerParams(",
+            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
+            f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),")
+
+
 def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names, odt,
                 sub, sub_k, vmem_limit: int, alibi: dict | None = None, extra: tuple = ()) -> str:
-    # Causal: a kv block above the diagonal is never fetched (its index repeats the last needed).
-    kv_blk = "jnp.minimum(ki, jax.lax.div((qi + 1) * bq - 1, bk))" if causal else "ki"
+    kv_blk = kv_block_text(causal)
     scratch = ("[pltpu.VMEM((bq, STAT_LANES), jnp.float32), pltpu.VMEM((bq, STAT_LANES), jnp.float32),\n"
                "                    pltpu.VMEM((bq, v_dim), jnp.float32)]")
-    params = ("    compiler_params=pltpu.CompilerParams(",
-              "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
-              f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),")
+    params = compiler_params_lines(vmem_limit)
     if alibi:
         form = MA.EntryForm(
             fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
@@ -298,9 +307,7 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
             "    scratch_shapes=[pltpu.VMEM((bq, STAT_LANES), jnp.float32),",
             "                    pltpu.VMEM((bq, STAT_LANES), jnp.float32),",
             "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
-            "    compiler_params=pltpu.CompilerParams(",
-            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
-            f"        vmem_limit_bytes={vmem_limit // G.MIB} * 1024 * 1024),"),
+            *params),
         extra=extra)
     return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
 

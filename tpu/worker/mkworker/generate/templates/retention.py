@@ -206,10 +206,7 @@ def emit(ctx, matched: Matched) -> G.Generated:
         grid_ids="bi, hi, qi, ki, ld_ref, win_ref", kv_rows="bk", kv_block=kv_blk,
         kernel="functools.partial(_retention_kernel, scale=sm_scale)",
         grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
-        options=(
-            "    compiler_params=pltpu.CompilerParams(",
-            "        dimension_semantics=(\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"),",
-            f"        vmem_limit_bytes={limit // G.MIB} * 1024 * 1024),"),
+        options=AT.compiler_params_lines(limit),
         prefetch=("log_decay", "window"), scratch="[pltpu.VMEM((bq, v_dim), jnp.float32)]")
     entry = MA.entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt, form)
     per_head = ", ".join(f"{math.exp(ld):.6g}" for ld in log_decay[:4]) + (", ..." if len(log_decay) > 4 else "")
