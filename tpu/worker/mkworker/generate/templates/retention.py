@@ -37,7 +37,6 @@ from mkworker.generate.templates import attention as MA
 from mkworker.generate.templates import attention_tpu as AT
 from mkworker.generate.templates import head_tables as HT
 
-COVERED_PRIMITIVES = ()
 # exp(x) is 0 in float32 for x below this (the smallest subnormal is about exp(-103.3)).
 F32_EXP_ZERO = -110.0
 NO_WINDOW = 1 << 30  # gamma = 1: every tile below the diagonal counts
