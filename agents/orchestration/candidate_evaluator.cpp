@@ -432,10 +432,15 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
     // XLA's compiled program for the target, scored by the same compiler as the candidates.
     e.score_s = compiled["predicted_s"].get<double>();
     e.time_kind = "compiled";
-    e.metrics["prediction"] = {
-        {"predicted_s", *e.score_s},
-        {"basis", "XLA's program compiled for " + target_.name +
-                      " by the TPU compiler (libtpu static cycles at the generation's clock)"}};
+    std::string basis = "XLA's program compiled for " + target_.name +
+                        " by the TPU compiler (libtpu static cycles at the generation's clock)";
+    if (const json& stood_in = tpu::field(compiled, "cost_model_ops"); stood_in.is_object()) {
+      // The static profile left a convolution or matmul at 0: XLA's own estimate stands in.
+      std::string ops;
+      for (const auto& [op, cycles] : stood_in.items()) ops += (ops.empty() ? "" : ", ") + op;
+      if (!ops.empty()) basis += "; XLA's cost-model estimate for " + ops + " (0 in the profile)";
+    }
+    e.metrics["prediction"] = {{"predicted_s", *e.score_s}, {"basis", basis}};
   } else if (cost.value("flops", json()).is_number() &&
              cost.value("min_bytes", json()).is_number()) {
     knowledge::KernelCostFacts facts;

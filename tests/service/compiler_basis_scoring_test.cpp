@@ -136,5 +136,22 @@ TEST(CompilerBasisScoring, AReferenceCompiledWithNoCyclesIsNoEstimate) {
   EXPECT_GT(*s.reference.score_s, 0);
 }
 
+TEST(CompilerBasisScoring, XlasCostModelStandingInForAnOpIsNamedInTheBasis) {
+  // The static profile gave XLA's convolution fusion 0 cycles and XLA's own estimate stood in:
+  // still the compiler's basis, with the op named where the prediction says what it is.
+  json stood_in = compiled(2e-3);
+  stood_in["cost_model_ops"] = {{"fusion.2", 40254}};
+  CpuWorker worker(stood_in, compiled(1e-3));
+  const Scored s = evaluate_both(worker);
+  EXPECT_EQ(s.reference.time_kind, "compiled");
+  const std::string basis = s.reference.metrics["prediction"].value("basis", "");
+  EXPECT_NE(basis.find("cost-model estimate for fusion.2"), std::string::npos) << basis;
+  EXPECT_EQ(s.candidate.time_kind, "compiled");
+  CpuWorker plain(compiled(2e-3), compiled(1e-3));
+  const std::string plain_basis =
+      evaluate_both(plain).reference.metrics["prediction"].value("basis", "");
+  EXPECT_EQ(plain_basis.find("cost-model"), std::string::npos) << plain_basis;
+}
+
 }  // namespace
 }  // namespace mk::agents

@@ -116,3 +116,37 @@ def test_a_convolution_the_static_profile_left_out_means_no_estimate():
     ok = T.result_of({"ok": True, "cycles": {"copy.2": 0, "fusion.6": 900}, "compute_ops": ["fusion.6"]},
                      "v5e", True, {})
     assert ok["cycles"] == 900 and "uncounted_compute_ops" not in ok and ok["zero_cycle_ops"] == ["copy.2"]
+
+
+def test_xlas_own_estimate_stands_in_for_a_matmul_the_profile_left_at_zero():
+    # The compiled HLO carries XLA's per-op estimate; its convolution model's (CLASSIC) stands in
+    # for a compute op at 0 cycles and is named; another model's never does (it is 3-17x off).
+    reply = {"ok": True, "cycles": {"copy.1": 8982, "fusion.2": 0, "copy.3": 0},
+             "compute_ops": ["fusion.2"],
+             "cost_model": {"copy.1": [30242, "INVALID"], "fusion.2": [40254, "CLASSIC"],
+                            "copy.3": [500, "INVALID"]}}
+    r = T.result_of(reply, "v5e", True, {})
+    assert r["cycles"] == 8982 + 40254 and r["cost_model_ops"] == {"fusion.2": 40254}, r
+    assert r["ops"]["fusion.2"] == 0 and "stands in" in r["cycles_note"], r
+    assert r["predicted_s"] == pytest.approx((8982 + 40254) / 1.5e9)
+    assert "uncounted_compute_ops" not in r and r["zero_cycle_ops"] == ["copy.3", "fusion.2"]
+    other = dict(reply, cost_model={"fusion.2": [40254, "INVALID"]})
+    r = T.result_of(other, "v5e", True, {})
+    assert "cycles" not in r and r["uncounted_compute_ops"] == ["fusion.2"], r
+    # every op at 0: the stand-ins make the sum when every compute op has one
+    alone = T.result_of({"ok": True, "cycles": {"fusion": 0}, "compute_ops": ["fusion"],
+                         "cost_model": {"fusion": [94176, "CLASSIC"]}}, "v5e", True, {})
+    assert alone["cycles"] == 94176 and alone["cost_model_ops"] == {"fusion": 94176}, alone
+
+
+def test_xlas_per_op_estimates_are_read_from_the_entry_of_the_compiled_hlo():
+    from mkworker.tpu_compiler import compile_child
+    hlo = _HLO.replace(
+        "calls=%fused_computation.14, metadata",
+        'calls=%fused_computation.14, backend_config={"window_config":{"estimated_cycles":"68768",'
+        '"iteration_bounds":["1"],"cost_model_type":"COST_MODEL_TYPE_CLASSIC"}}, metadata').replace(
+        'copy(%x.1), backend_config={"flag_configs":[]}',
+        'copy(%x.1), backend_config={"window_config":{"estimated_cycles":"42144",'
+        '"cost_model_type":"COST_MODEL_TYPE_INVALID"}}')
+    assert compile_child._cost_model(hlo) == {"fusion.14": [68768, "CLASSIC"], "copy.9": [42144, "INVALID"]}
+    assert compile_child._cost_model("HloModule m") == {}

@@ -208,6 +208,34 @@ def test_the_reference_op_answers_xlas_compiled_program(worker):
     assert tc["predicted_s"] == pytest.approx(tc["cycles"] / 1.5e9)
 
 
+def test_a_convolution_the_profile_leaves_at_zero_is_counted_at_xlas_own_estimate(worker):
+    # libtpu 0.0.42.1's static profile gives this 1x1 convolution's fusion 0 cycles (its DMA
+    # model has no "general" DMA); XLA's convolution cost model's estimate stands in, named.
+    src = textwrap.dedent("""\
+        import jax
+        import jax.numpy as jnp
+
+        def reference(x, w):
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            return jax.nn.relu(y)
+
+        def make_inputs(key):
+            kx, kw = jax.random.split(key)
+            return (jax.random.normal(kx, (8, 32, 32, 256), jnp.bfloat16),
+                    jax.random.normal(kw, (1, 1, 256, 256), jnp.bfloat16))
+        """)
+    task = {"form": "infile", "source": src, "filename": task_path("infile", "conv1x1.py")}
+    r = worker.request("reference", task=task, generation="v5e", timeout=300)
+    assert r["ok"] is True, r
+    tc = r["tpu_compile"]
+    assert tc["status"] == "compiled" and tc.get("cost_model_ops"), tc
+    stood_in = tc["cost_model_ops"]
+    assert all(tc["ops"][op] == 0 and c > 0 for op, c in stood_in.items()), tc
+    assert tc["cycles"] == sum(tc["ops"].values()) + sum(stood_in.values()), tc
+    assert "stands in" in tc["cycles_note"], tc
+
+
 def _matmul_task(n, epilogue="jnp.tanh"):
     src = textwrap.dedent(f"""\
         import jax

@@ -6,7 +6,8 @@ Protocol: the parent writes one JSON line per request,
   {"module": PATH, "generation": "v5e"}
 where PATH holds `jax.export.Exported.serialize()` bytes; the child answers one JSON line on its
 private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s",
-"compute_ops": [the ops that compute a convolution or matmul]}
+"compute_ops": [the ops that compute a convolution or matmul],
+"cost_model": {op: [cycles, model]} (XLA's own per-op estimate in the compiled HLO)}
 or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
 
 The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
@@ -89,6 +90,30 @@ def _compute_ops(hlo: str) -> list[str]:
     return ops
 
 
+_ESTIMATE = re.compile(r'"estimated_cycles":"(\d+)"')
+_MODEL = re.compile(r'"cost_model_type":"COST_MODEL_TYPE_(\w+)"')
+
+
+def _cost_model(hlo: str) -> dict[str, list]:
+    """XLA's own cycle estimate per top-level op of the compiled program: the TPU backend writes
+    it in each op's backend_config ("estimated_cycles", with the model that made it, "CLASSIC"
+    for its convolution emitter's tiling). It is the compiler's estimate before scheduling, not
+    the static profile's; the parent uses it only where the profile left a matmul at 0."""
+    entry = hlo.split("\nENTRY ", 1)
+    if len(entry) < 2:
+        return {}
+    out = {}
+    for line in entry[1].splitlines():
+        if line.startswith("}"):
+            break
+        cyc = _ESTIMATE.search(line)
+        name = _NAME.match(line.strip().removeprefix("ROOT").strip())
+        if cyc and name:
+            model = _MODEL.search(line)
+            out[name.group(1)] = [int(cyc.group(1)), model.group(1) if model else "UNKNOWN"]
+    return out
+
+
 def _clear(dump_dir: str) -> None:
     for name in os.listdir(dump_dir):
         try:
@@ -168,9 +193,10 @@ def main() -> int:
             _clear(dump_dir)
             t0 = time.perf_counter()
             compiled = jax.jit(exported.call).lower(*specs).compile()
+            hlo = compiled.as_text()
             reply = {"ok": True, "compile_s": time.perf_counter() - t0,
                      "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
-                     "compute_ops": _compute_ops(compiled.as_text()),
+                     "compute_ops": _compute_ops(hlo), "cost_model": _cost_model(hlo),
                      "device_kind": dev.device_kind}
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],

@@ -13,7 +13,8 @@ TPU here (jax.export, no libtpu needed) and compiled in a CHILD process (tpu_com
 that holds libtpu, so that a compile that runs away in time or memory is killed without taking
 the worker with it. The result's "status" is one of
   "compiled"     - compiled for the generation; "cycles" (sum of libtpu's static per-op
-                   estimates), "ops", "predicted_s" (cycles / the generation's clock), "clock",
+                   estimates; a matmul or convolution the profile left at 0 counted at XLA's
+                   own cost-model estimate, listed in "cost_model_ops"), "ops", "predicted_s" (cycles / the generation's clock), "clock",
                    "cost_analysis" (XLA's flops / bytes accessed / optimal_seconds), "compile_s",
                    "rss_peak_bytes" (the child's resident memory, sampled), "label"
   "refused"      - the compiler refused the program: "error" (its own text), "error_kind"
@@ -384,22 +385,47 @@ def _estimate_in_child(blob: bytes, generation: str, lim: dict, profiled: bool, 
     return result_of(reply, generation, profiled, out)
 
 
+# The cost model whose per-op estimate stands in for a matmul or convolution the static profile
+# left at 0 (XLA's convolution emitter's; its other models are far off: 3-17x the profile on
+# copies and reductions, bench/RESULTS.md).
+STAND_IN_MODEL = "CLASSIC"
+
+
+def _stand_ins(uncounted: list[str], cost_model: dict) -> dict[str, int]:
+    """XLA's own estimate for each compute op the static profile gave 0 cycles, where its
+    convolution cost model made one."""
+    out = {}
+    for op in uncounted:
+        entry = cost_model.get(op)
+        if isinstance(entry, (list, tuple)) and len(entry) == 2 and entry[1] == STAND_IN_MODEL \
+                and isinstance(entry[0], int) and entry[0] > 0:
+            out[op] = entry[0]
+    return out
+
+
 def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     """The compile's record from the child's reply: refused, or compiled with the static cycles
     summed (or a note saying why there are none)."""
     if not reply.get("ok"):
         err = reply.get("error", "")
         return {**out, "status": "refused", "error": err, "error_kind": error_kind(err)}
-    cycles = reply.get("cycles") or {}
+    cycles = dict(reply.get("cycles") or {})
     out.update(status="compiled", compile_s=reply.get("compile_s"), device_kind=reply.get("device_kind"),
-               cost_analysis=reply.get("cost_analysis") or {}, ops=cycles, label=label(generation))
+               cost_analysis=reply.get("cost_analysis") or {}, ops=dict(cycles), label=label(generation))
     zero = sorted(op for op, c in cycles.items() if not c)
     # Ops that compute a convolution or a matmul but got 0 cycles: libtpu's static profile
-    # leaves some of XLA's convolution fusions out (a 2-D convolution, a matmul inside a norm),
-    # and a sum without the program's main work is no estimate of it.
+    # leaves some of XLA's convolution fusions out (its DMA model has no "general" DMA, which
+    # those fusions use; 0.0.51 aborts on them instead), and a sum without the program's main
+    # work is no estimate of it. Where XLA's convolution cost model estimated the op, that
+    # estimate stands in, named in the record; otherwise there is no estimate.
     uncounted = [op for op in zero if op in set(reply.get("compute_ops") or ())]
+    stand_ins = _stand_ins(uncounted, reply.get("cost_model") or {})
+    uncounted = [op for op in uncounted if op not in stand_ins]
     if zero:
         out["zero_cycle_ops"] = zero
+    if stand_ins:
+        out["cost_model_ops"] = stand_ins
+        cycles.update(stand_ins)
     if uncounted:
         out["uncounted_compute_ops"] = uncounted
     if cycles and sum(cycles.values()) <= 0:
@@ -412,6 +438,10 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     elif cycles:
         total = sum(cycles.values())
         out["cycles"] = total
+        if stand_ins:
+            out["cycles_note"] = (f"libtpu's static profile gave 0 cycles for {', '.join(stand_ins)} "
+                                  "(a convolution or matmul): XLA's own cost-model estimate "
+                                  f"({', '.join(str(c) for c in stand_ins.values())} cycles) stands in")
         clk = clock(generation)
         if clk:
             out["clock"] = clk
