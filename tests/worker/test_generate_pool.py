@@ -25,10 +25,17 @@ CASES = [
     ("max_reshape", (3, 14, 10, 24), "float32", "max pooling over 2x2 windows"),
     ("avg_reduce_window", (3, 14, 10, 24), "float32", "average pooling over 2x2 windows"),
     ("mean_reshape_3x2", (2, 15, 12, 40), "bfloat16", "average pooling over 3x2 windows"),
+    # XLA keeps these with W in the lanes: the transposed form, its last 128-lane chunk partial
+    # (192 and 150 output columns)
+    ("avg_reduce_window", (3, 14, 384, 24), "float32",
+     "average pooling over 2x2 windows of 3x14x384x24 float32 (channels last, C in the sublanes"),
+    ("mean_reshape_3x2", (2, 15, 300, 48), "bfloat16",
+     "average pooling over 3x2 windows of 2x15x300x48 bfloat16 (channels last, C in the sublanes"),
 ]
 
 
-@pytest.mark.parametrize("pool, shape, dtype, words", CASES, ids=["max", "avg-window", "mean-bf16"])
+@pytest.mark.parametrize("pool, shape, dtype, words", CASES,
+                         ids=["max", "avg-window", "mean-bf16", "avg-w-lanes", "mean-bf16-w-lanes"])
 def test_pooling_is_correct_with_a_ragged_last_tile(worker, tmp_path, pool, shape, dtype, words):
     task = _pool_task(pool, shape, dtype)
     r = H.generate(worker, task)
@@ -58,5 +65,22 @@ def test_the_full_size_kernel_compiles_for_tpu(tmp_path):
         r = H.generate(w, task)
         assert r["class"] == "pool"
         H.assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_an_input_xla_keeps_with_w_in_the_lanes_is_read_with_no_copy(tmp_path):
+    # C = 64: XLA lays the array out with W in the lanes. The kernel reads it transposed, which
+    # is a bitcast: the compiled program is the kernel alone (the first form had a copy of the
+    # input before it and of the output after it, 2.4x the kernel's own cycles).
+    task = _pool_task("avg_reduce_window", (2, 256, 512, 64))
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        assert "W in the lanes" in r["description"], r["description"]
+        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
+        assert len(cand["ops"]) == 1, cand["ops"]
     finally:
         w.close()

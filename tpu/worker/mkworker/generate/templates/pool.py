@@ -12,6 +12,15 @@ over row tiles ("parallel", the last one ragged, its store clipped by Pallas); a
 the kh window rows (leading-axis loads) and then the kw lane slices of width C, in f32, and
 writes a (rows, W/kw, C) tile. Nothing is re-laid out in VMEM.
 
+Where XLA keeps the input with W in the lanes and C in the sublanes (C not a multiple of 128:
+generate.device_layout), that form would make XLA copy the input into row-major and the output
+back, at 2.4x the kernel's own cost. An average or sum pooling then reads the input transposed
+to (rows, kh, C, W), which is XLA's layout and so a bitcast: window rows are combined on the
+leading axis, and a window's columns (kw neighbouring lanes) by a matmul on the MXU with a
+(kw * 128, 128) matrix of 0s and 1s per 128 output lanes, at full f32 precision (a bf16 input
+one row at a time, which is exact at one pass). An inf or NaN in the input then spreads to the
+other windows of its 128 output lanes (0 * inf). Max and min pooling keep the first form.
+
 Refused (NoTemplate), with the reason: windows that overlap or have strides other than the window,
 padding, dilation, a spatial size the window does not divide, pooling over other axes than the two
 before the last (NCHW: pool in NHWC, or transpose first), other work around the pooling.
@@ -24,6 +33,7 @@ import math
 import numpy as np
 
 from mkworker.generate import common as G
+from mkworker.generate import device_layout
 from mkworker.generate import expr as E
 from mkworker.generate.common import NoTemplate
 
@@ -140,9 +150,23 @@ def match(ctx: G.GenContext):
     return ctx.name_of_invar(x) or "x", x, out, _shape(x), op, kh, kw, scale
 
 
+def _w_in_lanes(shape, out_shape) -> bool:
+    """XLA lays out both the input and the pooled output with W in the lanes and C in the
+    sublanes (the other axes above them in their order)."""
+    def pattern(n):
+        return tuple(range(n - 2)) + (n - 1, n - 2)
+    return (device_layout.major_to_minor(shape) == pattern(len(shape))
+            and device_layout.major_to_minor(out_shape) == pattern(len(out_shape)))
+
+
 def emit(ctx: G.GenContext, matched) -> G.Generated:
     """The TPU form (the class has no GPU emitter)."""
     name, x, out, shape, op, kh, kw, scale = matched
+    out_shape = shape[:-3] + (shape[-3] // kh, shape[-2] // kw, shape[-1])
+    if op == "sum" and _w_in_lanes(shape, out_shape) \
+            and shape[-1] % G.sublane_multiple(x.aval.dtype) == 0 \
+            and -(-out_shape[-2] // LANE_CHUNK) <= MAX_CHUNKS:
+        return _emit_w_in_lanes(ctx, matched)
     in_dt, out_dt = x.aval.dtype, out.aval.dtype
     lead, (h, w, c) = shape[:-3], shape[-3:]
     rows, wo = math.prod(lead) * (h // kh), w // kw
@@ -208,6 +232,110 @@ def {ctx.entry}({ctx.signature}):
                                            code=kernel + entry)
     notes = [(f"{br} window rows a tile: {G.mib(vmem(br))} of VMEM per step (budget "
               f"{G.mib(budget)})")]
+    notes += G.folded_statics_notes(ctx, [])
+    return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
+                       entry=ctx.entry, imports=imports, body=body,
+                       tunables={"BLOCK_ROWS": G.around(fitting, br)}, notes=notes)
+
+
+# Output lanes per MXU product: each takes kw * 128 input lanes.
+LANE_CHUNK = 128
+# Chunks per step are unrolled in the kernel: past this many, the first form is kept.
+MAX_CHUNKS = 64
+
+
+def _emit_w_in_lanes(ctx: G.GenContext, matched) -> G.Generated:
+    """Sum / average pooling of an input XLA keeps with W in the lanes (see the module doc)."""
+    name, x, out, shape, _op, kh, kw, scale = matched
+    in_dt, out_dt = x.aval.dtype, out.aval.dtype
+    lead, (h, w, c) = shape[:-3], shape[-3:]
+    rows, wo = math.prod(lead) * (h // kh), w // kw
+    budget = ctx.vmem_budget
+    exact_bf16 = G.itemsize(in_dt) == 2 and np.dtype(in_dt).kind == "f"
+
+    def vmem(br):
+        # live f32 values in a step: the combined window rows of one chunk and its product
+        temps = br * c * (LANE_CHUNK * kw + LANE_CHUNK) * 4 * 2
+        return G.step_vmem([((br * kh * c, w), in_dt)], [((br * c, wo), out_dt)], []) + temps
+
+    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
+    if not fitting:
+        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
+                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
+    small = [b for b in fitting if b * kh * c * w * G.itemsize(in_dt) <= 4 * G.MIB]
+    br = max(small) if small else fitting[0]
+    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    post = "" if scale is None else f" * {scale!r}"
+    if exact_bf16:
+        # a bf16 row times a matrix of 0s and 1s is exact at one MXU pass; rows summed in f32
+        product = f"""        part = None
+        for a in range({kh}):
+            seg = x_ref[:, a, :, lo * {kw}:lo * {kw} + n_in].reshape(br * c, n_in)
+            p = jnp.dot(seg, sel.astype(seg.dtype), preferred_element_type=jnp.float32)
+            part = p if part is None else part + p"""
+    else:
+        product = f"""        seg = x_ref[:, 0, :, lo * {kw}:lo * {kw} + n_in].astype(jnp.float32)
+        for a in range(1, {kh}):
+            seg = seg + x_ref[:, a, :, lo * {kw}:lo * {kw} + n_in].astype(jnp.float32)
+        part = jnp.dot(seg.reshape(br * c, n_in), sel, precision=jax.lax.Precision.HIGHEST,
+                       preferred_element_type=jnp.float32)"""
+    kernel = f'''
+
+def _window_matrix(n_in, n_out):
+    # (n_in, n_out): 1 where input lane i falls in output lane j's window of {kw} lanes
+    i = jax.lax.broadcasted_iota(jnp.int32, (n_in, n_out), 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, (n_in, n_out), 1)
+    return jnp.where((i >= j * {kw}) & (i < j * {kw} + {kw}), 1.0, 0.0).astype(jnp.float32)
+
+
+def _pool_kernel(x_ref, o_ref):
+    # x_ref: (rows, {kh}, C, W), XLA's own layout of the input (W in the lanes); o_ref: (rows, C, W/{kw})
+    br, c, wo = o_ref.shape
+    for lo in range(0, wo, {LANE_CHUNK}):
+        n_out = min({LANE_CHUNK}, wo - lo)
+        n_in = n_out * {kw}
+        sel = _window_matrix(n_in, n_out)
+{product}
+        o_ref[:, :, lo:lo + n_out] = (part{post}).reshape(br, c, n_out).astype(o_ref.dtype)
+'''
+    nd = len(shape)
+    dims = ", ".join(f"{name}.shape[{i}]" for i in range(nd))
+    ent = [f"shape = ({dims},)",
+           "lead, (h, w, c) = shape[:-3], shape[-3:]",
+           f"rows, wo = h // {kh}, w // {kw}",
+           "for d in lead:",
+           "    rows *= d",
+           "br = min(BLOCK_ROWS, rows)",
+           "# XLA keeps the input with W in the lanes: this transpose is a bitcast, no copy",
+           f"x_in = jnp.reshape(jnp.swapaxes({name}, -1, -2), (rows, {kh}, c, w))"]
+    call = G.pallas_call_code(
+        kernel="_pool_kernel",
+        out_shape=f"jax.ShapeDtypeStruct((rows, c, wo), {G.dtype_code(out_dt)})",
+        grid="(pl.cdiv(rows, br),)",
+        in_specs=[f"pl.BlockSpec((br, {kh}, c, w), lambda i: (i, 0, 0, 0))"],
+        out_spec="pl.BlockSpec((br, c, wo), lambda i: (i, 0, 0))",
+        options=[f"compiler_params={params}"],
+        args=["x_in"], final=f"lead + (h // {kh}, c, wo)")
+    # back to (..., H/kh, W/kw, C): XLA's layout of the output, a bitcast again
+    call = call.replace(f"return out.reshape(lead + (h // {kh}, c, wo))",
+                        f"return jnp.swapaxes(out.reshape(lead + (h // {kh}, c, wo)), -1, -2)")
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
+    kind = "average" if scale is not None else "sum"
+    description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
+                   f"{G.dtype_name(in_dt)} (channels last, C in the sublanes and W in the lanes as "
+                   f"XLA lays it out) in tiles of {br} window rows: window rows combined on a "
+                   f"leading axis, window columns by an MXU product per {LANE_CHUNK} output lanes")
+    constants = [("BLOCK_ROWS", br, "window rows (output rows) of one tile")]
+    source, imports, body = G.write_module(description=description, ctx=ctx,
+                                           kernel_class=KERNEL_CLASS, constants=constants,
+                                           code=kernel + entry)
+    notes = [(f"{br} window rows a tile: {G.mib(vmem(br))} of VMEM per step (budget "
+              f"{G.mib(ctx.vmem_budget)})"),
+             "the input read in XLA's layout (W in the lanes): no copy before or after the kernel"]
     notes += G.folded_statics_notes(ctx, [])
     return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body,
