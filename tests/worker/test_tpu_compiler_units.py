@@ -150,3 +150,31 @@ def test_xlas_per_op_estimates_are_read_from_the_entry_of_the_compiled_hlo():
         '"cost_model_type":"COST_MODEL_TYPE_INVALID"}}')
     assert compile_child._cost_model(hlo) == {"fusion.14": [68768, "CLASSIC"], "copy.9": [42144, "INVALID"]}
     assert compile_child._cost_model("HloModule m") == {}
+
+
+def test_a_copy_the_profile_left_at_zero_counts_the_bytes_it_moves():
+    # libtpu gave a 256 MiB copy 0 cycles: a program could hide a pass over its data in it.
+    # It is counted at the bytes it moves at v5e's HBM bandwidth (819 GB/s, 1.5 GHz).
+    reply = {"ok": True, "cycles": {"kernel.1": 1000, "copy.3": 0}, "compute_ops": [],
+             "op_bytes": {"kernel.1": 1 << 20, "copy.3": 256 << 20}}
+    r = T.result_of(reply, "v5e", True, {})
+    want = round((256 << 20) / 819e9 * 1.5e9)
+    assert r["moved_bytes_ops"] == {"copy.3": want} and r["cycles"] == 1000 + want, r
+    assert "HBM bandwidth" in r["cycles_note"] and r["ops"]["copy.3"] == 0, r
+    # no clock for the generation (v6e): no way to turn bytes into cycles, so nothing stands in
+    assert "moved_bytes_ops" not in T.result_of(reply, "v6e", True, {})
+
+
+def test_the_bytes_each_top_level_op_moves_are_read_from_the_compiled_hlo():
+    from mkworker.tpu_compiler import compile_child
+    hlo = """HloModule m
+
+ENTRY %main.2 (x.1: f32[8,64,64,64]) -> f32[8,64,64,128] {
+  %x.1 = f32[8,64,64,64]{3,2,1,0:T(8,128)} parameter(0), metadata={op_name="x"}
+  %fusion.2 = f32[8,64,64,128]{3,0,2,1:T(8,128)S(1)} fusion(%x.1), kind=kOutput, calls=%f
+  ROOT %copy.1 = bf16[8,64,64,128]{3,2,1,0:T(8,128)(2,1)} copy(%fusion.2), metadata={op_name="y"}
+}
+"""
+    got = compile_child._op_bytes(hlo)
+    x, y = 8 * 64 * 64 * 64 * 4, 8 * 64 * 64 * 128 * 4
+    assert got["fusion.2"] == x + y and got["copy.1"] == y + y // 2, got

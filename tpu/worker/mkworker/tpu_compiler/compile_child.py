@@ -7,7 +7,8 @@ Protocol: the parent writes one JSON line per request,
 where PATH holds `jax.export.Exported.serialize()` bytes; the child answers one JSON line on its
 private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s",
 "compute_ops": [the ops that compute a convolution or matmul],
-"cost_model": {op: [cycles, model]} (XLA's own per-op estimate in the compiled HLO)}
+"cost_model": {op: [cycles, model]} (XLA's own per-op estimate in the compiled HLO),
+"op_bytes": {op: bytes its operands and result hold}}
 or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
 
 The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
@@ -114,6 +115,49 @@ def _cost_model(hlo: str) -> dict[str, list]:
     return out
 
 
+_ARRAY = re.compile(r"\b(pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|bf16|f16|f32|f64|f8e\w*)\[([\d,]*)\]")
+_BITS = {"pred": 8, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "bf16": 16, "f16": 16,
+         "s32": 32, "u32": 32, "f32": 32, "s64": 64, "u64": 64, "f64": 64}
+_OPERANDS = re.compile(r"%([\w.\-]+)")
+# The opcode and its operand list: `... copy(%fusion.2), metadata=...` (a layout's T(8,128) is
+# not a call: its parentheses hold no %name)
+_CALL = re.compile(r"\s([a-z][\w\-]*)\(((?:%[\w.\-]+(?:, )?)*)\)")
+
+
+def _array_bytes(text: str) -> int:
+    """The bytes of the arrays a shape text names (a tuple's elements summed)."""
+    total = 0
+    for dtype, dims in _ARRAY.findall(text):
+        n = 1
+        for d in dims.split(","):
+            if d:
+                n *= int(d)
+        total += n * _BITS.get(dtype, 8) // 8
+    return total
+
+
+def _op_bytes(hlo: str) -> dict[str, int]:
+    """Per top-level op of the compiled program: the bytes of its result and of its operands
+    (what a copy or a loop fusion moves through HBM at least once)."""
+    entry = hlo.split("\nENTRY ", 1)
+    if len(entry) < 2:
+        return {}
+    shapes, ops = {}, {}
+    for line in entry[1].splitlines()[1:]:
+        if line.startswith("}"):
+            break
+        text = line.strip().removeprefix("ROOT").strip()
+        if " = " not in text:
+            continue
+        name, rest = text.split(" = ", 1)
+        name = name.lstrip("%")
+        call = _CALL.search(rest)
+        shapes[name] = _array_bytes(rest[:call.start()] if call else rest.split(" ", 1)[0])
+        args = call.group(2) if call else ""
+        ops[name] = shapes[name] + sum(shapes.get(a, 0) for a in _OPERANDS.findall(args))
+    return ops
+
+
 def _clear(dump_dir: str) -> None:
     for name in os.listdir(dump_dir):
         try:
@@ -197,6 +241,7 @@ def main() -> int:
             reply = {"ok": True, "compile_s": time.perf_counter() - t0,
                      "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
                      "compute_ops": _compute_ops(hlo), "cost_model": _cost_model(hlo),
+                     "op_bytes": _op_bytes(hlo),
                      "device_kind": dev.device_kind}
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],

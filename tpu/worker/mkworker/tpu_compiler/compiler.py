@@ -14,7 +14,9 @@ that holds libtpu, so that a compile that runs away in time or memory is killed 
 the worker with it. The result's "status" is one of
   "compiled"     - compiled for the generation; "cycles" (sum of libtpu's static per-op
                    estimates; a matmul or convolution the profile left at 0 counted at XLA's
-                   own cost-model estimate, listed in "cost_model_ops"), "ops", "predicted_s" (cycles / the generation's clock), "clock",
+                   own cost-model estimate, listed in "cost_model_ops"; another op left at 0
+                   counted at the bytes it moves at HBM bandwidth, "moved_bytes_ops"), "ops",
+                   "predicted_s" (cycles / the generation's clock), "clock",
                    "cost_analysis" (XLA's flops / bytes accessed / optimal_seconds), "compile_s",
                    "rss_peak_bytes" (the child's resident memory, sampled), "label"
   "refused"      - the compiler refused the program: "error" (its own text), "error_kind"
@@ -99,6 +101,19 @@ def clock(generation: str) -> dict | None:
         if g.get("name") == generation and g.get("clock_hz"):
             src = (g.get("sources") or {}).get("clock_hz") or {}
             return {"hz": float(g["clock_hz"]), "source": src.get("url"), "note": src.get("note")}
+    return None
+
+
+def hbm_bandwidth(generation: str) -> float | None:
+    """A generation's HBM bytes per second from knowledge/data/tpu_generations.json, or None."""
+    try:
+        with open(_GENERATIONS_JSON) as f:
+            data = json.load(f)
+    except OSError:
+        return None
+    for g in data.get("generations", []):
+        if g.get("name") == generation and g.get("hbm_bandwidth_bytes_per_s"):
+            return float(g["hbm_bandwidth_bytes_per_s"])
     return None
 
 
@@ -403,6 +418,18 @@ def _stand_ins(uncounted: list[str], cost_model: dict) -> dict[str, int]:
     return out
 
 
+def _moved_bytes_stand_ins(zero: list[str], compute: set, op_bytes: dict, generation: str) -> dict[str, int]:
+    """Cycles for each op the static profile gave 0 that computes no matmul (a copy, a pad, a
+    transpose: libtpu 0.0.42.1 leaves some of these at 0 too): the bytes it reads and writes at
+    the generation's HBM bandwidth, never less than a move of that size takes. Without them a
+    program could hide a full pass over its data in a "free" copy."""
+    clk, bw = clock(generation), hbm_bandwidth(generation)
+    if not clk or not bw:
+        return {}
+    return {op: max(1, round(op_bytes[op] / bw * clk["hz"])) for op in zero
+            if op not in compute and isinstance(op_bytes.get(op), int) and op_bytes[op] > 0}
+
+
 def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     """The compile's record from the child's reply: refused, or compiled with the static cycles
     summed (or a note saying why there are none)."""
@@ -418,14 +445,19 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     # those fusions use; 0.0.51 aborts on them instead), and a sum without the program's main
     # work is no estimate of it. Where XLA's convolution cost model estimated the op, that
     # estimate stands in, named in the record; otherwise there is no estimate.
-    uncounted = [op for op in zero if op in set(reply.get("compute_ops") or ())]
+    compute = set(reply.get("compute_ops") or ())
+    uncounted = [op for op in zero if op in compute]
     stand_ins = _stand_ins(uncounted, reply.get("cost_model") or {})
     uncounted = [op for op in uncounted if op not in stand_ins]
+    moved = _moved_bytes_stand_ins(zero, compute, reply.get("op_bytes") or {}, generation)
     if zero:
         out["zero_cycle_ops"] = zero
     if stand_ins:
         out["cost_model_ops"] = stand_ins
         cycles.update(stand_ins)
+    if moved:
+        out["moved_bytes_ops"] = moved
+        cycles.update(moved)
     if uncounted:
         out["uncounted_compute_ops"] = uncounted
     if cycles and sum(cycles.values()) <= 0:
@@ -438,10 +470,16 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     elif cycles:
         total = sum(cycles.values())
         out["cycles"] = total
+        notes = []
         if stand_ins:
-            out["cycles_note"] = (f"libtpu's static profile gave 0 cycles for {', '.join(stand_ins)} "
-                                  "(a convolution or matmul): XLA's own cost-model estimate "
-                                  f"({', '.join(str(c) for c in stand_ins.values())} cycles) stands in")
+            notes.append(f"libtpu's static profile gave 0 cycles for {', '.join(stand_ins)} (a "
+                         "convolution or matmul): XLA's own cost-model estimate "
+                         f"({', '.join(str(c) for c in stand_ins.values())} cycles) stands in")
+        if moved:
+            notes.append(f"{', '.join(moved)} got 0 cycles in the static profile: counted at "
+                         "the bytes they move at HBM bandwidth")
+        if notes:
+            out["cycles_note"] = "; ".join(notes)
         clk = clock(generation)
         if clk:
             out["clock"] = clk
