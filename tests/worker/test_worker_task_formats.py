@@ -398,6 +398,12 @@ def test_count_axes_from_the_reference_jaxpr():
     assert flags(lambda x, y: ((x * 2).sum(axis=1), y + x), (4, 6), (4, 6)) == [[True, False], [True, False]]
     # An op the walk does not model makes its operands' axes, and what its result meets, features.
     assert flags(lambda x, b: jnp.sort(x, axis=0) + b, (4, 6), (6,)) == [[False, False], [False]]
+    # A convolution's images are independent (its batch axis a count), the rest features.
+    def conv(x, w, b):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return y + b
+    assert flags(conv, (4, 8, 8, 16), (3, 3, 16, 16), (16,)) == [
+        [True, False, False, False], [False] * 4, [False]]
 
 
 def test_shrink_count_sizes_keep_divisibility():

@@ -4,8 +4,9 @@ independent queries), told apart from feature axes by the reference's jaxpr.
 Every input axis is followed through the reference program (elementwise ops, broadcasts,
 reshapes, transposes, squeezes, dot_general's batch and free dims, gathers).  An axis that some
 operation contracts (dot_general), reduces (reduce_*, argmax, cumsum...) or indexes (a gather's
-pool axis or index vector), or that reaches an operation not modelled here (conv, sort,
-ragged_dot, slices, a loop...), is a feature axis; so is every axis it meets (an elementwise op,
+pool axis or index vector), or that reaches an operation not modelled here (sort, ragged_dot,
+slices, a loop...), is a feature axis (a convolution's batch axis is a count axis, its others
+features); so is every axis it meets (an elementwise op,
 a dot's batch dims, a merge by reshape), since met axes must keep equal or proportional sizes.
 The rest are count axes: each one's work is independent of the others' (a query's softmax, a
 sequence's pages), so fewer of them is the same computation, less often.
@@ -107,7 +108,9 @@ class _Flow:
             return [self._gather(p["dimension_numbers"], ins[0], ins[1])]
         if name == "iota":
             return [[frozenset()] * out_ranks[0]]
-        # Anything else (conv, sort, ragged_dot, slices, loops...): every axis it touches is a
+        if name == "conv_general_dilated" and p.get("batch_group_count", 1) == 1:
+            return [self._conv(p["dimension_numbers"], ins[0], ins[1], out_ranks[0])]
+        # Anything else (sort, ragged_dot, slices, loops...): every axis it touches is a
         # feature axis, and so is every axis its results meet (a conv's bias).
         for x in ins:
             self.mark(x)
@@ -145,6 +148,15 @@ class _Flow:
         out = [self.join([lhs[a], rhs[b]]) for a, b in zip(lb, rb)]
         out += [s for i, s in enumerate(lhs) if i not in set(lc) | set(lb)]
         out += [s for i, s in enumerate(rhs) if i not in set(rc) | set(rb)]
+        return out
+
+    def _conv(self, dn, lhs, rhs, rank):
+        """A convolution's images are independent: the input's batch axis is the output's, every
+        other axis (channels, space, the whole kernel) a feature axis."""
+        lb, ob = dn.lhs_spec[0], dn.out_spec[0]
+        self.mark([s for i, s in enumerate(lhs) if i != lb] + list(rhs))
+        out = [frozenset((self.poison,))] * rank
+        out[ob] = lhs[lb]
         return out
 
     def _gather(self, dn, operand, indices):

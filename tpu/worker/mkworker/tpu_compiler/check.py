@@ -12,7 +12,7 @@ import threading
 
 from mkworker import common as C
 from mkworker.judge import run
-from mkworker.tpu_compiler import compiler
+from mkworker.tpu_compiler import compiler, part
 
 # The reference's compile, per task and shapes and generation: it is the same for every candidate.
 _reference_cache: dict[str, dict] = {}
@@ -85,6 +85,8 @@ def reference(task, args, kwargs, generation: str, limits, cancel=None) -> dict:
         ref, a, k, _ = run.bind_static(task.reference_fn, args, kwargs)
         res = compiler.estimate(ref, a, generation, kwargs=k, limits=limits,
                                         cancelled=_polled(cancel))
+        if res.get("status") == "too_large":
+            res = _reference_part(ref, a, k, generation, limits, cancel, res)
     except Exception as e:  # noqa: BLE001 - the baseline is reported, never fatal
         res = {"generation": generation, "status": "export_failed", "error": f"{type(e).__name__}: {e}"[:2000]}
     _raise_if_cancelled(res)
@@ -93,6 +95,28 @@ def reference(task, args, kwargs, generation: str, limits, cancel=None) -> dict:
         with _cache_lock:
             _reference_cache[key] = res
     return res
+
+
+def _reference_part(ref, a, k, generation, limits, cancel, full: dict) -> dict:
+    """XLA's program too large to profile at full size: compiled with the task's count axes cut
+    and extrapolated (tpu_compiler.part), else the full compile's record."""
+    cut = part.instance(ref, a, k)
+    if cut is None:
+        return full
+    pa, pk, desc = cut
+    try:
+        whole = compiler.export_for_tpu(ref, a, k)
+        small = compiler.export_for_tpu(ref, pa, pk)
+    except Exception:  # noqa: BLE001 - no part: the full record stands
+        return full
+    scale = part.factor(whole, small)
+    if scale is None:
+        return full
+    res = compiler.estimate_exported(small, generation, limits, _polled(cancel))
+    _raise_if_cancelled(res)
+    if res.get("status") != "compiled" or not res.get("cycles"):
+        return full
+    return part.extrapolated(res, scale, desc, full)
 
 
 def refusal_message(cand: dict, generation: str) -> str:
@@ -122,6 +146,7 @@ def export_for_compile(entry, args, kwargs, prep, generation: str, req) -> tuple
     if not ok:
         pending["candidate"] = {"generation": generation, "status": "unavailable", "reason": why}
         return pending, blobs
+    exported = {}
     for name, fn in (("candidate", entry), ("reference", None)):
         if name == "reference" and req.get("compile_reference") is False:
             break
@@ -129,12 +154,40 @@ def export_for_compile(entry, args, kwargs, prep, generation: str, req) -> tuple
             a, k = args, kwargs
             if fn is None:
                 fn, a, k, _ = run.bind_static(prep.task.reference_fn, args, kwargs)
-            blobs.append(compiler.export_for_tpu(fn, a, k).serialize())
+            exported[name] = compiler.export_for_tpu(fn, a, k)
+            blobs.append(exported[name].serialize())
             pending[name] = {"blob": len(blobs) - 1}
         except Exception as e:  # noqa: BLE001 - reported as the compile's status
             pending[name] = {"generation": generation, "status": "export_failed",
                              "error": f"{type(e).__name__}: {e}"[:8000]}
+    if "candidate" in exported:
+        _export_parts(entry, args, kwargs, prep, exported, pending, blobs)
     return pending, blobs
+
+
+def _export_parts(entry, args, kwargs, prep, exported, pending, blobs) -> None:
+    """For a large task, the candidate (and the reference, when it is compiled here) exported
+    again with the task's count axes cut (tpu_compiler.part): compiled only when the full-size
+    program is too large to profile."""
+    try:
+        ref, a, k, _ = run.bind_static(prep.task.reference_fn, args, kwargs)
+        cut = part.instance(ref, a, k)
+        if cut is None:
+            return
+        pa, pk, desc = cut
+        small = compiler.export_for_tpu(entry, pa, pk)
+        scale = part.factor(exported["candidate"], small)
+        if scale is None:
+            return
+        blobs.append(small.serialize())
+        parts = {"factor": scale, "count_axes": desc, "candidate": {"blob": len(blobs) - 1}}
+        if "reference" in exported:
+            rfn, ra, rk, _ = run.bind_static(prep.task.reference_fn, pa, pk)
+            blobs.append(compiler.export_for_tpu(rfn, ra, rk).serialize())
+            parts["reference"] = {"blob": len(blobs) - 1}
+        pending["part"] = parts
+    except Exception:  # noqa: BLE001 - no part: a full-size compile's record stands as it is
+        return
 
 
 def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, source: str | None, req,
@@ -144,6 +197,7 @@ def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, so
     is set during the compile."""
     generation = str(pending.get("generation"))
     cand = _compiled(pending.get("candidate"), blobs, generation, req, cancel)
+    cand = _from_part(cand, pending, "candidate", blobs, generation, req, cancel)
     out = {"generation": generation, "label": compiler.label(generation), "candidate": cand}
     if cand["status"] == "refused":
         raise C.WorkerError(C.COMPILE, refusal_message(cand, generation),
@@ -160,11 +214,12 @@ def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, so
             ref = _reference_cache.get(key)
         if ref is None:
             ref = _compiled(ref_desc, blobs, generation, req, cancel)
+            ref = _from_part(ref, pending, "reference", blobs, generation, req, cancel)
             if ref.get("status") in ("compiled", "refused"):
                 with _cache_lock:
                     _reference_cache[key] = ref
     else:
-        ref = _slim(ref_desc)
+        ref = _from_part(_slim(ref_desc), pending, "reference", blobs, generation, req, cancel)
     out["reference"] = ref
     if ref.get("cycles") and cand.get("cycles"):
         # Same compiler, same generation: the cycle ratio needs no clock.
@@ -177,6 +232,18 @@ def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, so
             out["basis"] += (f"; XLA's cost-model estimate for {', '.join(stood_in)} "
                              "(the static profile gave it 0 cycles)")
     return out
+
+
+def _from_part(full: dict, pending: dict, side: str, blobs, generation, req, cancel) -> dict:
+    """A program too large to profile at full size, scored from its part when the child
+    exported one (tpu_compiler.part); otherwise the full compile's record as it is."""
+    parts = pending.get("part")
+    if full.get("status") != "too_large" or not isinstance(parts, dict) or side not in parts:
+        return full
+    small = _compiled(parts[side], blobs, generation, req, cancel)
+    if small.get("status") != "compiled" or not small.get("cycles"):
+        return full
+    return part.extrapolated(small, float(parts["factor"]), str(parts.get("count_axes")), full)
 
 
 def _compiled(desc, blobs, generation, req, cancel) -> dict:

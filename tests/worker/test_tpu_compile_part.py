@@ -1,0 +1,72 @@
+"""tpu_compiler.part: a program too large for libtpu's static profile at full size is compiled
+with the task's count axes cut and its cycles scaled (the record says so). The instance and the
+scaling without libtpu; a real compile of the parts through check.compile_exported where the
+full-size compile's record says it was too large (needs libtpu, skips with the reason)."""
+import importlib.util
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tpu", "worker"))
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from mkworker.tpu_compiler import check, part  # noqa: E402
+
+
+def _conv(x, w, b):
+    y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jax.nn.relu(y + b)
+
+
+SPECS = [jax.ShapeDtypeStruct((8, 64, 64, 32), jnp.float32), jax.ShapeDtypeStruct((3, 3, 32, 32), jnp.float32),
+         jax.ShapeDtypeStruct((32,), jnp.float32)]
+
+
+def test_the_part_cuts_count_axes_only_and_small_programs_get_none():
+    assert part.instance(_conv, SPECS, {}) is None  # 4 MiB of inputs profile at full size
+    args, kwargs, desc = part.instance(_conv, SPECS, {}, min_bytes=0)
+    assert [a.shape for a in args] == [(2, 64, 64, 32), (3, 3, 32, 32), (32,)] and kwargs == {}
+    assert desc == "8 -> 2"
+    # nothing to cut: a reduction over every axis but the lanes
+    assert part.instance(lambda x: x.sum(axis=0), [jax.ShapeDtypeStruct((64, 128), jnp.float32)], {},
+                         min_bytes=0) is None
+
+
+def test_the_full_record_is_the_parts_scaled_and_says_so():
+    small = {"status": "compiled", "cycles": 1000, "predicted_s": 1e-6, "ops": {"k": 1000}}
+    full = {"status": "too_large", "reason": "too large to estimate: over the memory limit"}
+    r = part.extrapolated(small, 4.0, "8 -> 2", full)
+    assert r["cycles"] == 4000 and r["predicted_s"] == pytest.approx(4e-6), r
+    assert r["extrapolated"] == {"factor": 4.0, "part_cycles": 1000, "count_axes": "8 -> 2",
+                                 "full_status": "too_large", "full_reason": full["reason"]}
+    assert "scaled by 4" in r["cycles_note"], r
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_a_program_too_large_at_full_size_is_scored_from_its_part():
+    from mkworker.tpu_compiler import compiler
+    args, kwargs, desc = part.instance(_conv, SPECS, {}, min_bytes=0)
+    whole, small = compiler.export_for_tpu(_conv, SPECS), compiler.export_for_tpu(_conv, args, kwargs)
+    scale = part.factor(whole, small)
+    assert scale == 4.0
+    # The full-size compiles' records say "too large"; the parts are real programs.
+    too_large = {"generation": "v5e", "status": "too_large", "reason": "over the memory limit"}
+    pending = {"generation": "v5e", "candidate": dict(too_large), "reference": dict(too_large),
+               "part": {"factor": scale, "count_axes": desc, "candidate": {"blob": 0},
+                        "reference": {"blob": 1}}}
+    blobs = [small.serialize(), small.serialize()]
+    try:
+        out = check.compile_exported(pending, blobs, [], "<buffer>", None, {})
+    finally:
+        compiler.shutdown()
+    cand, ref = out["candidate"], out["reference"]
+    assert cand["status"] == "compiled" and cand["extrapolated"]["factor"] == 4.0, cand
+    assert cand["cycles"] == round(cand["extrapolated"]["part_cycles"] * 4), cand
+    assert ref["extrapolated"]["full_status"] == "too_large", ref
+    assert out["speedup_vs_xla"] == pytest.approx(1.0), out  # the same program on both sides
+    # without a part, a too-large record stays what it is
+    bare = check.compile_exported({"generation": "v5e", "candidate": dict(too_large)}, [], [],
+                                  "<buffer>", None, {})
+    assert bare["candidate"]["status"] == "too_large"

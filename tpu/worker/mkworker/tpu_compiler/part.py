@@ -1,0 +1,75 @@
+"""A part of a task for the TPU compiler: the same program with its count axes (batch, heads:
+tasks.count_axes) cut down, for when the full-size program is too large for libtpu's static
+profile on this host (its memory grows with the kernel's body and grid: a conv2d kernel over
+8x1024x1024x32 needs more than 16 GiB to profile, the same kernel over one image 5 GiB).
+
+A count axis is a set of independent instances of the same work, so the full program's cycles
+are the part's times the ratio of output elements (`factor`): every instance does what the
+part's instances do. The record says it was extrapolated and from what."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+from mkworker.tasks import count_axes
+
+# Programs whose inputs hold less than this profile at full size on this host: no part is made.
+PART_MIN_BYTES = 256 << 20
+
+
+def _nbytes(x) -> int:
+    return int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+
+
+def instance(reference, args, kwargs, min_bytes: int = PART_MIN_BYTES):
+    """(part_args, part_kwargs, description) with each count axis of the inputs cut to the
+    product of its size's prime factors (8 -> 2, 12 -> 6: sizes that divide each other still
+    do, count_axes.shrunk_count), as ShapeDtypeStructs; None when the inputs are small, the
+    reference has no count axis larger than that, or it cannot be traced."""
+    leaves, tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs or {})))
+    if sum(_nbytes(x) for x in leaves if hasattr(x, "shape")) < min_bytes:
+        return None
+    flags = count_axes.count_axes(reference, args, kwargs)
+    if flags is None or len(flags) != len(leaves):
+        return None
+    lanes = count_axes.lane_sizes(leaves)
+    specs, cut = [], []
+    for x, fl in zip(leaves, flags):
+        shape = list(x.shape)
+        for i, is_count in enumerate(fl):
+            d = shape[i]
+            if is_count and d > 1 and d not in lanes:
+                small = count_axes.shrunk_count(d, d)
+                if small < d:
+                    cut.append(f"{d} -> {small}")
+                    shape[i] = small
+        specs.append(jax.ShapeDtypeStruct(tuple(shape), x.dtype))
+    if not cut:
+        return None
+    part_args, part_kwargs = jax.tree_util.tree_unflatten(tree, specs)
+    return part_args, part_kwargs, ", ".join(sorted(set(cut)))
+
+
+def factor(full_exported, part_exported) -> float | None:
+    """How many parts make the full program: the ratio of their output elements."""
+    def elems(e):
+        return sum(math.prod(a.shape) for a in e.out_avals)
+    full, part = elems(full_exported), elems(part_exported)
+    return full / part if part and full > part else None
+
+
+def extrapolated(part: dict, scale: float, cut: str, full: dict) -> dict:
+    """The compile record of the full program from its part's: cycles (and seconds) scaled."""
+    out = dict(part)
+    out["cycles"] = round(part["cycles"] * scale)
+    if part.get("predicted_s"):
+        out["predicted_s"] = part["predicted_s"] * scale
+    out["extrapolated"] = {"factor": scale, "part_cycles": part["cycles"], "count_axes": cut,
+                           "full_status": full.get("status"), "full_reason": full.get("reason")}
+    note = (f"the full-size program was {full.get('status')} for the static profile: compiled with "
+            f"its count axes cut ({cut}) and its cycles scaled by {scale:g}")
+    out["cycles_note"] = note + (f"; {part['cycles_note']}" if part.get("cycles_note") else "")
+    return out
