@@ -9,9 +9,9 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tpu", "worker"))
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from mkworker.tpu_compiler import check, part  # noqa: E402
+import jax
+import jax.numpy as jnp
+from mkworker.tpu_compiler import check, part
 
 
 def _conv(x, w, b):

@@ -100,11 +100,11 @@ def reference(task, args, kwargs, generation: str, limits, cancel=None) -> dict:
 def _reference_part(ref, a, k, generation, limits, cancel, full: dict) -> dict:
     """XLA's program too large to profile at full size: compiled with the task's count axes cut
     and extrapolated (tpu_compiler.part), else the full compile's record."""
-    cut = part.instance(ref, a, k)
-    if cut is None:
-        return full
-    pa, pk, desc = cut
     try:
+        cut = part.instance(ref, a, k)
+        if cut is None:
+            return full
+        pa, pk, desc = cut
         whole = compiler.export_for_tpu(ref, a, k)
         small = compiler.export_for_tpu(ref, pa, pk)
     except Exception:  # noqa: BLE001 - no part: the full record stands
