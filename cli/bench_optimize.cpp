@@ -314,7 +314,7 @@ json to_json(const fs::path& suite, const std::string& host, const std::vector<T
                      {"stop_reason", r.stop_reason},
                      {"failure", r.failure.empty() ? json() : json(r.failure)},
                      {"unscored", r.unscored.empty() ? json() : json(r.unscored)},
-                     {"cost_model_ops", r.stand_ins},
+                     {"beyond_full_profile", r.stand_ins},
                      {"cost",
                       {{"evaluations", r.evaluations},
                        {"host_seconds", r.host_seconds},
@@ -389,9 +389,9 @@ void print_text(const json& out) {
       std::cout << pad("", width) << "  -> " << t["failure"].get<std::string>() << "\n";
     else if (t["unscored"].is_string())
       std::cout << pad("", width) << "  -> " << t["unscored"].get<std::string>() << "\n";
-    if (t.contains("cost_model_ops") && !t["cost_model_ops"].empty()) {
+    if (t.contains("beyond_full_profile") && !t["beyond_full_profile"].empty()) {
       std::string ops;
-      for (const json& op : t["cost_model_ops"])
+      for (const json& op : t["beyond_full_profile"])
         ops += (ops.empty() ? "" : ", ") + op.get<std::string>();
       std::cout << pad("", width) << "  -> beyond the full-size static profile: " << ops << "\n";
     }
