@@ -26,11 +26,21 @@ SPECS = [jax.ShapeDtypeStruct((8, 64, 64, 32), jnp.float32), jax.ShapeDtypeStruc
 def test_the_part_cuts_count_axes_only_and_small_programs_get_none():
     assert part.instance(_conv, SPECS, {}) is None  # 4 MiB of inputs profile at full size
     args, kwargs, desc = part.instance(_conv, SPECS, {}, min_bytes=0)
-    assert [a.shape for a in args] == [(2, 64, 64, 32), (3, 3, 32, 32), (32,)] and kwargs == {}
-    assert desc == "8 -> 2"
-    # nothing to cut: a reduction over every axis but the lanes
-    assert part.instance(lambda x: x.sum(axis=0), [jax.ShapeDtypeStruct((64, 128), jnp.float32)], {},
+    assert [a.shape for a in args] == [(1, 64, 64, 32), (3, 3, 32, 32), (32,)] and kwargs == {}
+    assert desc == "8 -> 1"
+    # a matmul's rows are a count axis, but kernels tile them: cutting them is another program
+    assert part.instance(lambda x, w: x @ w, [jax.ShapeDtypeStruct((4096, 256), jnp.float32)] * 2, {},
                          min_bytes=0) is None
+    # attention's batch and heads are cut, its queries (a tiled axis) are not
+    q = jax.ShapeDtypeStruct((2, 4, 256, 64), jnp.float32)
+    args, _, _ = part.instance(lambda q, k: jax.nn.softmax(q @ k.swapaxes(-1, -2), axis=-1), [q, q], {},
+                               min_bytes=0)
+    assert [a.shape for a in args] == [(1, 1, 256, 64)] * 2
+    # in (batch, seq, heads, dim) the queries are an outer count axis, as long as the keys: kept
+    q = jax.ShapeDtypeStruct((2, 256, 4, 64), jnp.float32)
+    args, _, _ = part.instance(lambda q, k: jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k), axis=-1),
+                               [q, q], {}, min_bytes=0)
+    assert [a.shape for a in args] == [(1, 256, 4, 64)] * 2
 
 
 def test_the_full_record_is_the_parts_scaled_and_says_so():
@@ -50,7 +60,7 @@ def test_a_program_too_large_at_full_size_is_scored_from_its_part():
     args, kwargs, desc = part.instance(_conv, SPECS, {}, min_bytes=0)
     whole, small = compiler.export_for_tpu(_conv, SPECS), compiler.export_for_tpu(_conv, args, kwargs)
     scale = part.factor(whole, small)
-    assert scale == 4.0
+    assert scale == 8.0
     # The full-size compiles' records say "too large"; the parts are real programs.
     too_large = {"generation": "v5e", "status": "too_large", "reason": "over the memory limit"}
     pending = {"generation": "v5e", "candidate": dict(too_large), "reference": dict(too_large),
@@ -62,8 +72,8 @@ def test_a_program_too_large_at_full_size_is_scored_from_its_part():
     finally:
         compiler.shutdown()
     cand, ref = out["candidate"], out["reference"]
-    assert cand["status"] == "compiled" and cand["extrapolated"]["factor"] == 4.0, cand
-    assert cand["cycles"] == round(cand["extrapolated"]["part_cycles"] * 4), cand
+    assert cand["status"] == "compiled" and cand["extrapolated"]["factor"] == 8.0, cand
+    assert cand["cycles"] == round(cand["extrapolated"]["part_cycles"] * 8), cand
     assert ref["extrapolated"]["full_status"] == "too_large", ref
     assert out["speedup_vs_xla"] == pytest.approx(1.0), out  # the same program on both sides
     # without a part, a too-large record stays what it is

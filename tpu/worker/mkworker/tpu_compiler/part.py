@@ -5,7 +5,9 @@ profile on this host (its memory grows with the kernel's body and grid: a conv2d
 
 A count axis is a set of independent instances of the same work, so the full program's cycles
 are the part's times the ratio of output elements (`factor`): every instance does what the
-part's instances do. The record says it was extrapolated and from what."""
+part's instances do. Only outer count axes are cut (not among an input's last two axes, which
+kernels tile: 4096 rows of a matmul cut to 2 would be another program, its MXU passes nearly
+empty), each to 1. The record says it was extrapolated and from what."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import numpy as np
 from mkworker.tasks import count_axes
 
 # Programs whose inputs hold less than this profile at full size on this host: no part is made.
-PART_MIN_BYTES = 256 << 20
+PART_MIN_BYTES = 64 << 20
 
 
 def _nbytes(x) -> int:
@@ -25,27 +27,25 @@ def _nbytes(x) -> int:
 
 
 def instance(reference, args, kwargs, min_bytes: int = PART_MIN_BYTES):
-    """(part_args, part_kwargs, description) with each count axis of the inputs cut to the
-    product of its size's prime factors (8 -> 2, 12 -> 6: sizes that divide each other still
-    do, count_axes.shrunk_count), as ShapeDtypeStructs; None when the inputs are small, the
-    reference has no count axis larger than that, or it cannot be traced."""
+    """(part_args, part_kwargs, description) with each outer count axis of the inputs (batch,
+    heads) cut to 1, as ShapeDtypeStructs; None when the inputs are small, the reference has no
+    outer count axis larger than 1, or it cannot be traced."""
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs or {})))
     if sum(_nbytes(x) for x in leaves if hasattr(x, "shape")) < min_bytes:
         return None
     flags = count_axes.count_axes(reference, args, kwargs)
     if flags is None or len(flags) != len(leaves):
         return None
-    lanes = count_axes.lane_sizes(leaves)
+    # A count axis as long as some feature axis is probably the same extent seen twice (the
+    # queries of a (batch, seq, heads, dim) layout and the keys they attend to): kept whole.
+    features = {int(d) for x, fl in zip(leaves, flags) for d, c in zip(x.shape, fl) if not c}
     specs, cut = [], []
     for x, fl in zip(leaves, flags):
         shape = list(x.shape)
-        for i, is_count in enumerate(fl):
-            d = shape[i]
-            if is_count and d > 1 and d not in lanes:
-                small = count_axes.shrunk_count(d, d)
-                if small < d:
-                    cut.append(f"{d} -> {small}")
-                    shape[i] = small
+        for i, is_count in enumerate(fl[:max(0, len(shape) - 2)]):
+            if is_count and shape[i] > 1 and shape[i] not in features:
+                cut.append(f"{shape[i]} -> 1")
+                shape[i] = 1
         specs.append(jax.ShapeDtypeStruct(tuple(shape), x.dtype))
     if not cut:
         return None
