@@ -3,9 +3,11 @@ bench/RESULTS.md: per task the class, the first kernel's and the best kernel's s
 (with the basis), why a correct kernel was not compared, and per class and over the suite the
 geomean and fast_p; then the time and memory of every TPU compile the nodes record.
 
-    python3 bench/calibration/store_summary.py STORE.db [--markdown]
+    python3 bench/calibration/store_summary.py STORE.db [LATER.db ...]
 
-Reads the store only (SQLite); runs nothing."""
+With several stores, a task run in a later one replaces its row from the earlier ones (a
+subset run again after a fix), and the row says which store it came from. Reads the stores
+only (SQLite); runs nothing."""
 
 from __future__ import annotations
 
@@ -144,8 +146,19 @@ def fmt(x):
 
 
 def main(argv):
-    runs = load(argv[1])
-    every = [summarise(r) for r in runs]
+    stores = [a for a in argv[1:] if not a.startswith("--")]
+    by_task, runs = {}, []
+    for i, db in enumerate(stores):
+        for r in load(db):
+            r["store"] = i
+            by_task[r["task"]] = r
+    runs = list(by_task.values())
+    every = []
+    for r in runs:
+        row = summarise(r)
+        if r["store"]:
+            row["from"] = f" (rerun: {stores[r['store']]})"
+        every.append(row)
     rows = [r for r in every if r["done"]]
     print("| task | class | correct | first kernel | best | basis | evaluations | note |")
     print("|---|---|---|---|---|---|---|---|")
@@ -153,6 +166,7 @@ def main(argv):
         note = r["unscored"] or r["error"] or r["why_model"]
         if r["stand_ins"]:
             note = "; ".join(r["stand_ins"])
+        note += r.get("from", "")
         print(f"| {r['task']} | {r['class']} | {'yes' if r['correct'] else 'no'} | {fmt(r['first'])} | "
               f"{fmt(r['best'])} | {r['basis']} | {r['evaluations']} | {note} |")
     by_class = defaultdict(list)
