@@ -90,31 +90,29 @@ def available() -> tuple[bool, str]:
         return True, "unknown"
 
 
-def clock(generation: str) -> dict | None:
-    """{"hz", "source"} for a generation from knowledge/data/tpu_generations.json, or None."""
+def _generation_row(generation: str) -> dict:
+    """The generation's row of knowledge/data/tpu_generations.json ({} where it has none)."""
     try:
         with open(_GENERATIONS_JSON) as f:
             data = json.load(f)
     except OSError:
+        return {}
+    return next((g for g in data.get("generations", []) if g.get("name") == generation), {})
+
+
+def clock(generation: str) -> dict | None:
+    """{"hz", "source"} for a generation from knowledge/data/tpu_generations.json, or None."""
+    g = _generation_row(generation)
+    if not g.get("clock_hz"):
         return None
-    for g in data.get("generations", []):
-        if g.get("name") == generation and g.get("clock_hz"):
-            src = (g.get("sources") or {}).get("clock_hz") or {}
-            return {"hz": float(g["clock_hz"]), "source": src.get("url"), "note": src.get("note")}
-    return None
+    src = (g.get("sources") or {}).get("clock_hz") or {}
+    return {"hz": float(g["clock_hz"]), "source": src.get("url"), "note": src.get("note")}
 
 
 def hbm_bandwidth(generation: str) -> float | None:
     """A generation's HBM bytes per second from knowledge/data/tpu_generations.json, or None."""
-    try:
-        with open(_GENERATIONS_JSON) as f:
-            data = json.load(f)
-    except OSError:
-        return None
-    for g in data.get("generations", []):
-        if g.get("name") == generation and g.get("hbm_bandwidth_bytes_per_s"):
-            return float(g["hbm_bandwidth_bytes_per_s"])
-    return None
+    bw = _generation_row(generation).get("hbm_bandwidth_bytes_per_s")
+    return float(bw) if bw else None
 
 
 def label(generation: str) -> str:

@@ -199,15 +199,8 @@ def _pool_kernel(x_ref, o_ref):
         out = {COMBINE[op].format("out", "acc[..., b * c:(b + 1) * c]")}
     o_ref[...] = (out{post}).astype(o_ref.dtype)
 '''
-    nd = len(shape)
-    dims = ", ".join(f"{name}.shape[{i}]" for i in range(nd))
-    ent = [f"shape = ({dims},)",
-           "lead, (h, w, c) = shape[:-3], shape[-3:]",
-           f"rows, wo = h // {kh}, w // {kw}",
-           "for d in lead:",
-           "    rows *= d",
-           "br = min(BLOCK_ROWS, rows)",
-           f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"]
+    ent = _entry_sizes(name, len(shape), kh, kw) + [
+        f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"]
     call = G.pallas_call_code(
         kernel="_pool_kernel",
         out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
@@ -226,16 +219,7 @@ def {ctx.entry}({ctx.signature}):
                    f"{G.dtype_name(in_dt)} (channels last) in tiles of {br} window rows: the "
                    "input viewed as (rows, kh, W/kw, kw*C), window rows combined on a leading "
                    "axis, window columns as lane slices")
-    constants = [("BLOCK_ROWS", br, "window rows (output rows) of one tile")]
-    source, imports, body = G.write_module(description=description, ctx=ctx,
-                                           kernel_class=KERNEL_CLASS, constants=constants,
-                                           code=kernel + entry)
-    notes = [(f"{br} window rows a tile: {G.mib(vmem(br))} of VMEM per step (budget "
-              f"{G.mib(budget)})")]
-    notes += G.folded_statics_notes(ctx, [])
-    return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
-                       entry=ctx.entry, imports=imports, body=body,
-                       tunables={"BLOCK_ROWS": G.around(fitting, br)}, notes=notes)
+    return _module(ctx, description, kernel + entry, br, fitting, vmem(br), [])
 
 
 # Output lanes per MXU product: each takes kw * 128 input lanes.
@@ -298,14 +282,7 @@ def _pool_kernel(x_ref, o_ref):
 {product}
         o_ref[:, :, lo:lo + n_out] = (part{post}).reshape(br, c, n_out).astype(o_ref.dtype)
 '''
-    nd = len(shape)
-    dims = ", ".join(f"{name}.shape[{i}]" for i in range(nd))
-    ent = [f"shape = ({dims},)",
-           "lead, (h, w, c) = shape[:-3], shape[-3:]",
-           f"rows, wo = h // {kh}, w // {kw}",
-           "for d in lead:",
-           "    rows *= d",
-           "br = min(BLOCK_ROWS, rows)",
+    ent = _entry_sizes(name, len(shape), kh, kw) + [
            "# XLA keeps the input with W in the lanes: this transpose is a bitcast, no copy",
            f"x_in = jnp.reshape(jnp.swapaxes({name}, -1, -2), (rows, {kh}, c, w))"]
     call = G.pallas_call_code(
@@ -329,14 +306,28 @@ def {ctx.entry}({ctx.signature}):
                    f"{G.dtype_name(in_dt)} (channels last, C in the sublanes and W in the lanes as "
                    f"XLA lays it out) in tiles of {br} window rows: window rows combined on a "
                    f"leading axis, window columns by an MXU product per {LANE_CHUNK} output lanes")
+    return _module(ctx, description, kernel + entry, br, fitting, vmem(br),
+                   ["the input read in XLA's layout (W in the lanes): no copy before or after the kernel"])
+
+
+def _entry_sizes(name: str, rank: int, kh: int, kw: int) -> list[str]:
+    """The entry's first lines, alike in both forms: the sizes and the row tile."""
+    dims = ", ".join(f"{name}.shape[{i}]" for i in range(rank))
+    return [f"shape = ({dims},)",
+            "lead, (h, w, c) = shape[:-3], shape[-3:]",
+            f"rows, wo = h // {kh}, w // {kw}",
+            "for d in lead:",
+            "    rows *= d",
+            "br = min(BLOCK_ROWS, rows)"]
+
+
+def _module(ctx, description: str, code: str, br: int, fitting, step_vmem: int, notes) -> G.Generated:
+    """The module and the reply, alike in both forms: BLOCK_ROWS tuned over the row tiles that fit."""
     constants = [("BLOCK_ROWS", br, "window rows (output rows) of one tile")]
     source, imports, body = G.write_module(description=description, ctx=ctx,
-                                           kernel_class=KERNEL_CLASS, constants=constants,
-                                           code=kernel + entry)
-    notes = [(f"{br} window rows a tile: {G.mib(vmem(br))} of VMEM per step (budget "
-              f"{G.mib(ctx.vmem_budget)})"),
-             "the input read in XLA's layout (W in the lanes): no copy before or after the kernel"]
-    notes += G.folded_statics_notes(ctx, [])
+                                           kernel_class=KERNEL_CLASS, constants=constants, code=code)
+    notes = [(f"{br} window rows a tile: {G.mib(step_vmem)} of VMEM per step (budget "
+              f"{G.mib(ctx.vmem_budget)})")] + list(notes) + G.folded_statics_notes(ctx, [])
     return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body,
                        tunables={"BLOCK_ROWS": G.around(fitting, br)}, notes=notes)
