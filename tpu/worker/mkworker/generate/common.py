@@ -440,10 +440,11 @@ def folded_statics_notes(ctx: GenContext, used) -> list[str]:
 
 
 def pallas_call_code(*, kernel: str, out_shape: str, grid: str, in_specs, out_spec: str,
-                     options, args, final: str) -> str:
+                     options, args, final: str, result: str = "{}") -> str:
     """The entry's `out = pl.pallas_call(...)(args)` with one keyword a line, then
-    `return out.reshape(final)`. `options` are the last keywords (scratch_shapes,
-    compiler_params: what the kernel form decides), each as `name=value` text."""
+    `return out.reshape(final)`, wrapped in `result` (a format with one `{}`). `options` are
+    the last keywords (scratch_shapes, compiler_params: what the kernel form decides), each as
+    `name=value` text."""
     specs = indent("\n".join(s + "," for s in in_specs), 8)
     extra = "".join(f"    {o},\n" for o in options)
     return f'''out = pl.pallas_call(
@@ -455,7 +456,7 @@ def pallas_call_code(*, kernel: str, out_shape: str, grid: str, in_specs, out_sp
     ],
     out_specs={out_spec},
 {extra})({", ".join(args)})
-return out.reshape({final})'''
+return {result.format(f"out.reshape({final})")}'''
 
 
 # Emitted into every generated module: effective tiles are chosen from the runtime shapes.

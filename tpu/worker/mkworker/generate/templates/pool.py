@@ -292,10 +292,9 @@ def _pool_kernel(x_ref, o_ref):
         in_specs=[f"pl.BlockSpec((br, {kh}, c, w), lambda i: (i, 0, 0, 0))"],
         out_spec="pl.BlockSpec((br, c, wo), lambda i: (i, 0, 0))",
         options=[f"compiler_params={params}"],
-        args=["x_in"], final=f"lead + (h // {kh}, c, wo)")
-    # back to (..., H/kh, W/kw, C): XLA's layout of the output, a bitcast again
-    call = call.replace(f"return out.reshape(lead + (h // {kh}, c, wo))",
-                        f"return jnp.swapaxes(out.reshape(lead + (h // {kh}, c, wo)), -1, -2)")
+        args=["x_in"], final=f"lead + (h // {kh}, c, wo)",
+        # back to (..., H/kh, W/kw, C): XLA's layout of the output, a bitcast again
+        result="jnp.swapaxes({}, -1, -2)")
     entry = f'''
 
 def {ctx.entry}({ctx.signature}):
