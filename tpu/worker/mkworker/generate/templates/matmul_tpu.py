@@ -40,17 +40,61 @@ def _vmem(ms, blocks, out_block, bm, bn, bk, reduction=False):
     return G.step_vmem(ins, outs, [((bm, bn), ms.acc_dtype)] * (1 + temps))
 
 
+# Terms fitted to libtpu's static cycles for v5e over 37 tilings of three GEMMs with epilogues
+# (batched f32, square f32, bf16; bench/RESULTS.md): the modelled ranking went from a Spearman
+# rho of 0.2-0.4 to 0.7-0.9, and the first plan of each is within 1 % of the compiler's best.
+# - An f32 operand is rounded for the MXU in the kernel body on every step: the weight block's
+#   cost is shared by the tile's rows, the input block's by its columns (relative cost
+#   F32_WEIGHT_ROWS / bm + F32_INPUT_COLS / bn).
+# - Fewer than MXU_FULL_COLS output columns leave some of the MXUs idle.
+# - A K split pops the f32 partial products and adds them into the accumulator every step:
+#   about 1.5 cycles per (8, 128) f32 tile of the output block per step at v5e's 1.5 GHz.
+F32_WEIGHT_ROWS = 40.0
+F32_INPUT_COLS = 10.0
+MXU_FULL_COLS = 512
+NARROW_COST = 0.1
+ACC_SECONDS_PER_ELEMENT = 1.5 / 1024 / 1.5e9
+# Tighter than MM.COST_SLACK: with the terms above, 3 % let in a K split 2 % slower compiled.
+PLAN_SLACK = 0.01
+
+
 def _cost(ctx, ms, out_block, bm, bn, bk):
-    """Modelled seconds: each grid step takes the longer of its MXU work and its operand DMA
-    (at the target's peak and HBM bandwidth) plus the fixed step cost; the first step's loads
-    and the last tile's write are not overlapped. So tiles grow until a step's arithmetic
-    intensity clears the ridge, and no further than the exposed first and last steps allow."""
+    """Modelled seconds of a plan with no row reduction. Each grid step's MXU time (with the
+    in-kernel costs above) plus the fixed step cost, against the HBM time of the blocks the pipeline fetches: a block is fetched again
+    only when its index changes between consecutive steps (grid order batch, M, N, K), so with
+    K in one step an input block stays for a whole row of tiles. The first step's loads and the
+    last tile's write are not overlapped."""
+    peak, bw = G.target_roofline(ctx.target)
+    xs = G.itemsize(ms.lhs.var.aval.dtype)
+    ws = G.itemsize(ms.rhs.var.aval.dtype)
+    os_ = G.itemsize(out_block.dtype) * (bn if out_block.cols_full else 1)
+    m, n, k, nb = ms.m, ms.n, ms.k, max(1, ms.nbatch)
+    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk  # a ragged last tile costs a whole step
+    steps = nb * gm * gn * gk
+    x_fetches = nb * gm if gk == 1 else steps
+    w_fetches = nb if gk == 1 and gm == 1 and gn == 1 else steps
+    hbm = (x_fetches * bm * bk * xs + w_fetches * bk * bn * ws + nb * gm * gn * bm * os_) / bw
+    body = 1.0 + NARROW_COST * max(0.0, MXU_FULL_COLS / bn - 1)
+    if xs == 4:
+        body += F32_INPUT_COLS / bn
+    if ws == 4:
+        body += F32_WEIGHT_ROWS / bm
+    acc = ACC_SECONDS_PER_ELEMENT * bm * bn if gk > 1 else 0.0
+    step = 2 * bm * bn * bk / peak * body + acc + MM.STEP_SECONDS
+    return max(steps * step, hbm) + (bm * bk * xs + bk * bn * ws + bm * os_) / bw
+
+
+def _row_cost(ctx, ms, out_block, bm, bn, bk):
+    """Modelled seconds of a whole-row plan of a row reduction, in the same form as the tiled
+    forms it is weighed against (generate.templates.matmul_online.cost, matmul_two_phase): each
+    step the longer of its MXU work and its operand DMA plus the fixed step cost; the first
+    step's loads and the last tile's write are not overlapped."""
     peak, bw = G.target_roofline(ctx.target)
     xs = G.itemsize(ms.lhs.var.aval.dtype)
     ws = G.itemsize(ms.rhs.var.aval.dtype)
     os_ = G.itemsize(out_block.dtype) * (bn if out_block.cols_full else 1)
     m, n, k = ms.m, ms.n, ms.k
-    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk  # a ragged last tile costs a whole step
+    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk
     load = bm * bk * xs + bk * bn * ws
     step = max(2 * bm * bn * bk / peak, (load + bm * os_ / gk) / bw) + MM.STEP_SECONDS
     return max(1, ms.nbatch) * gm * gn * gk * step + (load + bm * os_) / bw
@@ -67,20 +111,25 @@ def _choose(ctx, ms, blocks, out_block, reduction):
     m_c = MM.candidates(ms.m, sub, ragged=True)
     n_c = [ms.n] if reduction else MM.candidates(ms.n, G.LANE, ragged=True)
     w_sub = G.sublane_multiple(ms.rhs.var.aval.dtype)
+    # The whole K as one block too, past MM.MAX_BLOCK: one step per output tile, so no f32
+    # partial products go through the accumulator (2-8 % of a GEMM's cycles on v5e).
     k_c = MM.candidates(ms.k, max(G.LANE, w_sub))
+    if not reduction:
+        k_c = sorted(set(k_c + [ms.k]))
     budget = ctx.vmem_budget
+    cost = _row_cost if reduction else _cost
     plans = []
     for bm in m_c:
         for bn in n_c:
             for bk in k_c:
                 v = _vmem(ms, blocks, out_block, bm, bn, bk, reduction)
                 if v <= budget:
-                    plans.append(_Plan(bm, bn, bk, v, _cost(ctx, ms, out_block, bm, bn, bk)))
+                    plans.append(_Plan(bm, bn, bk, v, cost(ctx, ms, out_block, bm, bn, bk)))
     best = None
     if plans:
-        # Within COST_SLACK of the best modelled time, the plan with the least VMEM (headroom
+        # Within PLAN_SLACK of the best modelled time, the plan with the least VMEM (headroom
         # for Mosaic's temporaries, and what an expert keeps: tiles just past the ridge).
-        top = min(p.cost for p in plans) * (1 + MM.COST_SLACK)
+        top = min(p.cost for p in plans) * (1 + (MM.COST_SLACK if reduction else PLAN_SLACK))
         best = (None, min((p for p in plans if p.cost <= top),
                           key=lambda p: (p.vmem, p.cost, -(p.bm * p.bn), -p.bk)))
     if best is None:
