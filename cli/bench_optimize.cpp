@@ -167,6 +167,9 @@ void add_stand_ins(const json& facts, const std::string& side, std::vector<std::
   };
   if (own.is_object() && own.contains("cost_model_ops") && own["cost_model_ops"].is_object())
     for (const auto& [op, cycles] : own["cost_model_ops"].items()) add(side + " " + op);
+  // Fewer cycles than moving its inputs and outputs once at HBM bandwidth: counted at that floor.
+  if (own.is_object() && own.contains("hbm_floor") && own["hbm_floor"].is_object())
+    add(side + " program at its inputs and outputs moved once at HBM bandwidth");
   // A program too large to profile at full size, compiled with its count axes cut and scaled.
   if (own.is_object() && own.contains("extrapolated") && own["extrapolated"].is_object())
     add(side + " program at count axes " +

@@ -440,6 +440,10 @@ Evaluation CandidateEvaluator::evaluate_reference(const std::function<bool()>& c
       for (const auto& [op, cycles] : stood_in.items()) ops += (ops.empty() ? "" : ", ") + op;
       if (!ops.empty()) basis += "; XLA's cost-model estimate for " + ops + " (0 in the profile)";
     }
+    if (tpu::field(compiled, "hbm_floor").is_object())
+      basis +=
+          "; at the floor of its inputs and outputs moved once at HBM bandwidth (the profile "
+          "gave fewer cycles)";
     e.metrics["prediction"] = {{"predicted_s", *e.score_s}, {"basis", basis}};
   } else if (cost.value("flops", json()).is_number() &&
              cost.value("min_bytes", json()).is_number()) {

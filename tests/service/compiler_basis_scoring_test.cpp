@@ -153,5 +153,22 @@ TEST(CompilerBasisScoring, XlasCostModelStandingInForAnOpIsNamedInTheBasis) {
   EXPECT_EQ(plain_basis.find("cost-model"), std::string::npos) << plain_basis;
 }
 
+TEST(CompilerBasisScoring, AProgramCountedAtItsHbmFloorSaysSoInTheBasis) {
+  // The profile gave XLA's program fewer cycles than its inputs and outputs take at HBM
+  // bandwidth: it counts at that floor, and the prediction says so.
+  json floored = compiled(2e-3);
+  floored["hbm_floor"] = {{"cycles", 3000000}, {"profile_cycles", 1000000}, {"io_bytes", 1 << 30}};
+  CpuWorker worker(floored, compiled(1e-3));
+  const Scored s = evaluate_both(worker);
+  EXPECT_EQ(s.reference.time_kind, "compiled");
+  const std::string basis = s.reference.metrics["prediction"].value("basis", "");
+  EXPECT_NE(basis.find("inputs and outputs moved once at HBM bandwidth"), std::string::npos)
+      << basis;
+  CpuWorker plain(compiled(2e-3), compiled(1e-3));
+  const std::string plain_basis =
+      evaluate_both(plain).reference.metrics["prediction"].value("basis", "");
+  EXPECT_EQ(plain_basis.find("HBM bandwidth"), std::string::npos) << plain_basis;
+}
+
 }  // namespace
 }  // namespace mk::agents

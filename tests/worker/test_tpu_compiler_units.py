@@ -165,6 +165,31 @@ def test_a_copy_the_profile_left_at_zero_counts_the_bytes_it_moves():
     assert "moved_bytes_ops" not in T.result_of(reply, "v6e", True, {})
 
 
+def test_a_program_is_never_faster_than_moving_its_inputs_and_outputs_once():
+    # libtpu's static profile gave a memory-bound kernel fewer cycles than its 640 MiB of inputs
+    # and outputs take at v5e's HBM bandwidth: it counts at that floor, the profile's kept.
+    io = 640 << 20
+    floor = round(io / 819e9 * 1.5e9)
+    reply = {"ok": True, "cycles": {"pool.1": floor // 2}, "compute_ops": [], "io_bytes": io}
+    r = T.result_of(reply, "v5e", True, {})
+    assert r["cycles"] == floor and r["predicted_s"] == floor / 1.5e9, r
+    assert r["hbm_floor"] == {"cycles": floor, "profile_cycles": floor // 2, "io_bytes": io}
+    assert "HBM bandwidth" in r["cycles_note"] and r["ops"]["pool.1"] == floor // 2, r
+    # above the floor the profile's cycles stand as they are
+    reply["cycles"] = {"pool.1": floor + 5}
+    r = T.result_of(reply, "v5e", True, {})
+    assert r["cycles"] == floor + 5 and "hbm_floor" not in r and "cycles_note" not in r, r
+
+
+def test_the_bytes_a_program_reads_and_writes_are_its_inputs_and_outputs():
+    import jax
+    import jax.numpy as jnp
+    from mkworker.tpu_compiler import compile_child
+    exported = jax.export.export(jax.jit(lambda x, y: (x + y).astype(jnp.bfloat16)))(
+        jax.ShapeDtypeStruct((64, 128), jnp.float32), jax.ShapeDtypeStruct((128,), jnp.float32))
+    assert compile_child._io_bytes(exported) == 64 * 128 * 4 + 128 * 4 + 64 * 128 * 2
+
+
 def test_the_bytes_each_top_level_op_moves_are_read_from_the_compiled_hlo():
     from mkworker.tpu_compiler import compile_child
     hlo = """HloModule m

@@ -104,15 +104,19 @@ def test_autotune_ranks_by_the_compilers_cycles_and_checks_the_best_before_it_wi
     assert over["tpu_compile"]["error_kind"] == "vmem"
     assert over["locations"][0]["line"] == marker_line(src, "PALLAS_CALL_LINE")
     assert "run_mode" not in over  # refused without a run
-    cycles = {bs: by[bs]["cycles"] for bs in (8, 64, 256, 384)}
-    assert all(c > 0 for c in cycles.values()) and all(by[bs]["time_kind"] == "compiled" for bs in cycles)
+    # Ranked by cycles, never fewer than the kernel's inputs and outputs take at HBM bandwidth;
+    # tilings that tie at that floor are ordered by the static profile's own count.
+    cycles = {bs: (by[bs]["cycles"], by[bs]["profile_cycles"]) for bs in (8, 64, 256, 384)}
+    assert all(c[0] > 0 for c in cycles.values()) and all(by[bs]["time_kind"] == "compiled" for bs in cycles)
     assert cycles[384] < cycles[256] < cycles[64] < cycles[8], cycles
+    floored = [bs for bs in cycles if by[bs]["tpu_compile"].get("hbm_floor")]
+    assert floored and all(cycles[bs][0] == by[bs]["tpu_compile"]["hbm_floor"]["cycles"] for bs in floored)
     # Checked in the compiler's order until one is correct: 384 first (wrong), then 256.
     checked = [e["config"]["BLOCK_ROWS"] for e in events if e.get("stage") == "checked"]
     assert checked == [384, 256]
     assert by[384]["status"] == "incorrect" and by[384]["run_mode"]["mode"] == "interpret"
     assert r["best"]["config"] == {"BLOCK_ROWS": 256} and r["best"]["correct"] is True
-    assert r["best"]["predicted_s"] == pytest.approx(cycles[256] / 1.5e9)
+    assert r["best"]["predicted_s"] == pytest.approx(cycles[256][0] / 1.5e9)
     # Ranked below the best: compiled, never run.
     assert by[64]["status"] == by[8]["status"] == "ranked"
     assert "run_mode" not in by[64] and "run_mode" not in by[8]

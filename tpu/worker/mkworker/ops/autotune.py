@@ -182,6 +182,7 @@ def _sort_results(results):
     # `ranked`: compiled and scored, not run (ranked below the best that was checked).
     rank = {"ok": 0, "ranked": 1, "incorrect": 2, "skipped": 3, "unscored": 4, "failed": 5}
     return sorted(results, key=lambda r: (rank.get(r["status"], 9), r.get("cycles") or float("inf"),
+                                          r.get("profile_cycles") or float("inf"),
                                           (r.get("timing") or {}).get("median_s") or float("inf")))
 
 

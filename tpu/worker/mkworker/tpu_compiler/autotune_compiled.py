@@ -89,7 +89,9 @@ def compile_exported(r: dict, module: bytes, generation: str, req, filename: str
                  reason=tpu_compiler_check.refusal_message(cand, generation),
                  locations=tpu_compiler_check.refusal_locations(cand, facts, filename, source))
     elif cand.get("status") == "compiled" and cand.get("cycles"):
+        # At the HBM floor several tilings tie on cycles; the profile's own count breaks the tie.
         r.update(status="ranked", cycles=cand["cycles"], predicted_s=cand.get("predicted_s"),
+                 profile_cycles=(cand.get("hbm_floor") or {}).get("profile_cycles", cand["cycles"]),
                  time_kind="compiled")
     else:
         r.update(status="unscored", reason=cand.get("reason") or cand.get("cycles_note") or cand.get("status"))
@@ -128,7 +130,7 @@ def config_failed(r: dict, e: C.WorkerError) -> dict:
 def check_best(ranked: list[dict], check, progress) -> dict | None:
     """Runs `check(config)` (the correctness check against the frozen reference) on the ranked
     configurations, fewest cycles first, until one is correct; returns it (now `ok`), or None."""
-    for r in sorted(ranked, key=lambda x: x["cycles"]):
+    for r in sorted(ranked, key=lambda x: (x["cycles"], x.get("profile_cycles", x["cycles"]))):
         checked = check(r["config"])
         for k in ("status", "correct", "failure", "stage", "reason", "locations", "run_mode", "compile_s"):
             if k in checked:

@@ -231,6 +231,11 @@ def compile_exported(pending: dict, blobs: list[bytes], facts, filename: str, so
         if stood_in:
             out["basis"] += (f"; XLA's cost-model estimate for {', '.join(stood_in)} "
                              "(the static profile gave it 0 cycles)")
+        floored = [side for side, rec in (("XLA's program", ref), ("the kernel", cand))
+                   if rec.get("hbm_floor")]
+        if floored:
+            out["basis"] += (f"; {' and '.join(floored)} at the floor of reading the inputs and "
+                             "writing the outputs once at HBM bandwidth (the profile gave fewer cycles)")
     return out
 
 

@@ -8,7 +8,8 @@ where PATH holds `jax.export.Exported.serialize()` bytes; the child answers one 
 private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {...}, "compile_s",
 "compute_ops": [the ops that compute a convolution or matmul],
 "cost_model": {op: [cycles, model]} (XLA's own per-op estimate in the compiled HLO),
-"op_bytes": {op: bytes its operands and result hold}}
+"op_bytes": {op: bytes its operands and result hold},
+"io_bytes": bytes of the program's inputs and outputs}
 or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
 
 The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
@@ -158,6 +159,17 @@ def _op_bytes(hlo: str) -> dict[str, int]:
     return ops
 
 
+def _io_bytes(exported) -> int:
+    """The bytes of the program's inputs and outputs: what it reads and writes at least once."""
+    total = 0
+    for aval in list(exported.in_avals) + list(exported.out_avals):
+        n = 1
+        for d in aval.shape:
+            n *= int(d)
+        total += n * aval.dtype.itemsize
+    return total
+
+
 def _clear(dump_dir: str) -> None:
     for name in os.listdir(dump_dir):
         try:
@@ -242,6 +254,7 @@ def main() -> int:
                      "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
                      "compute_ops": _compute_ops(hlo), "cost_model": _cost_model(hlo),
                      "op_bytes": _op_bytes(hlo),
+                     "io_bytes": _io_bytes(exported),
                      "device_kind": dev.device_kind}
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],
