@@ -31,11 +31,20 @@ CASES = [
      "average pooling over 2x2 windows of 3x14x384x24 float32 (channels last, C in the sublanes"),
     ("mean_reshape_3x2", (2, 15, 300, 48), "bfloat16",
      "average pooling over 3x2 windows of 2x15x300x48 bfloat16 (channels last, C in the sublanes"),
+    # XLA keeps these row-major (C = 128 in the lanes): a window's columns from the sublanes,
+    # strided (f32, 3x2 windows) or as the halves of a packed word (bf16, 2x2)
+    ("mean_reshape_3x2", (2, 15, 24, 128), "float32",
+     "average pooling over 3x2 windows of 2x15x24x128 float32 (channels last, row-major"),
+    ("max_reshape", (3, 14, 32, 128), "bfloat16",
+     "max pooling over 2x2 windows of 3x14x32x128 bfloat16 (channels last, row-major"),
+    ("mean_reshape_3x2", (3, 15, 48, 256), "bfloat16",
+     "average pooling over 3x2 windows of 3x15x48x256 bfloat16 (channels last, row-major"),
 ]
 
 
 @pytest.mark.parametrize("pool, shape, dtype, words", CASES,
-                         ids=["max", "avg-window", "mean-bf16", "avg-w-lanes", "mean-bf16-w-lanes"])
+                         ids=["max", "avg-window", "mean-bf16", "avg-w-lanes", "mean-bf16-w-lanes",
+                              "mean-strided", "max-bf16-packed", "avg-bf16-packed"])
 def test_pooling_is_correct_with_a_ragged_last_tile(worker, tmp_path, pool, shape, dtype, words):
     task = _pool_task(pool, shape, dtype)
     r = H.generate(worker, task)
@@ -80,6 +89,24 @@ def test_an_input_xla_keeps_with_w_in_the_lanes_is_read_with_no_copy(tmp_path):
     try:
         r = H.generate(w, task)
         assert "W in the lanes" in r["description"], r["description"]
+        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
+        assert len(cand["ops"]) == 1, cand["ops"]
+    finally:
+        w.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_a_row_major_input_is_pooled_with_no_copy(tmp_path, dtype):
+    # C = 128: XLA keeps the array row-major. The (W/2, 2C) view of the first form made XLA copy
+    # the input first (2.5x the kernel's own cycles); the packed (bf16) and strided (f32) forms
+    # read it as it lies.
+    task = _pool_task("max_reshape", (2, 256, 512, 128), dtype)
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        assert "row-major as XLA lays it out" in r["description"], r["description"]
         cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
         assert len(cand["ops"]) == 1, cand["ops"]
     finally:

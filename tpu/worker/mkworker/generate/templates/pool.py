@@ -19,7 +19,15 @@ to (rows, kh, C, W), which is XLA's layout and so a bitcast: window rows are com
 leading axis, and a window's columns (kw neighbouring lanes) by a matmul on the MXU with a
 (kw * 128, 128) matrix of 0s and 1s per 128 output lanes, at full f32 precision (a bf16 input
 one row at a time, which is exact at one pass). An inf or NaN in the input then spreads to the
-other windows of its 128 output lanes (0 * inf). Max and min pooling keep the first form.
+other windows of its 128 output lanes (0 * inf).
+
+Where XLA keeps the input row-major (C in the lanes, W in the sublanes), the first form's view
+(W/kw, kw * C) still moves W into the lanes: XLA copies the input first (libtpu's profile: 2.5x
+the kernel's own cycles for a 2x2 max pooling of 2x1024x1024x128 bf16). The input is then read
+as (rows, kh, W, C), a bitcast, and a window's columns are neighbouring sublanes: a 32-bit input
+with C = 128 takes them with sublane-strided loads (Mosaic's only shape for them); a bfloat16 input with 2-column windows (Mosaic has no
+strided load of 16-bit data) reads each pair of rows as the one 32-bit word a bf16 tile packs
+them into, whose two halves are the two bf16 values as f32 (exact).
 
 Refused (NoTemplate), with the reason: windows that overlap or have strides other than the window,
 padding, dilation, a spatial size the window does not divide, pooling over other axes than the two
@@ -167,6 +175,8 @@ def emit(ctx: G.GenContext, matched) -> G.Generated:
             and shape[-1] % G.sublane_multiple(x.aval.dtype) == 0 \
             and -(-out_shape[-2] // LANE_CHUNK) <= MAX_CHUNKS:
         return _emit_w_in_lanes(ctx, matched)
+    if _columns_in_sublanes(shape, out_shape, x.aval.dtype, kw):
+        return _emit_columns_in_sublanes(ctx, matched)
     in_dt, out_dt = x.aval.dtype, out.aval.dtype
     lead, (h, w, c) = shape[:-3], shape[-3:]
     rows, wo = math.prod(lead) * (h // kh), w // kw
@@ -307,6 +317,89 @@ def {ctx.entry}({ctx.signature}):
                    f"leading axis, window columns by an MXU product per {LANE_CHUNK} output lanes")
     return _module(ctx, description, kernel + entry, br, fitting, vmem(br),
                    ["the input read in XLA's layout (W in the lanes): no copy before or after the kernel"])
+
+
+def _columns_in_sublanes(shape, out_shape, dtype, kw: int) -> bool:
+    """XLA keeps input and output row-major (C in the lanes), and a window's columns can be read
+    from the sublanes: strided (32-bit data) or as the packed halves of a word (bf16, kw = 2)."""
+    if not (device_layout.is_row_major(shape) and device_layout.is_row_major(out_shape)):
+        return False
+    w, c = shape[-2:]
+    if np.dtype(dtype).itemsize == 4:
+        # Mosaic's strided load wants the operand's last dimension at exactly 128
+        return w % 8 == 0 and c == 128
+    return np.dtype(dtype).name == "bfloat16" and kw == 2 and w % 16 == 0
+
+
+def _emit_columns_in_sublanes(ctx: G.GenContext, matched) -> G.Generated:
+    """Pooling of a row-major input read as (rows, kh, W, C), a window's columns in the
+    sublanes (see the module doc)."""
+    name, x, out, shape, op, kh, kw, scale = matched
+    in_dt, out_dt = x.aval.dtype, out.aval.dtype
+    lead, (h, w, c) = shape[:-3], shape[-3:]
+    rows, wo = math.prod(lead) * (h // kh), w // kw
+    budget = ctx.vmem_budget
+    packed = G.itemsize(in_dt) == 2
+
+    def vmem(br):
+        # live f32 values in a step: a window row's columns (or its two halves) and the combine
+        temps = (LIVE_TEMPS + 1) * br * wo * c * 4
+        return G.step_vmem([((br * kh * w, c), in_dt)], [((br * wo, c), out_dt)], []) + temps
+
+    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
+    if not fitting:
+        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
+                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
+    small = [b for b in fitting if b * kh * w * c * G.itemsize(in_dt) <= 4 * G.MIB]
+    br = max(small) if small else fitting[0]
+    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    post = "" if scale is None else f" * {scale!r}"
+    if packed:
+        columns = f"""        # a bf16 tile packs rows 2j and 2j+1 into one 32-bit word: its halves, as f32
+        u = pltpu.bitcast(x_ref[:, a], jnp.uint32)
+        lo = pltpu.bitcast(u << 16, jnp.float32)
+        hi = pltpu.bitcast(u & jnp.uint32(0xFFFF0000), jnp.float32)
+        v = {COMBINE[op].format("lo", "hi")}"""
+        how = "a window's two columns as the halves of the 32-bit word a bf16 tile packs them in"
+    else:
+        columns = f"""        v = None
+        for b in range({kw}):
+            col = x_ref[:, pl.ds(a, 1), pl.ds(b, wo, stride={kw}), :][:, 0].astype(jnp.float32)
+            v = col if v is None else {COMBINE[op].format("v", "col")}"""
+        how = "a window's columns by sublane-strided loads"
+    kernel = f'''
+
+def _pool_kernel(x_ref, o_ref):
+    # x_ref: (rows, {kh}, W, C), XLA's own layout of the input (C in the lanes, W in the sublanes)
+    wo = o_ref.shape[1]
+    out = None
+    for a in range({kh}):
+{columns}
+        out = v if out is None else {COMBINE[op].format("out", "v")}
+    o_ref[...] = (out{post}).astype(o_ref.dtype)
+'''
+    ent = _entry_sizes(name, len(shape), kh, kw) + [
+        "# H split into (H/kh, kh): a bitcast of XLA's row-major layout, no copy",
+        f"x_in = jnp.reshape({name}, (rows, {kh}, w, c))"]
+    call = G.pallas_call_code(
+        kernel="_pool_kernel",
+        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
+        grid="(pl.cdiv(rows, br),)",
+        in_specs=[f"pl.BlockSpec((br, {kh}, w, c), lambda i: (i, 0, 0, 0))"],
+        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
+        options=[f"compiler_params={params}"],
+        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
+    entry = f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
+    kind = "average" if op == "sum" and scale is not None else op
+    description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
+                   f"{G.dtype_name(in_dt)} (channels last, row-major as XLA lays it out) in tiles "
+                   f"of {br} window rows: window rows combined on a leading axis, {how}")
+    return _module(ctx, description, kernel + entry, br, fitting, vmem(br),
+                   ["the input read in XLA's layout (C in the lanes): no copy before the kernel"])
 
 
 def _entry_sizes(name: str, rank: int, kh: int, kw: int) -> list[str]:
