@@ -23,7 +23,6 @@ projection after the attention) is refused with the reason.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from typing import NamedTuple
@@ -35,10 +34,13 @@ import numpy as np
 from mkworker.generate import common as G
 from mkworker.generate import index as X
 from mkworker.generate import rows as R
+from mkworker.generate.templates.attention_scores import (
+    ScoreModifiers,
+    run_back,
+)
 
 LAYOUTS4 = ("bhsd", "bshd")
 OUT_LAYOUTS = ("bhsd", "bshd", "bs(hd)")
-MASK_FLOOR = -1e4
 SAMPLES = 3000
 
 
@@ -101,7 +103,7 @@ class Chain:
         self.masks: list = []  # (eqn, kind, chain_operand_index)
 
 
-class Matcher:
+class Matcher(ScoreModifiers):
     def __init__(self, ctx, graph, eqns, d1, d2):
         self.ctx, self.g, self.eqns, self.d1, self.d2 = ctx, graph, eqns, d1, d2
         self.accounted = {id(d1), id(d2)}
@@ -464,11 +466,11 @@ class Matcher:
         hk = h // (m["H"] // m["KVH"]) if m["hmap"] == "repeat" else h % m["KVH"]
         try:
             o = _out_index(m["out"], m, b, h, s, e)
-            o = _run_back(out_chain, o)
+            o = run_back(out_chain, o)
             lhs, rhs = _dot_back(self.d2, o, t)
             p_idx, v_idx = (lhs, rhs) if p_side == 0 else (rhs, lhs)
-            p_idx = _run_back(p_chain, p_idx)
-            v_idx = _run_back(v_chain, v_idx)
+            p_idx = run_back(p_chain, p_idx)
+            v_idx = run_back(v_chain, v_idx)
             if not np.array_equal(v_idx, _in_index(m["v"], b, hk, t, e)):
                 return False
             if not np.array_equal(p_idx[:, -1], t):
@@ -482,152 +484,13 @@ class Matcher:
             ql, kl = _dot_back(self.d1, s_idx, c)
             if self.q_side == 1:
                 ql, kl = kl, ql
-            ql = _run_back(q_chain, ql)
-            kl = _run_back(k_chain, kl)
+            ql = run_back(q_chain, ql)
+            kl = run_back(k_chain, kl)
         except (ValueError, IndexError):
             return False
         return bool(np.array_equal(ql, _in_index(m["q"], b, h, s, c))
                     and np.array_equal(kl, _in_index(m["k"], b, hk, t, c)))
 
-    def _pre_back(self, pre, idx):
-        self._mask_points = []
-        for e, pos in pre.eqns:
-            if e.primitive.name in X.LAYOUT_OPS:
-                idx = X.back(e, idx)
-            elif any(e is me for me, _, _ in pre.masks):
-                self._mask_points.append((e, idx))
-        return idx
-
-    # -- the mask ------------------------------------------------------------------------
-    def _fill_value(self, pre):
-        fills = []
-        for e, kind, pos in pre.masks:
-            if kind == "select":
-                other = e.invars[3 - pos]
-                c = self.scalar_const(other)
-                if c is not None:
-                    fills.append(c)
-        return min(fills) if fills else None
-
-    def _mask_kind(self, m, pre) -> bool:
-        """True for a causal mask, False for none; anything else is refused. A finite bias that
-        is a per-head linear function of the distance (ALiBi) is kept in self.alibi."""
-        self.alibi = None
-        if not pre.masks:
-            return False
-        smp = self._samples(m)
-        keep = np.ones(len(smp["s"]), dtype=bool)
-        added = np.zeros(len(smp["s"]), dtype=np.float64)
-        biased_at = []  # chain positions of the biases that add finite values
-        points = {id(e): idx for e, idx in self._mask_points}
-        self.bias_input = None
-        self.mask_input = None
-        for e, kind, pos in pre.masks:
-            idx = points[id(e)]
-            if kind == "input_bias":
-                self.bias_input = self._input_axes(e.invars[1 - pos], idx, smp, "bias")
-                continue
-            if kind == "input_mask":
-                other = e.invars[3 - pos]
-                fill = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
-                if np.any(fill > MASK_FLOOR):
-                    self.fail(f"scores masked by an input are filled with {float(np.max(fill))}, "
-                              f"not a large negative value", ["select_n"])
-                var, roles = self._input_axes(e.invars[0], idx, smp, "mask")
-                if self.mask_input is not None:
-                    self.fail("the scores are masked by more than one input", ["select_n"])
-                self.mask_input = (var, roles, pos - 1)  # kept where the input equals this
-                continue
-            if kind == "weight":
-                self.fail("the scores are multiplied by a position-dependent weight before the "
-                          "softmax", ["mul"])
-            try:
-                if kind == "select":
-                    pred = self.g.value_at(e.invars[0], X.operand_index(e.invars[0], idx))
-                    other = e.invars[3 - pos]
-                    fill = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
-                    kept = (np.asarray(pred).astype(np.int64) == pos - 1)
-                    if np.any(fill[~kept] > MASK_FLOOR):
-                        self.fail(f"masked scores are filled with {float(np.max(fill[~kept]))}, "
-                                  f"not a large negative value", ["select_n"])
-                    keep &= kept
-                else:
-                    other = e.invars[1 - pos]
-                    bias = self.g.value_at(other, X.operand_index(other, idx)).astype(np.float64)
-                    if kind == "neg_bias":
-                        bias = -bias
-                    masked = bias <= MASK_FLOOR
-                    keep &= ~masked
-                    finite = np.where(masked, 0.0, bias)
-                    if np.any(finite != 0):
-                        added += finite
-                        biased_at.append(next(i for i, (x, _) in enumerate(pre.eqns) if x is e))
-            except X.NotConstant as nc:
-                self.fail(f"the mask is computed with {nc}, which the template cannot evaluate",
-                          [str(nc)])
-        if biased_at:
-            self.alibi = self._alibi(m, smp, keep, added, pre, biased_at)
-        if keep.all():
-            if not self.alibi and any(k in ("select", "bias", "neg_bias") for _, k, _ in pre.masks):
-                self.notes.append("the mask keeps every score: treated as no mask")
-            return False
-        if np.array_equal(keep, smp["s"] >= smp["t"]):
-            return True
-        self.fail("the mask is neither causal (query index >= key index) nor absent (sliding "
-                  "windows, padding and other masks are not covered)", ["select_n"])
-
-    def _input_axes(self, other, idx, smp, what):
-        """(input var, role of each of its axes: "b", "h", "s", "t" or None for a size-1 axis)
-        of a bias or mask read from an input, found by running the sampled score indices back
-        to it."""
-        var, chain = self._input_behind(other)
-        try:
-            at = _run_back(chain, X.operand_index(other, idx))
-        except (ValueError, IndexError):
-            self.fail(f"the {what} input's indices could not be followed back to it", ["add"])
-        roles = []
-        for a, size in enumerate(X.shape_of(var)):
-            col = at[:, a]
-            if size == 1 and np.all(col == 0):
-                roles.append(None)
-                continue
-            role = next((r for r in "bhst" if np.array_equal(col, smp[r])), None)
-            if role is None:
-                self.fail(f"the {what} input is not indexed by (batch, head, query, key) axes (or "
-                          "size-1 ones)", ["add"])
-            roles.append(role)
-        named = [r for r in roles if r]
-        if roles.count("s") != 1 or roles.count("t") != 1 or len(set(named)) != len(named):
-            self.fail(f"the {what} input does not have exactly one query and one key axis", ["add"])
-        if named.index("s") > named.index("t") or named[-2:] != ["s", "t"]:
-            self.fail(f"the {what} input's last two axes are not (query, key) in that order (its "
-                      "tile is applied to the scores as it is read)", ["add"])
-        return var, tuple(roles)
-
-    def _alibi(self, m, smp, keep, added, pre, biased_at) -> tuple:
-        """(per-head slopes, form) of a bias slope_h * (key - query) ("signed") or -slope_h *
-        |key - query| ("abs") on the kept scores; anything else is refused."""
-        # pre.eqns runs from the softmax back to the dot: a scale nearer the softmax than a
-        # bias would scale the bias too.
-        if any(x.primitive.name in ("mul", "div") for x, _ in pre.eqns[:min(biased_at)]):
-            self.fail("the scores are scaled after a position bias is added", ["add"])
-        h, rel = smp["h"], (smp["t"] - smp["s"]).astype(np.float64)
-        for form, dist in (("signed", rel), ("abs", -np.abs(rel))):
-            slopes = []
-            for head in range(m["H"]):
-                at = keep & (h == head) & (dist != 0)
-                if not at.any():
-                    self.fail(f"head {head}'s position bias could not be sampled", ["add"])
-                d = dist[at]
-                slopes.append(float(np.sum(d * added[at]) / np.sum(d * d)))
-            want = np.asarray(slopes)[h] * dist
-            scale = max(1.0, float(np.max(np.abs(added[keep]))))
-            if np.allclose(added[keep], want[keep], rtol=1e-4, atol=1e-5 * scale):
-                return tuple(slopes), form
-        self.fail("the scores get an additive bias that is neither a 0/-inf mask nor ALiBi's "
-                  "slope_h * (key - query)", ["add"])
-
-    # -- emission ------------------------------------------------------------------------
     def precision_text(self) -> str | None:
         """The reference's dot precision as Mosaic takes it (G.mosaic_precision)."""
         precs = [e.params.get("precision") for e in (self.d1, self.d2)]
@@ -647,27 +510,6 @@ class Matcher:
         return G.literal(scale), []
 
 
-
-# What both forms say about the kernel (generate.templates.attention_gpu appends its own words).
-
-def describe(m, causal: bool, dtype, bk: int) -> str:
-    """The attention in words: its mask, heads, sizes and layouts, and the kernel's kv blocks."""
-    B, H, S, T, D, KVH = (m[k] for k in ("B", "H", "S", "T", "D", "KVH"))
-    group = H // KVH
-    kind = ("causal " if causal else "") + ("GQA " if group > 1 else "") + "attention"
-    return (f"{kind} (batch {B}, {H} q heads" + (f" / {KVH} kv heads" if group > 1 else "")
-            + f", seq {S}x{T}, head_dim {D}, {G.dtype_name(dtype)}, q/k/v {m['q']}/"
-            f"{m['k']}/{m['v']} -> {m['out']}): flash kernel, online softmax over "
-            f"{bk}-long kv blocks")
-
-
-def gqa_notes(m) -> list[str]:
-    """Which kv head each q head reads, when q heads share kv heads."""
-    group = m["H"] // m["KVH"]
-    if group <= 1:
-        return []
-    kv_head = f"h // {group}" if m["hmap"] == "repeat" else f"h % {m['KVH']}"
-    return [f"GQA: q head h reads kv head {kv_head}"]
 
 # ---------------------------------------------------------------------------
 # Index helpers.
@@ -696,12 +538,6 @@ def _out_index(layout, m, b, h, s, d):
     if layout == "bs(hd)":
         return np.stack((b, s, h * m["DV"] + d), axis=1)
     return _in_index(layout, b, h, s, d)
-
-
-def _run_back(chain: Chain, idx):
-    for e in chain.eqns:
-        idx = X.back(e, idx)
-    return idx
 
 
 def _dot_back(e, idx, contract):
@@ -742,105 +578,3 @@ def _const_eqns(g, v) -> list:
             out.append(e)
             stack.extend(e.invars)
     return out
-
-
-def ident(name: str) -> str:
-    return f"{name}_arr" if name in ENTRY_LOCALS else name
-
-# Locals of the generated entry; a reference parameter with one of these names is aliased.
-ENTRY_LOCALS = ("batch", "heads", "q_len", "head_dim", "kv_heads", "kv_len", "v_dim", "group",
-                "bq", "bk", "sm_scale", "out")
-
-
-
-@dataclasses.dataclass(frozen=True)
-class EntryForm:
-    """What the entry's text takes from the kernel form (generate.templates.attention_gpu writes one too)."""
-    fits: tuple  # the lines fitting bq and bk to q_len and kv_len
-    grid_ids: str  # the parameters of the index_maps
-    kv_rows: str  # rows of a k or v block
-    kv_block: str  # a k or v block's index along kv_len
-    kernel: str  # the pallas_call's kernel argument
-    grid: str
-    options: tuple  # the pallas_call's last keyword lines, as they stand in it
-    # Scalar-prefetched operands (expressions, in order): the index maps and the kernel get
-    # their refs first, and the blocks go in a PrefetchScalarGridSpec with `scratch`.
-    prefetch: tuple = ()
-    scratch: str = "[]"
-    # Operands after q, k, v: (argument expression, BlockSpec text).
-    extra: tuple = ()
-
-
-def entry_text(ctx, m, views, out_view, scale_text, names, odt, form: EntryForm) -> str:
-    """The entry, shared by both forms: the dims read from q, k and v, each viewed as (batch,
-    heads, seq, dim) or as (batch, seq, heads*dim), its BlockSpec (a q block of head h; the
-    kv head's k and v), the pallas_call and the output back in the reference's layout."""
-    qn, kn, vn = names
-    lines = [f"{ident(p)} = {p}" for p in ctx.params if ident(p) != p]
-    lines.append(("batch, heads, q_len, head_dim = {q}.shape" if m["q"] == "bhsd" else
-                  "batch, q_len, heads, head_dim = {q}.shape").format(q=qn))
-    lines.append(("kv_heads, kv_len = {k}.shape[1], {k}.shape[2]" if m["k"] == "bhsd" else
-                  "kv_len, kv_heads = {k}.shape[1], {k}.shape[2]").format(k=kn))
-    lines.append(f"v_dim = {vn}.shape[-1]")
-    lines.append("group = heads // kv_heads")
-    lines += form.fits
-    lines.append(f"sm_scale = {scale_text}")
-    # Block indices are traced int32 scalars: lax.div/rem (floor division would need sign()).
-    kv_head = "jax.lax.div(hi, group)" if m["hmap"] == "repeat" else "jax.lax.rem(hi, kv_heads)"
-    ids = form.grid_ids
-    args = []
-    specs = []
-    for key, nm, dim in (("q", qn, "head_dim"), ("k", kn, "head_dim"), ("v", vn, "v_dim")):
-        view = views[key]
-        head = "hi" if key == "q" else kv_head
-        blk = "qi" if key == "q" else form.kv_block
-        rows = "bq" if key == "q" else form.kv_rows
-        if view == "flat":
-            args.append(f"{nm}.reshape({nm}.shape[0], {nm}.shape[1], -1)")
-            specs.append(f"pl.BlockSpec((None, {rows}, {dim}), lambda {ids}: (bi, {blk}, {head}))")
-        else:
-            args.append(f"jnp.swapaxes({nm}, 1, 2)" if view == "transpose" else nm)
-            specs.append(f"pl.BlockSpec((None, None, {rows}, {dim}), "
-                         f"lambda {ids}: (bi, {head}, {blk}, 0))")
-    for arg, spec in form.extra:
-        args.append(arg)
-        specs.append(spec)
-    odt_code = G.dtype_code(odt)
-    if out_view == "flat":
-        out_shape = f"jax.ShapeDtypeStruct((batch, q_len, heads * v_dim), {odt_code})"
-        out_spec = f"pl.BlockSpec((None, bq, v_dim), lambda {ids}: (bi, qi, hi))"
-        ret = "out" if m["out"] == "bs(hd)" else "out.reshape(batch, q_len, heads, v_dim)"
-    else:
-        out_shape = f"jax.ShapeDtypeStruct((batch, heads, q_len, v_dim), {odt_code})"
-        out_spec = f"pl.BlockSpec((None, None, bq, v_dim), lambda {ids}: (bi, hi, qi, 0))"
-        ret = {"bhsd": "out", "bshd": "jnp.swapaxes(out, 1, 2)",
-               "bs(hd)": "jnp.swapaxes(out, 1, 2).reshape(batch, q_len, heads * v_dim)"}[m["out"]]
-    if form.prefetch:
-        lines += [
-            "grid_spec = pltpu.PrefetchScalarGridSpec(",
-            f"    num_scalar_prefetch={len(form.prefetch)},",
-            f"    grid={form.grid},",
-            "    in_specs=[" + ",\n              ".join(specs) + "],",
-            f"    out_specs={out_spec},",
-            f"    scratch_shapes={form.scratch},",
-            ")",
-            "out = pl.pallas_call(",
-            f"    {form.kernel},",
-            f"    out_shape={out_shape},",
-            "    grid_spec=grid_spec,",
-            *form.options,
-            f")({', '.join(list(form.prefetch) + args)})",
-        ]
-    else:
-        lines += [
-            "out = pl.pallas_call(",
-            f"    {form.kernel},",
-            f"    out_shape={out_shape},",
-            f"    grid={form.grid},",
-            "    in_specs=[" + ",\n              ".join(specs) + "],",
-            f"    out_specs={out_spec},",
-            *form.options,
-            f")({', '.join(args)})",
-        ]
-    lines.append(f"return {ret}")
-    return f"def {ctx.entry}({ctx.signature}):\n" + G.indent("\n".join(lines)) + "\n"

@@ -17,6 +17,7 @@ from mkworker.generate import common as G
 from mkworker.generate import gpu_form as GPU
 from mkworker.generate.common import NoTemplate
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import attention_entry as AE
 
 MAX_BLOCK = 128
 
@@ -26,7 +27,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     if matcher.alibi:
         raise NoTemplate("GPU form: a position bias (ALiBi) on the scores is not covered")
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
-    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qn, kn, vn = (AE.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, odt = q_var.aval.dtype, out_var.aval.dtype
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     for what, dim in (("head_dim", D), ("v head_dim", DV)):
@@ -57,7 +58,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     out_view = "bhsd" if m["out"] == "bhsd" else "flat"
     kernel = _kernel_text(causal)
     entry = _entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt)
-    description = MA.describe(m, causal, qdt, bk) + " in a loop (GPU form)"
+    description = AE.describe(m, causal, qdt, bk) + " in a loop (GPU form)"
     constants = [("BLOCK_Q", bq, f"query rows per program; valid here: {q_c}"),
                  ("BLOCK_K", bk, f"kv rows per loop step; valid here: {k_c}")]
     constants += GPU.launch_constants(warps, stages)
@@ -66,7 +67,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
         code=GPU.FIT_POW2_HELPER + "\n\n" + kernel + "\n\n\n" + entry, imports=GPU.IMPORTS)
     notes = [GPU.notes_for_form(), f"scale {scale:.6g} ({scale_text})",
              f"BLOCK_Q={bq}, BLOCK_K={bk}, {warps} warps, {stages} stages"]
-    notes += MA.gqa_notes(m)
+    notes += AE.gqa_notes(m)
     if causal:
         notes.append("causal: the kv loop stops at the last block the q block needs; diagonal "
                      "blocks are masked")
@@ -124,10 +125,10 @@ def _kernel_text(causal: bool) -> str:
 
 def _entry_text(ctx, m, views, out_view, scale_text, names, odt) -> str:
     # A program holds its kv head's whole k and v: the kv loop runs inside the kernel.
-    form = MA.EntryForm(
+    form = AE.EntryForm(
         fits=("bq = _fit_pow2(BLOCK_Q, q_len)", "bk = _fit_pow2(BLOCK_K, kv_len)"),
         grid_ids="bi, hi, qi", kv_rows="kv_len", kv_block="0",
         kernel="functools.partial(_flash_kernel, scale=sm_scale, bk=bk)",
         grid="(batch, heads, q_len // bq)",
         options=(f"    compiler_params={GPU.params_code()},",))
-    return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
+    return AE.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)

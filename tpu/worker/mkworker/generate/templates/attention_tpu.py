@@ -12,6 +12,7 @@ import numpy as np
 
 from mkworker.generate import common as G
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import attention_entry as AE
 from mkworker.generate.templates import head_tables as HT
 
 
@@ -85,7 +86,7 @@ def plan_limit(ctx, plan: TilePlan) -> int:
 def emit(ctx, matched: MA.Matched) -> G.Generated:
     matcher, m, causal, scale, q_var, k_var, v_var, out_var = matched
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
-    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qn, kn, vn = (AE.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
     D, DV = m["D"], m["DV"]
     bias, mask = matcher.bias_input, matcher.mask_input
@@ -123,14 +124,14 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
                  None: (None, "0")}
         dims = ", ".join(str(where[r][0]) for r in roles)
         index = ", ".join(where[r][1] for r in roles)
-        arg = MA.ident(names[var]) + (".astype(jnp.int8)" if mask else "")
+        arg = AE.ident(names[var]) + (".astype(jnp.int8)" if mask else "")
         extra = ((arg, f"pl.BlockSpec(({dims}), lambda bi, hi, qi, ki: ({index}))"),)
         matcher.notes.append(f"the scores' {'mask' if mask else 'bias'} `{names[var]}` (axes "
                              f"{', '.join(r or '1' for r in roles)}) is read a (q block, kv block) "
                              f"tile a step" + (" (as int8)" if mask else ""))
     entry = _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used,
                         (qn, kn, vn), odt, sub, sub_k, limit, alibi, extra)
-    description = MA.describe(m, causal, qdt, bk) + (", a bias input on the scores" if bias else "") \
+    description = AE.describe(m, causal, qdt, bk) + (", a bias input on the scores" if bias else "") \
         + (", a mask input on the scores" if mask else "")
     constants = [("BLOCK_Q", bq, f"query rows per step; valid here: {q_ok}"),
                  ("BLOCK_K", bk, f"kv rows per step; valid here: {k_ok}")]
@@ -146,7 +147,7 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
                                            code=code)
     notes = [f"scale {scale:.6g} ({scale_text})",
              f"{G.mib(step(bq, bk))} VMEM per step at BLOCK_Q={bq}, BLOCK_K={bk}"]
-    notes += MA.gqa_notes(m)
+    notes += AE.gqa_notes(m)
     if alibi:
         notes.append("ALiBi: the bias slope_h * (key - query) is computed in the kernel from "
                      "iotas (never read from HBM); the slopes are scalar-prefetched")
@@ -287,7 +288,7 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
                "                    pltpu.VMEM((bq, v_dim), jnp.float32)]")
     params = compiler_params_lines(vmem_limit)
     if alibi:
-        form = MA.EntryForm(
+        form = AE.EntryForm(
             fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
                   *HT.entry_lines(("ALIBI_SLOPES",), ("alibi_slopes",), ("jnp.float32",),
                                   HT.is_prefix(alibi))),
@@ -295,8 +296,8 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
             kernel="functools.partial(_flash_kernel, scale=sm_scale)",
             grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
             options=params, prefetch=("alibi_slopes",), scratch=scratch)
-        return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
-    form = MA.EntryForm(
+        return AE.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
+    form = AE.EntryForm(
         # Query rows are independent: the last q tile may be ragged (Pallas masks it); kv rows
         # are summed over, so the kv tile divides kv_len (or is all of it).
         fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)"),
@@ -309,5 +310,5 @@ def _entry_text(ctx, m, views, out_view, causal, scale_text, statics_used, names
             "                    pltpu.VMEM((bq, v_dim), jnp.float32)],",
             *params),
         extra=extra)
-    return MA.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
+    return AE.entry_text(ctx, m, views, out_view, scale_text, names, odt, form)
 

@@ -34,6 +34,7 @@ from mkworker.generate import common as G
 from mkworker.generate import index as X
 from mkworker.generate import rows as R
 from mkworker.generate.templates import attention as MA
+from mkworker.generate.templates import attention_entry as AE
 from mkworker.generate.templates import attention_tpu as AT
 from mkworker.generate.templates import head_tables as HT
 
@@ -179,7 +180,7 @@ def decay_window(log_decay: float) -> int:
 def emit(ctx, matched: Matched) -> G.Generated:
     matcher, m, log_decay, scale, q_var, k_var, v_var, out_var = matched
     names = {v: n for v, n in zip(ctx.jaxpr.invars, ctx.arg_names)}
-    qn, kn, vn = (MA.ident(names[v]) for v in (q_var, k_var, v_var))
+    qn, kn, vn = (AE.ident(names[v]) for v in (q_var, k_var, v_var))
     qdt, kdt, vdt, odt = (v.aval.dtype for v in (q_var, k_var, v_var, out_var))
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     # The accumulator, and the scores, the decay and their product.
@@ -198,7 +199,7 @@ def emit(ctx, matched: Matched) -> G.Generated:
     # A kv tile is fetched from the first one within the decay window to the diagonal's.
     kv_blk = ("jnp.minimum(jnp.maximum(ki, jax.lax.div(jnp.maximum(qi * bq - win_ref[hi], 0), bk)), "
               "jnp.minimum(jax.lax.div((qi + 1) * bq - 1, bk), kv_len // bk - 1))")
-    form = MA.EntryForm(
+    form = AE.EntryForm(
         fits=(f"bq = _ragged_block(BLOCK_Q, q_len, {sub})", "bk = _fit_block(BLOCK_K, kv_len, 128)",
               *HT.entry_lines(("LOG_DECAY", "DECAY_WINDOW"), ("log_decay", "window"),
                               ("jnp.float32", "jnp.int32"), prefix)),
@@ -207,7 +208,7 @@ def emit(ctx, matched: Matched) -> G.Generated:
         grid="(batch, heads, pl.cdiv(q_len, bq), kv_len // bk)",
         options=AT.compiler_params_lines(limit),
         prefetch=("log_decay", "window"), scratch="[pltpu.VMEM((bq, v_dim), jnp.float32)]")
-    entry = MA.entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt, form)
+    entry = AE.entry_text(ctx, m, views, out_view, scale_text, (qn, kn, vn), odt, form)
     per_head = ", ".join(f"{math.exp(ld):.6g}" for ld in log_decay[:4]) + (", ..." if len(log_decay) > 4 else "")
     description = (f"retention (batch {m['B']}, {m['H']} q heads" +
                    (f" / {m['KVH']} kv heads" if m["KVH"] != m["H"] else "") +
@@ -236,7 +237,7 @@ def emit(ctx, matched: Matched) -> G.Generated:
         notes.append(f"{skipped} of {len(windows)} heads decay to 0 in float32 within the "
                      f"sequence: kv blocks beyond their window ({min(windows)} to "
                      f"{max(w for w in windows if w < T)} positions) are skipped too")
-    notes += MA.gqa_notes(m)
+    notes += AE.gqa_notes(m)
     return G.Generated(kernel_class="retention", description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body,
                        tunables={"BLOCK_Q": q_ok, "BLOCK_K": k_ok}, notes=notes + matcher.notes)
