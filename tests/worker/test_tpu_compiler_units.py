@@ -181,6 +181,43 @@ def test_a_program_is_never_faster_than_moving_its_inputs_and_outputs_once():
     assert r["cycles"] == floor + 5 and "hbm_floor" not in r and "cycles_note" not in r, r
 
 
+def test_xlas_program_compiled_without_the_profile_is_estimated_from_xlas_models():
+    # The static profile aborted and the retry has no cycles: XLA's convolution model stands in
+    # for its matmul, the bytes at HBM bandwidth for its other estimated ops.
+    copy_cycles = round((256 << 20) / 819e9 * 1.5e9)
+    reply = {"ok": True, "cycles": {}, "compute_ops": ["fusion.1"], "custom_calls": [],
+             "cost_model": {"fusion.1": [900000, "CLASSIC"], "copy.2": [5, "INVALID"]},
+             "op_bytes": {"fusion.1": 1 << 20, "copy.2": 256 << 20, "p0": 1 << 20}}
+    r = T.result_of(reply, "v5e", False, {})
+    assert r["cycles"] == 900000 + copy_cycles, r
+    assert r["cost_model_ops"] == {"fusion.1": 900000} and r["moved_bytes_ops"] == {"copy.2": copy_cycles}
+    assert "XLA's own cost-model estimate for fusion.1" in r["cycles_note"], r
+    # a matmul XLA's convolution model did not estimate: no estimate at all
+    reply["cost_model"]["fusion.1"] = [900000, "INVALID"]
+    r = T.result_of(reply, "v5e", False, {})
+    assert "cycles" not in r and "no estimate" in r["cycles_note"], r
+    # a Pallas kernel (a custom call) is never estimated this way: its work is not in XLA's models
+    reply["cost_model"]["fusion.1"] = [900000, "CLASSIC"]
+    reply["custom_calls"] = ["kernel.3"]
+    assert "cycles" not in T.result_of(reply, "v5e", False, {})
+    # the profiled compile of the same program is scored from the profile only
+    reply["custom_calls"] = []
+    assert "cycles" not in T.result_of(reply, "v5e", True, {})
+
+
+def test_the_custom_calls_of_a_compiled_program_are_found():
+    from mkworker.tpu_compiler import compile_child
+    hlo = """HloModule m
+
+ENTRY %main (p0: f32[8,128]) -> f32[8,128] {
+  %p0 = f32[8,128]{1,0} parameter(0)
+  %kernel.3 = f32[8,128]{1,0} custom-call(%p0), custom_call_target="tpu_custom_call"
+  ROOT %copy.1 = f32[8,128]{1,0} copy(%kernel.3)
+}
+"""
+    assert compile_child._custom_calls(hlo) == ["kernel.3"]
+
+
 def test_the_bytes_a_program_reads_and_writes_are_its_inputs_and_outputs():
     import jax
     import jax.numpy as jnp

@@ -9,7 +9,8 @@ private copy of stdout: {"ok": true, "cycles": {op: cycles}, "cost_analysis": {.
 "compute_ops": [the ops that compute a convolution or matmul],
 "cost_model": {op: [cycles, model]} (XLA's own per-op estimate in the compiled HLO),
 "op_bytes": {op: bytes its operands and result hold},
-"io_bytes": bytes of the program's inputs and outputs}
+"io_bytes": bytes of the program's inputs and outputs,
+"custom_calls": [the top-level ops that are custom calls]}
 or {"ok": false, "error": text, "error_type": name}. Everything libtpu prints goes to stderr.
 
 The static cycle dump (--xla_jf_dump_static_llo_profile_to, read once when libtpu starts) is an
@@ -159,6 +160,22 @@ def _op_bytes(hlo: str) -> dict[str, int]:
     return ops
 
 
+def _custom_calls(hlo: str) -> list[str]:
+    """The top-level ops of the compiled program that are custom calls (a Pallas kernel is one)."""
+    entry = hlo.split("\nENTRY ", 1)
+    if len(entry) < 2:
+        return []
+    out = []
+    for line in entry[1].splitlines()[1:]:
+        if line.startswith("}"):
+            break
+        text = line.strip().removeprefix("ROOT").strip()
+        call = _CALL.search(text)
+        if " = " in text and call and call.group(1) == "custom-call":
+            out.append(text.split(" = ", 1)[0].lstrip("%"))
+    return out
+
+
 def _io_bytes(exported) -> int:
     """The bytes of the program's inputs and outputs: what it reads and writes at least once."""
     total = 0
@@ -254,7 +271,7 @@ def main() -> int:
                      "cycles": _read_cycles(dump_dir), "cost_analysis": _cost_analysis(compiled),
                      "compute_ops": _compute_ops(hlo), "cost_model": _cost_model(hlo),
                      "op_bytes": _op_bytes(hlo),
-                     "io_bytes": _io_bytes(exported),
+                     "io_bytes": _io_bytes(exported), "custom_calls": _custom_calls(hlo),
                      "device_kind": dev.device_kind}
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the answer
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"[:20000],

@@ -342,7 +342,8 @@ def estimate_serialized(blob: bytes, generation: str = "v5e", limits: dict | Non
             again["profile_crash"] = res.get("reason", "")[:600]
             if again["status"] == "compiled":
                 again["cycles_note"] = ("libtpu's static cycle profile aborted on this program; "
-                                        "compiled again without it: no cycles")
+                                        "compiled again without it: "
+                                        + (again.get("cycles_note") or "no cycles"))
             return again
     return res
 
@@ -417,6 +418,21 @@ def _stand_ins(uncounted: list[str], cost_model: dict) -> dict[str, int]:
     return out
 
 
+def _without_profile(reply: dict, compute: set, generation: str) -> tuple[dict, dict, list]:
+    """(stand-ins, moved, uncounted) for a program compiled without the static profile: each op
+    XLA gave an estimate of in its backend_config, a convolution or matmul at XLA's convolution
+    model (1-8 % from the profile on plain ones) and any other op at the bytes it moves at HBM
+    bandwidth (XLA's other model is 1.7-17x off; the bytes are a floor, so XLA's program is not
+    made slower than it is)."""
+    model = reply.get("cost_model") or {}
+    ops = sorted(model)
+    matmuls = [op for op in ops if op in compute]
+    stand_ins = _stand_ins(matmuls, model)
+    others = [op for op in ops if op not in compute]
+    moved = _moved_bytes_stand_ins(others, compute, reply.get("op_bytes") or {}, generation)
+    return stand_ins, moved, [op for op in matmuls if op not in stand_ins]
+
+
 def _moved_bytes_stand_ins(zero: list[str], compute: set, op_bytes: dict, generation: str) -> dict[str, int]:
     """Cycles for each op the static profile gave 0 that computes no matmul (a copy, a pad, a
     transpose: libtpu 0.0.42.1 leaves some of these at 0 too): the bytes it reads and writes at
@@ -457,6 +473,15 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     stand_ins = _stand_ins(uncounted, reply.get("cost_model") or {})
     uncounted = [op for op in uncounted if op not in stand_ins]
     moved = _moved_bytes_stand_ins(zero, compute, reply.get("op_bytes") or {}, generation)
+    # A retry after the static profile aborted: every op XLA estimated, from the same two
+    # stand-ins (see _without_profile); a matmul with no convolution-model estimate leaves the
+    # program with none. Never for a program with a custom call (a Pallas kernel): XLA has no
+    # estimate of its work, and its bytes alone would make a compute-bound kernel look free.
+    without_profile = (not cycles and not profiled and generation in PROFILED
+                       and not reply.get("custom_calls") and "custom_calls" in reply)
+    if without_profile:
+        stand_ins, moved, uncounted = _without_profile(reply, compute, generation)
+        cycles = {}
     if zero:
         out["zero_cycle_ops"] = zero
     if stand_ins:
@@ -470,6 +495,9 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
     if cycles and sum(cycles.values()) <= 0:
         out["cycles_note"] = ("libtpu's static profile gave 0 cycles for every op of this program: "
                               "no estimate")
+    elif uncounted and without_profile:
+        out["cycles_note"] = (f"XLA's convolution model has no estimate for {', '.join(uncounted)}, "
+                              "which computes a convolution or matmul: no estimate")
     elif uncounted:
         out["cycles_note"] = (f"libtpu's static profile gave 0 cycles for {', '.join(uncounted)}, "
                               "which computes a convolution or matmul: the sum would leave out "
@@ -479,19 +507,23 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
         notes = []
         floor = _hbm_floor(reply.get("io_bytes"), generation)
         if floor and total < floor:
-            # libtpu's static profile does not hold a Pallas kernel's DMA to HBM bandwidth (a
-            # memory-bound kernel read as 1.2-1.9x faster than its bytes allow): no program
-            # finishes before it has read its inputs and written its outputs once.
+            # libtpu's static profile does not hold DMA to HBM bandwidth (a Pallas scale kernel
+            # and XLA's fusion of the same got about half the cycles their bytes need): no
+            # program finishes before it has read its inputs and written its outputs once.
             out["hbm_floor"] = {"cycles": floor, "profile_cycles": total, "io_bytes": reply["io_bytes"]}
             notes.append(f"the static profile's {total} cycles are fewer than reading the inputs "
                          f"and writing the outputs once at HBM bandwidth takes: counted at {floor}")
             total = floor
         out["cycles"] = total
-        if stand_ins:
+        if without_profile:
+            notes.insert(0, "XLA's own cost-model estimate for "
+                         + (", ".join(stand_ins) or "no matmul") + " and the bytes "
+                         + (", ".join(moved) or "no other op") + " move at HBM bandwidth")
+        elif stand_ins:
             notes.append(f"libtpu's static profile gave 0 cycles for {', '.join(stand_ins)} (a "
                          "convolution or matmul): XLA's own cost-model estimate "
                          f"({', '.join(str(c) for c in stand_ins.values())} cycles) stands in")
-        if moved:
+        if moved and not without_profile:
             notes.append(f"{', '.join(moved)} got 0 cycles in the static profile: counted at "
                          "the bytes they move at HBM bandwidth")
         if notes:
