@@ -16,6 +16,7 @@ STEP_OVERHEAD_BYTES = 300_000
 
 # Tile sizes worth trying, per dim: small powers of two (narrow dims) and MXU multiples.
 TILE_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+WHOLE_K_MAX = 4096
 MIB = 1024 * 1024
 
 
@@ -42,18 +43,22 @@ def tunable(dim: int, align: int, chosen: int) -> list[int]:
     return G.around(vals, chosen)
 
 
-def choose_tiles(m, n, k, row_align, k_align, vmem_fn, cost_fn, budget):
+def choose_tiles(m, n, k, row_align, k_align, vmem_fn, cost_fn, budget, whole_k=False):
     """(bm, bn, bk, vmem) with the least modelled cost whose step fits the budget, or None.
     The returned sizes are the module-level constants (the tile the module fits at this size
-    is the same)."""
+    is the same). `whole_k` adds the whole K as a depth past TILE_SIZES (one step per tile),
+    up to WHOLE_K_MAX: past it Mosaic's unrolled body grows the compile (a 14336-deep bf16 down
+    projection took 15.8 GB of compiler memory)."""
     best = None
+    deep = whole_k and TILE_SIZES[-1] < k <= WHOLE_K_MAX and k % k_align == 0
+    depths = TILE_SIZES + ((k,) if deep else ())
     for bm in TILE_SIZES:
         if bm % row_align and bm < m:
             continue
         for bn in TILE_SIZES:
             if bn % G.LANE and bn < n:
                 continue
-            for bk in TILE_SIZES:
+            for bk in depths:
                 if bk % k_align and bk < k:
                     continue
                 tm, tn, tk = fit_tile(bm, m, row_align), fit_tile(bn, n, G.LANE), \
@@ -64,7 +69,7 @@ def choose_tiles(m, n, k, row_align, k_align, vmem_fn, cost_fn, budget):
                 key = (cost_fn(tm, tn, tk), -(tm * tn), -tk, bm + bn + bk)
                 if best is None or key < best[0]:
                     best = (key, (min(bm, _cap(m, row_align)), min(bn, _cap(n, G.LANE)),
-                                  min(bk, _cap(k, k_align)), v))
+                                  bk if bk > TILE_SIZES[-1] else min(bk, _cap(k, k_align)), v))
     return None if best is None else best[1]
 
 

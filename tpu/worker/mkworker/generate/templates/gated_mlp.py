@@ -25,6 +25,7 @@ from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
 from mkworker.generate.templates import matmul as MM
+from mkworker.generate.templates import matmul_tpu as MT
 
 KERNEL_CLASS = "gated_mlp"
 COVERED_PRIMITIVES = ("dot_general",)
@@ -125,9 +126,9 @@ def emit(ctx, m) -> G.Generated:
     def cost1(bm, bf, bk):
         mb, fb, kb = (-(-ms.m // bm), -(-ms.n // bf), -(-ms.k // bk))
         traffic = ms.m * ms.k * G.itemsize(x_dt) * fb + 2 * ms.k * ms.n * G.itemsize(w_dt) * mb
-        return traffic + mb * fb * kb * F.STEP_OVERHEAD_BYTES
+        return MT.gemm_seconds(ctx, traffic, (mb, fb, kb), (bm, bf, bk), x_dt, w_dt, dots=2)
 
-    p1 = F.choose_tiles(ms.m, ms.n, ms.k, sub, k_align, vmem1, cost1, budget)
+    p1 = F.choose_tiles(ms.m, ms.n, ms.k, sub, k_align, vmem1, cost1, budget, whole_k=True)
     if p1 is None:
         raise NoTemplate("the smallest gate+up tiles do not fit the VMEM budget", ["dot_general"])
     constants = [("BLOCK_M", p1[0], "rows (tokens) of a tile"),
@@ -155,10 +156,10 @@ def emit(ctx, m) -> G.Generated:
         def cost2(bm, bd, bk):
             mb, db, kb = (-(-ms.m // bm), -(-d_out // bd), -(-ms.n // bk))
             traffic = ms.m * ms.n * G.itemsize(h_dt) * db + ms.n * d_out * G.itemsize(wd_dt) * mb
-            return traffic + mb * db * kb * F.STEP_OVERHEAD_BYTES
+            return MT.gemm_seconds(ctx, traffic, (mb, db, kb), (bm, bd, bk), h_dt, wd_dt)
 
         sub2 = max(G.sublane_multiple(h_dt), G.sublane_multiple(out_dt))
-        p2 = F.choose_tiles(ms.m, d_out, ms.n, sub2, dk_align, vmem2, cost2, budget)
+        p2 = F.choose_tiles(ms.m, d_out, ms.n, sub2, dk_align, vmem2, cost2, budget, whole_k=True)
         if p2 is None:
             raise NoTemplate("the smallest down-projection tiles do not fit the VMEM budget",
                              ["dot_general"])

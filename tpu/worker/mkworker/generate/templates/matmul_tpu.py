@@ -84,6 +84,22 @@ def _cost(ctx, ms, out_block, bm, bn, bk):
     return max(steps * step, hbm) + (bm * bk * xs + bk * bn * ws + bm * os_) / bw
 
 
+def gemm_seconds(ctx, traffic: float, grid, tile, x_dtype, w_dtype, dots: int = 1) -> float:
+    """Modelled seconds of a fused GEMM kernel (gated MLP, its down projection) with the terms
+    above: `dots` products of the (bm, bn, bk) tile per step over the (gm, gn, gk) grid (a
+    ragged last tile costs a whole one), against `traffic` bytes at HBM bandwidth."""
+    peak, bw = G.target_roofline(ctx.target)
+    (gm, gn, gk), (bm, bn, bk) = grid, tile
+    body = 1.0 + NARROW_COST * max(0.0, MXU_FULL_COLS / bn - 1)
+    if G.itemsize(x_dtype) == 4:
+        body += F32_INPUT_COLS / bn
+    if G.itemsize(w_dtype) == 4:
+        body += F32_WEIGHT_ROWS / bm
+    acc = dots * ACC_SECONDS_PER_ELEMENT * bm * bn if gk > 1 else 0.0
+    step = dots * 2 * bm * bn * bk / peak * body + acc + MM.STEP_SECONDS
+    return max(gm * gn * gk * step, traffic / bw)
+
+
 def _row_cost(ctx, ms, out_block, bm, bn, bk):
     """Modelled seconds of a whole-row plan of a row reduction, in the same form as the tiled
     forms it is weighed against (generate.templates.matmul_online.cost, matmul_two_phase): each
