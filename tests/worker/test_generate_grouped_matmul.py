@@ -92,7 +92,7 @@ def test_on_v5e_a_profile_abort_still_leaves_the_compile_check(tmp_path):
         r = H.generate(w, task)
         cand = H.compile_for_tpu(w, task, r, tmp_path, "v5e", time_s=300)
         assert cand["status"] == "compiled", cand
-        assert "cycles" not in cand and "aborted" in cand["cycles_note"], cand
+        assert "cycles" not in cand and "aborted" in cand["cycles_note"], {k: v for k, v in cand.items() if k != "profile_crash"}
         assert "DMA" in cand["profile_crash"] or "exit" in cand["profile_crash"], cand
     finally:
         w.close()

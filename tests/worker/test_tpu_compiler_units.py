@@ -212,10 +212,11 @@ def test_the_custom_calls_of_a_compiled_program_are_found():
 ENTRY %main (p0: f32[8,128]) -> f32[8,128] {
   %p0 = f32[8,128]{1,0} parameter(0)
   %kernel.3 = f32[8,128]{1,0} custom-call(%p0), custom_call_target="tpu_custom_call"
+  %gmm.1 = bf16[512,512]{1,0} custom-call(s32[4]{0} %p0, bf16[512,256]{1,0} %kernel.3), custom_call_target="tpu_custom_call"
   ROOT %copy.1 = f32[8,128]{1,0} copy(%kernel.3)
 }
 """
-    assert compile_child._custom_calls(hlo) == ["kernel.3"]
+    assert compile_child._custom_calls(hlo) == ["kernel.3", "gmm.1"]
 
 
 def test_the_bytes_a_program_reads_and_writes_are_its_inputs_and_outputs():
