@@ -42,11 +42,14 @@ class TilePlan(NamedTuple):
     step: object  # (bq, bk) -> VMEM bytes a step
 
 
-def tile_plan(ctx, matcher, m, dtypes, scratch, bias_dtype=None) -> TilePlan:
+def tile_plan(ctx, matcher, m, dtypes, scratch, bias_dtype=None, long_kv=False) -> TilePlan:
     """The (q block, kv block) an attention-shaped kernel takes: the most MXU-friendly pair whose
     step fits the generation's VMEM budget, with the pairs around it that fit too. `scratch`
     lists the f32 temporaries besides the pipelined blocks: ((lanes,), n) is n (bq, lanes)
-    arrays, (None, n) is n (bq, bk) arrays."""
+    arrays, (None, n) is n (bq, bk) arrays. `long_kv` (no causal block skipping to gain from
+    short kv blocks) takes the longest kv block that fits: each kv step rescales the running
+    output and statistics, and non-causal f32 attention at 2048 x 2048 read 0.76x of XLA's
+    program with 512-long kv blocks, 1.43x with 2048 (v5e's compiler)."""
     qdt, kdt, vdt, odt = dtypes
     S, T, D, DV = (m[k] for k in ("S", "T", "D", "DV"))
     sub = max(G.sublane_multiple(qdt), G.sublane_multiple(odt),
@@ -71,7 +74,10 @@ def tile_plan(ctx, matcher, m, dtypes, scratch, bias_dtype=None) -> TilePlan:
     if not pairs:
         matcher.fail(f"no (q block, kv block) pair fits the {G.mib(budget)} VMEM budget")
     pref = {512: 0, 256: 1, 1024: 2, 128: 3}
-    bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1]))
+    if long_kv:
+        bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), -p[1], -p[0]))
+    else:
+        bq, bk = min(pairs, key=lambda p: (pref.get(p[0], 9), pref.get(p[1], 9), -p[0], -p[1]))
     q_ok = G.around(sorted({a for a, b in pairs if b == bk}), bq)
     k_ok = G.around(sorted({b for a, b in pairs if a == bq}), bk)
     return TilePlan(bq, bk, q_ok, k_ok, sub, sub_k, step)
@@ -96,7 +102,8 @@ def emit(ctx, matched: MA.Matched) -> G.Generated:
     tile_input = bias or mask
     plan = tile_plan(ctx, matcher, m, (qdt, kdt, vdt, odt),
                      [((128,), 1), ((128,), 1), ((DV,), 1), (None, 2)],
-                     (bias[0].aval.dtype if bias else np.int8) if tile_input else None)
+                     (bias[0].aval.dtype if bias else np.int8) if tile_input else None,
+                     long_kv=not causal)
     bq, bk, q_ok, k_ok, sub, sub_k, step = plan
     scale_text, statics_used = matcher.scale_text(scale, D)
     # The (batch, seq, heads*dim) view gives a lane-dense block per head when head_dim is a
