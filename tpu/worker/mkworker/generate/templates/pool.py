@@ -178,22 +178,14 @@ def emit(ctx: G.GenContext, matched) -> G.Generated:
     if _columns_in_sublanes(shape, out_shape, x.aval.dtype, kw):
         return _emit_columns_in_sublanes(ctx, matched)
     in_dt, out_dt = x.aval.dtype, out.aval.dtype
-    lead, (h, w, c) = shape[:-3], shape[-3:]
-    rows, wo = math.prod(lead) * (h // kh), w // kw
-    budget = ctx.vmem_budget
+    w, c = shape[-2:]
+    wo = w // kw
 
     def vmem(br):
         temps = LIVE_TEMPS * br * wo * kw * c * 4
         return G.step_vmem([((br * kh * wo, kw * c), in_dt)], [((br * wo, c), out_dt)], []) + temps
 
-    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
-    if not fitting:
-        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
-                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
-    # The largest tile up to ~4 MiB of input: each step's fixed cost spread over more rows.
-    small = [b for b in fitting if b * kh * wo * kw * c * G.itemsize(in_dt) <= 4 * G.MIB]
-    br = max(small) if small else fitting[0]
-    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    br, fitting, params = _row_tiles(ctx, shape, kh, kw, vmem, kh * w * c * G.itemsize(in_dt))
     post = "" if scale is None else f" * {scale!r}"
     kernel = f'''
 
@@ -209,21 +201,9 @@ def _pool_kernel(x_ref, o_ref):
         out = {COMBINE[op].format("out", "acc[..., b * c:(b + 1) * c]")}
     o_ref[...] = (out{post}).astype(o_ref.dtype)
 '''
-    ent = _entry_sizes(name, len(shape), kh, kw) + [
-        f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"]
-    call = G.pallas_call_code(
-        kernel="_pool_kernel",
-        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
-        grid="(pl.cdiv(rows, br),)",
-        in_specs=[f"pl.BlockSpec((br, {kh}, wo, {kw} * c), lambda i: (i, 0, 0, 0))"],
-        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
-        options=[f"compiler_params={params}"],
-        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
-    entry = f'''
-
-def {ctx.entry}({ctx.signature}):
-{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
-'''
+    entry = _row_major_entry(ctx, name, shape, kh, kw, out_dt, params,
+                             [f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"],
+                             f"(br, {kh}, wo, {kw} * c)")
     kind = "average" if op == "sum" and scale is not None else op
     description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
                    f"{G.dtype_name(in_dt)} (channels last) in tiles of {br} window rows: the "
@@ -242,9 +222,8 @@ def _emit_w_in_lanes(ctx: G.GenContext, matched) -> G.Generated:
     """Sum / average pooling of an input XLA keeps with W in the lanes (see the module doc)."""
     name, x, out, shape, _op, kh, kw, scale = matched
     in_dt, out_dt = x.aval.dtype, out.aval.dtype
-    lead, (h, w, c) = shape[:-3], shape[-3:]
-    rows, wo = math.prod(lead) * (h // kh), w // kw
-    budget = ctx.vmem_budget
+    w, c = shape[-2:]
+    wo = w // kw
     exact_bf16 = G.itemsize(in_dt) == 2 and np.dtype(in_dt).kind == "f"
 
     def vmem(br):
@@ -252,13 +231,7 @@ def _emit_w_in_lanes(ctx: G.GenContext, matched) -> G.Generated:
         temps = br * c * (LANE_CHUNK * kw + LANE_CHUNK) * 4 * 2
         return G.step_vmem([((br * kh * c, w), in_dt)], [((br * c, wo), out_dt)], []) + temps
 
-    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
-    if not fitting:
-        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
-                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
-    small = [b for b in fitting if b * kh * c * w * G.itemsize(in_dt) <= 4 * G.MIB]
-    br = max(small) if small else fitting[0]
-    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    br, fitting, params = _row_tiles(ctx, shape, kh, kw, vmem, kh * w * c * G.itemsize(in_dt))
     post = "" if scale is None else f" * {scale!r}"
     if exact_bf16:
         # a bf16 row times a matrix of 0s and 1s is exact at one MXU pass; rows summed in f32
@@ -336,9 +309,8 @@ def _emit_columns_in_sublanes(ctx: G.GenContext, matched) -> G.Generated:
     sublanes (see the module doc)."""
     name, x, out, shape, op, kh, kw, scale = matched
     in_dt, out_dt = x.aval.dtype, out.aval.dtype
-    lead, (h, w, c) = shape[:-3], shape[-3:]
-    rows, wo = math.prod(lead) * (h // kh), w // kw
-    budget = ctx.vmem_budget
+    w, c = shape[-2:]
+    wo = w // kw
     packed = G.itemsize(in_dt) == 2
 
     def vmem(br):
@@ -346,13 +318,7 @@ def _emit_columns_in_sublanes(ctx: G.GenContext, matched) -> G.Generated:
         temps = (LIVE_TEMPS + 1) * br * wo * c * 4
         return G.step_vmem([((br * kh * w, c), in_dt)], [((br * wo, c), out_dt)], []) + temps
 
-    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= budget]
-    if not fitting:
-        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
-                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
-    small = [b for b in fitting if b * kh * w * c * G.itemsize(in_dt) <= 4 * G.MIB]
-    br = max(small) if small else fitting[0]
-    params = G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+    br, fitting, params = _row_tiles(ctx, shape, kh, kw, vmem, kh * w * c * G.itemsize(in_dt))
     post = "" if scale is None else f" * {scale!r}"
     if packed:
         columns = f"""        # a bf16 tile packs rows 2j and 2j+1 into one 32-bit word: its halves, as f32
@@ -378,28 +344,49 @@ def _pool_kernel(x_ref, o_ref):
         out = v if out is None else {COMBINE[op].format("out", "v")}
     o_ref[...] = (out{post}).astype(o_ref.dtype)
 '''
-    ent = _entry_sizes(name, len(shape), kh, kw) + [
-        "# H split into (H/kh, kh): a bitcast of XLA's row-major layout, no copy",
-        f"x_in = jnp.reshape({name}, (rows, {kh}, w, c))"]
-    call = G.pallas_call_code(
-        kernel="_pool_kernel",
-        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
-        grid="(pl.cdiv(rows, br),)",
-        in_specs=[f"pl.BlockSpec((br, {kh}, w, c), lambda i: (i, 0, 0, 0))"],
-        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
-        options=[f"compiler_params={params}"],
-        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
-    entry = f'''
-
-def {ctx.entry}({ctx.signature}):
-{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
-'''
+    entry = _row_major_entry(ctx, name, shape, kh, kw, out_dt, params,
+                             ["# H split into (H/kh, kh): a bitcast of XLA's row-major layout, no copy",
+                              f"x_in = jnp.reshape({name}, (rows, {kh}, w, c))"],
+                             f"(br, {kh}, w, c)")
     kind = "average" if op == "sum" and scale is not None else op
     description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
                    f"{G.dtype_name(in_dt)} (channels last, row-major as XLA lays it out) in tiles "
                    f"of {br} window rows: window rows combined on a leading axis, {how}")
     return _module(ctx, description, kernel + entry, br, fitting, vmem(br),
                    ["the input read in XLA's layout (C in the lanes): no copy before the kernel"])
+
+
+def _row_tiles(ctx, shape, kh: int, kw: int, vmem, row_bytes: int):
+    """(BLOCK_ROWS, the row tiles that fit the VMEM budget, the compiler params code): the
+    largest tile up to ~4 MiB of input (`row_bytes` a window row), each step's fixed cost spread
+    over more rows."""
+    rows = math.prod(shape[:-3]) * (shape[-3] // kh)
+    fitting = [b for b in ROW_SIZES if b <= max(rows, ROW_SIZES[0]) and vmem(b) <= ctx.vmem_budget]
+    if not fitting:
+        raise NoTemplate(f"one row of {kh}x{kw} windows of {G.shape_text(shape)} does not fit the "
+                         f"VMEM budget ({G.mib(vmem(1))} per step)", [])
+    small = [b for b in fitting if b * row_bytes <= 4 * G.MIB]
+    br = max(small) if small else fitting[0]
+    return br, fitting, G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
+
+
+def _row_major_entry(ctx, name, shape, kh, kw, out_dt, params, view_lines, in_block) -> str:
+    """The entry of the forms that read the input row-major: its view (`view_lines` define
+    `x_in`), a `in_block` block of window rows a step, the (rows, W/kw, C) output."""
+    ent = _entry_sizes(name, len(shape), kh, kw) + list(view_lines)
+    call = G.pallas_call_code(
+        kernel="_pool_kernel",
+        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
+        grid="(pl.cdiv(rows, br),)",
+        in_specs=[f"pl.BlockSpec({in_block}, lambda i: (i, 0, 0, 0))"],
+        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
+        options=[f"compiler_params={params}"],
+        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
+    return f'''
+
+def {ctx.entry}({ctx.signature}):
+{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
+'''
 
 
 def _entry_sizes(name: str, rank: int, kh: int, kw: int) -> list[str]:
