@@ -102,17 +102,12 @@ def _cost_model(hlo: str) -> dict[str, list]:
     it in each op's backend_config ("estimated_cycles", with the model that made it, "CLASSIC"
     for its convolution emitter's tiling). It is the compiler's estimate before scheduling, not
     the static profile's; the parent uses it only where the profile left a matmul at 0."""
-    entry = hlo.split("\nENTRY ", 1)
-    if len(entry) < 2:
-        return {}
     out = {}
-    for line in entry[1].splitlines():
-        if line.startswith("}"):
-            break
-        cyc = _ESTIMATE.search(line)
-        name = _NAME.match(line.strip().removeprefix("ROOT").strip())
+    for text in _entry_instructions(hlo):
+        cyc = _ESTIMATE.search(text)
+        name = _NAME.match(text)
         if cyc and name:
-            model = _MODEL.search(line)
+            model = _MODEL.search(text)
             out[name.group(1)] = [int(cyc.group(1)), model.group(1) if model else "UNKNOWN"]
     return out
 
@@ -141,14 +136,8 @@ def _array_bytes(text: str) -> int:
 def _op_bytes(hlo: str) -> dict[str, int]:
     """Per top-level op of the compiled program: the bytes of its result and of its operands
     (what a copy or a loop fusion moves through HBM at least once)."""
-    entry = hlo.split("\nENTRY ", 1)
-    if len(entry) < 2:
-        return {}
     shapes, ops = {}, {}
-    for line in entry[1].splitlines()[1:]:
-        if line.startswith("}"):
-            break
-        text = line.strip().removeprefix("ROOT").strip()
+    for text in _entry_instructions(hlo):
         if " = " not in text:
             continue
         name, rest = text.split(" = ", 1)
@@ -160,20 +149,22 @@ def _op_bytes(hlo: str) -> dict[str, int]:
     return ops
 
 
-def _custom_calls(hlo: str) -> list[str]:
-    """The top-level ops of the compiled program that are custom calls (a Pallas kernel is one)."""
+def _entry_instructions(hlo: str):
+    """Each instruction line of the compiled program's entry computation, without `ROOT`."""
     entry = hlo.split("\nENTRY ", 1)
     if len(entry) < 2:
-        return []
-    out = []
+        return
     for line in entry[1].splitlines()[1:]:
         if line.startswith("}"):
-            break
-        text = line.strip().removeprefix("ROOT").strip()
-        # (not _CALL: a custom call's operand list may hold more than %names)
-        if " = " in text and " custom-call(" in text:
-            out.append(text.split(" = ", 1)[0].lstrip("%"))
-    return out
+            return
+        yield line.strip().removeprefix("ROOT").strip()
+
+
+def _custom_calls(hlo: str) -> list[str]:
+    """The top-level ops of the compiled program that are custom calls (a Pallas kernel is one)."""
+    # (not _CALL: a custom call's operand list may hold more than %names)
+    return [text.split(" = ", 1)[0].lstrip("%") for text in _entry_instructions(hlo)
+            if " = " in text and " custom-call(" in text]
 
 
 def _io_bytes(exported) -> int:

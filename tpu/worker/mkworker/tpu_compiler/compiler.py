@@ -481,7 +481,6 @@ def result_of(reply: dict, generation: str, profiled: bool, out: dict) -> dict:
                        and not reply.get("custom_calls") and "custom_calls" in reply)
     if without_profile:
         stand_ins, moved, uncounted = _without_profile(reply, compute, generation)
-        cycles = {}
     if zero:
         out["zero_cycle_ops"] = zero
     if stand_ins:

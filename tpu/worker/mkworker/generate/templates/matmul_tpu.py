@@ -59,29 +59,24 @@ PLAN_SLACK = 0.01
 
 
 def _cost(ctx, ms, out_block, bm, bn, bk):
-    """Modelled seconds of a plan with no row reduction. Each grid step's MXU time (with the
-    in-kernel costs above) plus the fixed step cost, against the HBM time of the blocks the pipeline fetches: a block is fetched again
-    only when its index changes between consecutive steps (grid order batch, M, N, K), so with
-    K in one step an input block stays for a whole row of tiles. The first step's loads and the
-    last tile's write are not overlapped."""
-    peak, bw = G.target_roofline(ctx.target)
+    """Modelled seconds of a plan with no row reduction (gemm_seconds over the grid) against
+    the HBM time of the blocks the pipeline fetches: a block is fetched again only when its
+    index changes between consecutive steps (grid order batch, M, N, K), so with K in one step
+    an input block stays for a whole row of tiles. The first step's loads and the last tile's
+    write are not overlapped."""
+    bw = G.target_roofline(ctx.target)[1]
     xs = G.itemsize(ms.lhs.var.aval.dtype)
     ws = G.itemsize(ms.rhs.var.aval.dtype)
     os_ = G.itemsize(out_block.dtype) * (bn if out_block.cols_full else 1)
-    m, n, k, nb = ms.m, ms.n, ms.k, max(1, ms.nbatch)
-    gm, gn, gk = -(-m // bm), -(-n // bn), k // bk  # a ragged last tile costs a whole step
+    nb = max(1, ms.nbatch)
+    gm, gn, gk = -(-ms.m // bm), -(-ms.n // bn), ms.k // bk  # a ragged last tile costs a whole step
     steps = nb * gm * gn * gk
     x_fetches = nb * gm if gk == 1 else steps
     w_fetches = nb if gk == 1 and gm == 1 and gn == 1 else steps
-    hbm = (x_fetches * bm * bk * xs + w_fetches * bk * bn * ws + nb * gm * gn * bm * os_) / bw
-    body = 1.0 + NARROW_COST * max(0.0, MXU_FULL_COLS / bn - 1)
-    if xs == 4:
-        body += F32_INPUT_COLS / bn
-    if ws == 4:
-        body += F32_WEIGHT_ROWS / bm
-    acc = ACC_SECONDS_PER_ELEMENT * bm * bn if gk > 1 else 0.0
-    step = 2 * bm * bn * bk / peak * body + acc + MM.STEP_SECONDS
-    return max(steps * step, hbm) + (bm * bk * xs + bk * bn * ws + bm * os_) / bw
+    traffic = x_fetches * bm * bk * xs + w_fetches * bk * bn * ws + nb * gm * gn * bm * os_
+    exposed = (bm * bk * xs + bk * bn * ws + bm * os_) / bw
+    return gemm_seconds(ctx, traffic, (nb * gm, gn, gk), (bm, bn, bk), ms.lhs.var.aval.dtype,
+                        ms.rhs.var.aval.dtype) + exposed
 
 
 def gemm_seconds(ctx, traffic: float, grid, tile, x_dtype, w_dtype, dots: int = 1) -> float:

@@ -201,8 +201,8 @@ def _pool_kernel(x_ref, o_ref):
         out = {COMBINE[op].format("out", "acc[..., b * c:(b + 1) * c]")}
     o_ref[...] = (out{post}).astype(o_ref.dtype)
 '''
-    entry = _row_major_entry(ctx, name, shape, kh, kw, out_dt, params,
-                             [f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"],
+    entry = _entry(ctx, name, shape, kh, kw, out_dt, params,
+                   [f"x_in = jnp.reshape({name}, (rows, {kh}, wo, {kw} * c))"],
                              f"(br, {kh}, wo, {kw} * c)")
     kind = "average" if op == "sum" and scale is not None else op
     description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
@@ -265,24 +265,12 @@ def _pool_kernel(x_ref, o_ref):
 {product}
         o_ref[:, :, lo:lo + n_out] = (part{post}).reshape(br, c, n_out).astype(o_ref.dtype)
 '''
-    ent = _entry_sizes(name, len(shape), kh, kw) + [
-           "# XLA keeps the input with W in the lanes: this transpose is a bitcast, no copy",
-           f"x_in = jnp.reshape(jnp.swapaxes({name}, -1, -2), (rows, {kh}, c, w))"]
-    call = G.pallas_call_code(
-        kernel="_pool_kernel",
-        out_shape=f"jax.ShapeDtypeStruct((rows, c, wo), {G.dtype_code(out_dt)})",
-        grid="(pl.cdiv(rows, br),)",
-        in_specs=[f"pl.BlockSpec((br, {kh}, c, w), lambda i: (i, 0, 0, 0))"],
-        out_spec="pl.BlockSpec((br, c, wo), lambda i: (i, 0, 0))",
-        options=[f"compiler_params={params}"],
-        args=["x_in"], final=f"lead + (h // {kh}, c, wo)",
-        # back to (..., H/kh, W/kw, C): XLA's layout of the output, a bitcast again
-        result="jnp.swapaxes({}, -1, -2)")
-    entry = f'''
-
-def {ctx.entry}({ctx.signature}):
-{G.indent(chr(10).join(ent) + chr(10) + call, 4)}
-'''
+    entry = _entry(ctx, name, shape, kh, kw, out_dt, params,
+                   ["# XLA keeps the input with W in the lanes: this transpose is a bitcast, no copy",
+                    f"x_in = jnp.reshape(jnp.swapaxes({name}, -1, -2), (rows, {kh}, c, w))"],
+                   f"(br, {kh}, c, w)", out_dims="c, wo",
+                   # back to (..., H/kh, W/kw, C): XLA's layout of the output, a bitcast again
+                   result="jnp.swapaxes({}, -1, -2)")
     kind = "average" if scale is not None else "sum"
     description = (f"{kind} pooling over {kh}x{kw} windows of {G.shape_text(shape)} "
                    f"{G.dtype_name(in_dt)} (channels last, C in the sublanes and W in the lanes as "
@@ -344,7 +332,7 @@ def _pool_kernel(x_ref, o_ref):
         out = v if out is None else {COMBINE[op].format("out", "v")}
     o_ref[...] = (out{post}).astype(o_ref.dtype)
 '''
-    entry = _row_major_entry(ctx, name, shape, kh, kw, out_dt, params,
+    entry = _entry(ctx, name, shape, kh, kw, out_dt, params,
                              ["# H split into (H/kh, kh): a bitcast of XLA's row-major layout, no copy",
                               f"x_in = jnp.reshape({name}, (rows, {kh}, w, c))"],
                              f"(br, {kh}, w, c)")
@@ -370,18 +358,19 @@ def _row_tiles(ctx, shape, kh: int, kw: int, vmem, row_bytes: int):
     return br, fitting, G.compiler_params_code(("parallel",), ctx, max(vmem(b) for b in fitting))
 
 
-def _row_major_entry(ctx, name, shape, kh, kw, out_dt, params, view_lines, in_block) -> str:
-    """The entry of the forms that read the input row-major: its view (`view_lines` define
-    `x_in`), a `in_block` block of window rows a step, the (rows, W/kw, C) output."""
+def _entry(ctx, name, shape, kh, kw, out_dt, params, view_lines, in_block, out_dims="wo, c",
+           result="{}") -> str:
+    """The entry of every form: the input's view (`view_lines` define `x_in`), an `in_block`
+    block of window rows a step, a (rows, `out_dims`) output, returned through `result`."""
     ent = _entry_sizes(name, len(shape), kh, kw) + list(view_lines)
     call = G.pallas_call_code(
         kernel="_pool_kernel",
-        out_shape=f"jax.ShapeDtypeStruct((rows, wo, c), {G.dtype_code(out_dt)})",
+        out_shape=f"jax.ShapeDtypeStruct((rows, {out_dims}), {G.dtype_code(out_dt)})",
         grid="(pl.cdiv(rows, br),)",
         in_specs=[f"pl.BlockSpec({in_block}, lambda i: (i, 0, 0, 0))"],
-        out_spec="pl.BlockSpec((br, wo, c), lambda i: (i, 0, 0))",
+        out_spec=f"pl.BlockSpec((br, {out_dims}), lambda i: (i, 0, 0))",
         options=[f"compiler_params={params}"],
-        args=["x_in"], final=f"lead + (h // {kh}, wo, c)")
+        args=["x_in"], final=f"lead + (h // {kh}, {out_dims})", result=result)
     return f'''
 
 def {ctx.entry}({ctx.signature}):
