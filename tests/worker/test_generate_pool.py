@@ -78,35 +78,28 @@ def test_the_full_size_kernel_compiles_for_tpu(tmp_path):
         w.close()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
-                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
-def test_an_input_xla_keeps_with_w_in_the_lanes_is_read_with_no_copy(tmp_path):
-    # C = 64: XLA lays the array out with W in the lanes. The kernel reads it transposed, which
-    # is a bitcast: the compiled program is the kernel alone (the first form had a copy of the
-    # input before it and of the output after it, 2.4x the kernel's own cycles).
-    task = _pool_task("avg_reduce_window", (2, 256, 512, 64))
-    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
-    try:
-        r = H.generate(w, task)
-        assert "W in the lanes" in r["description"], r["description"]
-        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
-        assert len(cand["ops"]) == 1, cand["ops"]
-    finally:
-        w.close()
+# Tasks XLA lays out two ways, each read as it lies: the compiled program is the kernel alone.
+NO_COPY = [
+    # C = 64: XLA puts W in the lanes. The kernel reads it transposed, a bitcast (the first form
+    # had a copy of the input before it and of the output after it, 2.4x the kernel's cycles).
+    ("avg_reduce_window", (2, 256, 512, 64), "float32", "W in the lanes"),
+    # C = 128: XLA keeps the array row-major. The first form's (W/2, 2C) view made XLA copy the
+    # input first (2.5x the kernel's cycles); the packed (bf16) and strided (f32) forms do not.
+    ("max_reshape", (2, 256, 512, 128), "bfloat16", "row-major as XLA lays it out"),
+    ("max_reshape", (2, 256, 512, 128), "float32", "row-major as XLA lays it out"),
+]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
                     reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_a_row_major_input_is_pooled_with_no_copy(tmp_path, dtype):
-    # C = 128: XLA keeps the array row-major. The (W/2, 2C) view of the first form made XLA copy
-    # the input first (2.5x the kernel's own cycles); the packed (bf16) and strided (f32) forms
-    # read it as it lies.
-    task = _pool_task("max_reshape", (2, 256, 512, 128), dtype)
+@pytest.mark.parametrize("pool, shape, dtype, words", NO_COPY,
+                         ids=["w-in-lanes", "row-major-bf16", "row-major-f32"])
+def test_an_input_is_pooled_in_xlas_layout_with_no_copy(tmp_path, pool, shape, dtype, words):
+    task = _pool_task(pool, shape, dtype)
     w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
     try:
         r = H.generate(w, task)
-        assert "row-major as XLA lays it out" in r["description"], r["description"]
+        assert words in r["description"], r["description"]
         cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
         assert len(cand["ops"]) == 1, cand["ops"]
     finally:
