@@ -28,6 +28,13 @@ def _conv1d(size="2, 8, 37, 16, 5", **lines):
     return _task("conv1d_bias_gelu.py", N__CIN__L__COUT__K=size, **lines)
 
 
+def _padded_1d(padding):
+    task = _conv1d()
+    assert 'padding="SAME"' in task["source"]
+    task["source"] = task["source"].replace('padding="SAME"', f"padding={padding}")
+    return task
+
+
 def _conv3d(size="1, 4, 5, 7, 6, 8", **lines):
     return _task("conv3d_bias_relu.py", N__CIN__D__H__W__COUT=size, **lines)
 
@@ -47,6 +54,9 @@ CASES = [
     (lambda: _conv1d(LAYOUT='"NCW"'), "conv1d", 16),
     (lambda: _conv1d(**BF16), "conv1d", 16),
     (lambda: _conv1d(STRIDE="2"), "conv1d", 16),  # 19 positions: window 3 over 2 phases
+    (lambda: _conv1d("2, 8, 10, 16, 5"), "conv1d", 16),  # shorter than one tile
+    (lambda: _padded_1d("((4, 1),)"), "conv1d", 16),  # all of the window's reach before the row
+    (lambda: _padded_1d("((0, 3),)"), "conv1d", 16),  # VALID on the left, past the end on the right
     (lambda: _conv3d(), "conv3d", 2 * 7 * 6),  # 5 depth slices in tiles of 2
     (lambda: _conv3d(LAYOUT='"NCDHW"'), "conv3d", 2 * 7 * 6),
     (lambda: _conv3d("1, 3, 7, 7, 6, 8", STRIDE="2"), "conv3d", 3 * 4 * 3),  # 4 slices in 3s
@@ -55,7 +65,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("make, kclass, pixels", CASES,
-                         ids=["1d-nwc", "1d-ncw", "1d-bf16", "1d-stride2", "3d-ndhwc", "3d-ncdhw",
+                         ids=["1d-nwc", "1d-ncw", "1d-bf16", "1d-stride2", "1d-short", "1d-pad-4-1",
+                              "1d-pad-0-3", "3d-ndhwc", "3d-ncdhw",
                               "3d-stride2", "2d-stride2"])
 def test_convolutions_are_correct_with_ragged_tiles(worker, tmp_path, make, kclass, pixels):
     task = make()
@@ -140,15 +151,17 @@ def test_what_the_conv_family_does_not_cover_is_refused_with_the_reason(worker, 
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
                     reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
 def test_the_full_size_1d_kernels_compile_for_tpu(tmp_path):
-    """The 1-D form reads its window as a tile plus a halo block (sublane-dim blocks): f32 and
-    bf16 at the suite's size. (The 3-D and strided 2-D forms keep the 2-D form's `pl.Element` row
+    """The 1-D form reads its window as a tile with a halo block on either side (sublane-dim
+    blocks) from the input as it lies, with no padded copy before the kernel: f32 and bf16 at
+    the suite's size. (The 3-D and strided 2-D forms keep the 2-D form's `pl.Element` row
     windows; their full-size compiles take minutes, so they are not run here.)"""
     full = [_conv1d("8, 128, 8192, 128, 5"), _conv1d("8, 128, 8192, 128, 5", **BF16)]
     w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
     try:
         for task in full:
             r = H.generate(w, task)
-            assert r["class"] == "conv1d" and "halo_ref" in r["source"]
-            H.assert_compiles_with_cycles(w, task, r, tmp_path)
+            assert r["class"] == "conv1d" and "before_ref, x_ref, after_ref" in r["source"]
+            cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
+            assert len(cand["ops"]) == 1, cand["ops"]  # the kernel alone: no pad or copy before it
     finally:
         w.close()

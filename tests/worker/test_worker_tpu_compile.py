@@ -63,6 +63,26 @@ def test_a_kernel_and_its_reference_are_compiled_with_cycles(worker):
     assert ref["cost_analysis"]["bytes accessed"] > 0
 
 
+def test_a_generated_group_norm_kernel_compiles_with_cycles_under_the_default_bound(worker, tmp_path):
+    # A 4096-cube matmul + GroupNorm kernel that summed its groups by f32 indicator products
+    # took libtpu's static profile past 18 GiB (reported too large to estimate); summed on
+    # lanes, with a plan within the VMEM v5e accepts, it compiles under the default 8 GiB.
+    text = read_task("generate_fused", "linear_group_norm.py")
+    size = "M, K, C, GROUPS = 64, 256, 512, 8"
+    assert size in text
+    task = {"form": "infile", "source": text.replace(size, "M, K, C, GROUPS = 4096, 4096, 4096, 16"),
+            "filename": task_path("generate_fused", "linear_group_norm.py")}
+    g = worker.request("generate", task=task, timeout=300)
+    assert g["ok"] is True and g["class"] == "matmul_group_norm", g.get("error")
+    f = tmp_path / "generated_kernel.py"
+    f.write_text(g["source"], encoding="utf-8")
+    r = worker.request("lower", task=task, source=g["source"], filename=str(f), kernel=g["entry"],
+                       target="tpu", generation="v5e", compile_reference=False, timeout=600)
+    assert r["ok"] is True, r.get("error")
+    cand = r["tpu_compile"]["candidate"]
+    assert cand["status"] == "compiled", cand
+    assert cand["cycles"] > 0 and cand["rss_peak_bytes"] < 8 << 30
+
 def test_over_the_limit_is_too_large_to_estimate_and_the_worker_survives(worker):
     _, r = _lower(worker, "scale_add.py", generation="v4", compile_limits={"time_s": 0.001})
     assert r["ok"] is True, r  # lowered; the compile is not an error, only unknown

@@ -310,8 +310,14 @@ def emit(ctx, m) -> G.Generated:
         if lanes is not None:
             return lanes
 
+    # 1-D, stride 1: the input is read as it lies, with a halo block before and after each
+    # tile, and the reference's padding is zeros written in VMEM (no padded copy in HBM: it
+    # cost a whole extra read and write of the input, conv1d_gelu 0.85x of XLA).
+    halos = (k == 1 and not strided and not transposed and 0 <= pad[0][0] <= win[0] - 1
+             and pad[0][1] >= 0)
+
     def vmem(bt, bco):
-        rows_in = [(bt + qwin[0] - 1,)] if k > 1 else [(bt,), (_HALO,)]
+        rows_in = [(bt + qwin[0] - 1,)] if k > 1 else [(bt,), (_HALO,)] + [(_HALO,)] * halos
         ins = [((*r, *kin[1:], phases * cin), x_dt) for r in rows_in]
         ins.append(((*qwin, phases * cin, bco), w_dt))
         ins += [((1, bco), v.aval.dtype) for v, _ in chan_ops]
@@ -357,9 +363,11 @@ def emit(ctx, m) -> G.Generated:
     tunables["BLOCK_CO"] = sorted(set(bco_opts))
 
     x_name, w_name = ctx.name_of_invar(x), ctx.name_of_invar(w_input)
-    refs = ", ".join(["x_ref"] + (["halo_ref"] if k == 1 else []) + ["w_ref"] + [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
+    x_refs = ["before_ref", "x_ref", "after_ref"] if halos else \
+        ["x_ref"] + (["halo_ref"] if k == 1 else [])
+    refs = ", ".join(x_refs + ["w_ref"] + [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
                      + ["o_ref", "acc_ref"])
-    kw_args = k_names + epi.statics
+    kw_args = k_names + epi.statics + (["length"] if halos else [])
     body = ["y = acc_ref[...]"] + epi.lines + \
         [(f"o_ref[...] = jnp.broadcast_to({epi.code(out)}, acc_ref.shape).reshape(o_ref.shape)"
          ".astype(o_ref.dtype)")]
@@ -368,7 +376,22 @@ def emit(ctx, m) -> G.Generated:
         taps.append("    " * depth + f"for d{ch} in range({kn}):")
     sl = [f"d{row}:d{row} + {b_row}"] + [f"d{ch}:d{ch} + {ch}o" for ch in inner]
     gemm_rows = " * ".join([b_row] + o_names[1:])
-    if k == 1:
+    if halos:
+        lo = f"halo - {pad[0][0]} + " if pad[0][0] else "halo + "
+        # A 16-bit input is masked in f32: libtpu 0.0.42's static profile aborts on the select
+        # of packed bf16 rows ("Expected vector-int16, got vector-int32"); each patch is cast
+        # back for the MXU.
+        packed = G.itemsize(x_dt) < 4
+        blocks = ", ".join(f"{r}[...]" + (".astype(jnp.float32)" if packed else "")
+                           for r in ("before_ref", "x_ref", "after_ref"))
+        taps[:0] = ["# This tile's input rows with `halo` rows before and after it; rows outside the",
+                    "# input are the reference's zero padding.",
+                    f"rows = jnp.concatenate([{blocks}], axis=0)",
+                    "halo = before_ref.shape[0]",
+                    "pos = pl.program_id(1) * bw - halo + jax.lax.broadcasted_iota(jnp.int32, rows.shape, 0)",
+                    "rows = jnp.where((pos >= 0) & (pos < length), rows, jnp.zeros_like(rows))"]
+        patch = f"rows[{lo}dw:{lo}dw + bw, :]" + (".astype(x_ref.dtype)" if packed else "")
+    elif k == 1:
         taps.insert(0, "# This tile's input rows and the rows past it that its window reaches.")
         taps.insert(1, "rows = jnp.concatenate([x_ref[...], halo_ref[...]], axis=0)")
         patch = f"rows[{sl[0]}, :]"
@@ -490,6 +513,16 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
         ent.append(lax_pad(cfg))
         ent += CT.weight_lines(wv, axes, q_names)
         w_arg = "w_phases"
+    elif halos:
+        ent += ["# The input as it lies: a tile reads its rows and a halo block on either side;",
+                "# what lies outside the input is zeroed in the kernel. An input shorter than a",
+                "# tile is padded to one (a block never outgrows its array).",
+                f"length = {in_names[0]}",
+                f"x_in = {xv}",
+                "if length < bw:",
+                f"    x_in = jnp.pad({xv}, ((0, 0), (0, bw - length), (0, 0)))",
+                "main_blocks, halo_blocks = pl.cdiv(x_in.shape[1], bw), pl.cdiv(x_in.shape[1], halo)"]
+        w_arg = wv
     else:
         ent += [("# The reference's padding, plus rows at the end so the last tile's window is "
                  "inside."),
@@ -502,7 +535,17 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                        + ("[2]" if k == 2 else "[2:-1]"))
         w_arg = wv
     zeros = ", ".join(["0"] * (k - 1))
-    if k == 1:
+    if halos:
+        specs = [("# the halo before the tile (block indexes clamped at the ends: those rows are "
+                  "zeroed)\n"
+                  "pl.BlockSpec((None, halo, cin),\n"
+                  "             lambda img, i, j: (img, jnp.maximum(i * (bw // halo) - 1, 0), 0))"),
+                 "pl.BlockSpec((None, bw, cin), lambda img, i, j: (img, jnp.minimum(i, main_blocks - 1), 0))",
+                 ("# the halo after the tile\n"
+                  "pl.BlockSpec((None, halo, cin),\n"
+                  "             lambda img, i, j: (img, jnp.minimum((i + 1) * (bw // halo), "
+                  "halo_blocks - 1), 0))")]
+    elif k == 1:
         specs = ["pl.BlockSpec((None, bw, cin), lambda img, i, j: (img, i, 0))",
                  ("# the halo: the first rows of the next tile, in blocks of `halo` rows\n"
                   "pl.BlockSpec((None, halo, cin), lambda img, i, j: (img, (i + 1) * (bw // halo), 0))")]
@@ -515,7 +558,7 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
                   f"             lambda img, i, j: (img, i * {b_row}, {zeros}, 0))")]
     specs.append(f"pl.BlockSpec(({', '.join(q_names)}, cin, bco), lambda img, i, j: "
                  f"({', '.join(['0'] * (k + 1))}, j))")
-    args = ["x_pad"] * (2 if k == 1 else 1) + [w_arg]
+    args = (["x_in"] * 3 if halos else ["x_pad"] * (2 if k == 1 else 1)) + [w_arg]
     for _, nm in chan_ops:
         if transposed:
             ent.append(f"{nm}_in = jnp.tile({nm}.reshape(1, co), (1, {out_phases}))  # per "
@@ -530,6 +573,7 @@ def _conv_kernel({refs}, *, {", ".join(kw_args)}):
         args.append(f"{nm}_in")
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
     binds = [f"{kn}={qn}" for kn, qn in zip(k_names, q_names)] + [f"{a}={a}" for a in epi.statics]
+    binds += ["length=length"] if halos else []
     partial = "functools.partial(_conv_kernel, " + ", ".join(binds) + ")"
     ent.append(f'''out = pl.pallas_call(
     {partial},

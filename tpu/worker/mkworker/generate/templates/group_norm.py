@@ -15,7 +15,11 @@ in VMEM scratch. The channel tile BC holds whole groups, so a group's statistics
 at the last K step: every value of the group program is held as a (BM, BC) tile, a per-group
 value broadcast back over its channels, and a sum over a group is one MXU product with the
 tile's same-group indicator matrix (`same_group`, an input read once: (BC, BC), 1 where two
-channels share a group). No lane-splitting reshape is needed in the kernel. Ragged rows and a
+channels share a group). A group of a multiple of 128 channels is summed on its own lanes
+instead (lane-aligned slices, no MXU work): the indicator product runs at f32 precision, six
+MXU passes over (BM, BC) x (BC, BC), which cost more than the matmul itself at BC = 1024 and
+made libtpu's static profile of the kernel run past 18 GiB. No lane-splitting reshape is needed
+in the kernel. Ragged rows and a
 ragged edge of whole groups use cdiv grids; a ragged depth is zeroed past its end.
 """
 
@@ -30,11 +34,13 @@ from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
 from mkworker.generate.templates import matmul as MM
+from mkworker.generate.templates import matmul_tpu as MT
 
 KERNEL_CLASS = "matmul_group_norm"
 COVERED_PRIMITIVES = ()
 
 _TABLES = (E.UNARY, E.BINARY_FLOAT, E.BINARY)
+PLAN_BUDGET = 36 * G.MIB  # the largest step planned (see emit)
 
 
 class _Emitter:
@@ -133,7 +139,7 @@ class _Emitter:
             if self._kind_of(ins[0]) != "full":
                 raise NoTemplate("a group sum of a broadcast value; not covered", [p])
             self.group_sums += 1
-            return self._set(e, f"_group_sum({self.code(ins[0])}, same_group, valid)", "full")
+            return self._set(e, f"_group_sum({self.code(ins[0])}, same_group, valid, group_size)", "full")
         if p == "convert_element_type":
             dt = e.params["new_dtype"]
             if G.dtype_name(dt).startswith(("float", "bfloat")):
@@ -200,31 +206,42 @@ def emit(ctx, m) -> G.Generated:
     k_align = max(G.LANE, G.sublane_multiple(w_dt))
     ops = em.operands
 
+    lanes = gsize % G.LANE == 0  # group sums on lane-aligned slices, no indicator product
+    temps = max(4, sum(k == "full" for k in em.kind.values()))
+    # v5e refused a 91 MiB limit for this kernel (its scoped VMEM plus 123 MiB of "HLO temp"
+    # over the 128 MiB), and compiled it under a 48 MiB limit: the plan stays within the latter.
+    budget = min(ctx.vmem_budget, PLAN_BUDGET)
+    peak, _ = G.target_roofline(ctx.target)
+
     def vmem(bm, bc, bk):
-        ins = [((bm, bk), x_dt), ((bk, bc), w_dt), ((bc, bc), "float32")]
+        ins = [((bm, bk), x_dt), ((bk, bc), w_dt)]
+        ins += [((8, G.LANE) if lanes else (bc, bc), "float32")]
         ins += [((1 if kind == "col" else bm, bc), v.aval.dtype) for v, _, kind in ops
                 if kind != "scalar"]
-        # the accumulator plus about four f32 tiles of the group program alive at once
-        return G.step_vmem(ins, [((bm, bc), out_dt)], [((bm, bc), "float32")] * 5)
+        # the accumulator plus the group program's f32 tiles (Mosaic keeps most of them alive:
+        # a 20-value epilogue on 1024 x 512 tiles took 73 MiB of scoped VMEM)
+        return G.step_vmem(ins, [((bm, bc), out_dt)], [((bm, bc), "float32")] * (1 + temps))
 
     def cost(bm, bc, bk):
         mb, cb, kb = -(-ms.m // bm), -(-ms.n // bc), -(-ms.k // bk)
         traffic = ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
-        # the group sums are extra MXU work: weigh them as bytes at the ridge (~240 flops/B)
-        extra = 2 * ms.m * ms.n * bc * em.group_sums // 240
-        return traffic + extra + mb * cb * kb * F.STEP_OVERHEAD_BYTES
+        seconds = MT.gemm_seconds(ctx, traffic, (mb, cb, kb), (bm, bc, bk), x_dt, w_dt)
+        if not lanes:  # each group sum: an f32 product with the indicator, six MXU passes
+            seconds += mb * cb * em.group_sums * 6 * 2 * bm * bc * bc / peak
+        return seconds
 
     best = None
+    deep = F.TILE_SIZES[-1] < ms.k <= F.WHOLE_K_MAX and ms.k % k_align == 0
     for bc in _tile_options(ms.n, gsize):
         for bm in F.TILE_SIZES:
             if bm % sub and bm < ms.m:
                 continue
-            for bk in F.TILE_SIZES:
+            for bk in F.TILE_SIZES + ((ms.k,) if deep else ()):
                 if bk % k_align and bk < ms.k:
                     continue
                 tm, tk = F.fit_tile(bm, ms.m, sub), F.fit_tile(bk, ms.k, k_align)
                 v = vmem(tm, bc, tk)
-                if v > ctx.vmem_budget:
+                if v > budget:
                     continue
                 key = (cost(tm, bc, tk), -tm * bc, -tk)
                 if best is None or key < best[0]:
@@ -261,12 +278,19 @@ def emit(ctx, m) -> G.Generated:
                      + ["o_ref", "acc_ref"])
     kernel = f'''
 
-def _group_sum(v, same_group, valid):
-    """Each channel's group total, broadcast back over the group: one MXU product with the
+def _group_sum(v, same_group, valid, group_size):
+    """Each channel's group total, broadcast back over the group. A group of whole 128-lane
+    columns is summed on its own lane-aligned slice; a narrower one by one MXU product with the
     same-group indicator (no lane-splitting reshape). `valid` masks an edge tile's channels past
-    the end (garbage there would reach every sum through the product)."""
+    the end (garbage there would reach every sum)."""
     if valid is not None:
         v = jnp.where(valid, v, 0.0)
+    if group_size % 128 == 0:
+        rows = v.shape[0]
+        return jnp.concatenate(
+            [jnp.broadcast_to(jnp.sum(v[:, g:g + group_size], axis=1, keepdims=True),
+                              (rows, group_size)) for g in range(0, v.shape[1], group_size)],
+            axis=1)
     return jnp.dot(v, same_group, preferred_element_type=jnp.float32,
                    precision=jax.lax.Precision.HIGHEST)
 
@@ -293,7 +317,7 @@ def _matmul_group_norm_kernel({refs},
     specs = ["pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk))",
              "pl.BlockSpec((bc, bk), lambda i, j, kk: (j, kk))" if ms.w_transposed
              else "pl.BlockSpec((bk, bc), lambda i, j, kk: (kk, j))",
-             "pl.BlockSpec((bc, bc), lambda i, j, kk: (0, 0))  # fetched once"]
+             "pl.BlockSpec(same_group.shape, lambda i, j, kk: (0, 0))  # fetched once"]
     ent = [f"lead = {x_name}.shape[:-1]",
            f"k = {x_name}.shape[-1]",
            f"c = {w_name}.shape[{0 if ms.w_transposed else 1}]",
@@ -305,8 +329,11 @@ def _matmul_group_norm_kernel({refs},
            "if bc != c and bc % 128:  # a column tile must be lane-aligned: take whole rows",
            "    bc = c",
            f"bk = _fit_tile(BLOCK_K, k, {k_align})",
-           "channel_group = jnp.arange(bc, dtype=jnp.int32) // group_size",
-           "same_group = (channel_group[:, None] == channel_group[None, :]).astype(jnp.float32)"]
+           "if group_size % 128 == 0:  # sums on lanes: a placeholder block, never read",
+           "    same_group = jnp.zeros((8, 128), jnp.float32)",
+           "else:",
+           "    channel_group = jnp.arange(bc, dtype=jnp.int32) // group_size",
+           "    same_group = (channel_group[:, None] == channel_group[None, :]).astype(jnp.float32)"]
     args = ["x2", w_name, "same_group"]
     for v, n, kind in ops:
         if kind == "col":
@@ -349,7 +376,7 @@ def {ctx.entry}({ctx.signature}):
         description=description, ctx=ctx, kernel_class=KERNEL_CLASS, constants=constants,
         code=F.FIT_TILE_HELPER + F.ZERO_PAST_HELPER + kernel + entry)
     notes = [(f"tiles {bm}x{bc}x{bk} ({gpt} groups a tile): {G.mib(plan_vmem)} of VMEM per step "
-             f"(budget {G.mib(ctx.vmem_budget)})"),
+             f"(budget {G.mib(budget)})"),
              (f"chosen: one matmul whose output is split into {groups} groups of {gsize} "
              "channels and reduced over each group")]
     notes += G.folded_statics_notes(ctx, statics)
