@@ -8,7 +8,9 @@ groups), followed by elementwise equations whose other operands are per output c
 
 Kernel: the entry views the input as channels-last (NWC / NHWC / NZHWC, z the depth) and the
 weight as (window..., Cin, Cout) (transposes only when the reference's layout differs) and pads
-the image once (the reference's padding, plus rows so the last row tile's window stays inside).
+the image once (the reference's padding, plus rows so the last row tile's window stays inside);
+a 1-D stride-1 convolution is not padded in HBM: its tiles read a halo block on either side and
+zero what lies outside the input in VMEM.
 Grid (N, rows/BR, Co/BCO), all "parallel": a tile is BR whole output rows along the first
 spatial axis (all of the inner spatial axes), BR = BLOCK_PIXELS // (pixels of a row). One step
 reads a window of BR + K0 - 1 input rows (`pl.Element` rows: windows of consecutive tiles overlap
