@@ -132,6 +132,8 @@ GN_FULL = (GN_SIZE, "M, K, C, GROUPS = 8192, 4096, 8192, 32")
 GN_RAGGED = (GN_SIZE, "M, K, C, GROUPS = 20, 200, 640, 10")
 # 10 groups of 128 channels (summed on lanes): the last column tile holds 2 groups and garbage.
 GN_RAGGED_LANES = (GN_SIZE, "M, K, C, GROUPS = 20, 200, 1280, 10")
+# 10 groups of 96 channels (they straddle 128-lane columns: one indicator over the whole tile).
+GN_RAGGED_WIDE = (GN_SIZE, "M, K, C, GROUPS = 20, 200, 960, 10")
 
 
 def test_group_norm_full_size_lowers(worker, tmp_path):
@@ -150,12 +152,13 @@ def test_group_norm_full_size_lowers(worker, tmp_path):
     assert bc % 256 == 0 and bc % 128 == 0  # whole groups, lane-aligned
     assert call["grid"] == [-(-8192 // bm), -(-8192 // bc), -(-4096 // bk)]  # a ragged channel tile is masked
     # Groups of 256 channels are summed on their own lanes: the indicator input is a
-    # placeholder block and no f32 MXU product runs (six passes of (bm, bc) x (bc, bc) each).
-    assert call["operands"][2]["block_shape"] == [8, 128]
+    # placeholder block and no indicator product runs (three MXU passes of (bm, bc) x (bc, bc)).
+    assert call["operands"][2]["block_shape"] == [16, 128]
     assert call["vmem_bytes_per_step"] <= _vmem_limit(r) <= 48 << 20
 
 
-@pytest.mark.parametrize("size", [GN_RAGGED, GN_RAGGED_LANES], ids=["indicator", "lanes"])
+@pytest.mark.parametrize("size", [GN_RAGGED, GN_RAGGED_LANES, GN_RAGGED_WIDE],
+                         ids=["indicator-per-128-lanes", "lanes", "indicator-per-tile"])
 def test_group_norm_ragged_small_instance_is_correct(worker, tmp_path, size):
     task = _task("linear_group_norm.py", size)
     r = _generate(worker, task)

@@ -13,13 +13,14 @@ group size), reductions over the group-size axis only, and a reshape that merges
 Kernel: one pallas_call, grid (M/BM, C/BC, K/BK), K last and "arbitrary", an f32 accumulator
 in VMEM scratch. The channel tile BC holds whole groups, so a group's statistics are complete
 at the last K step: every value of the group program is held as a (BM, BC) tile, a per-group
-value broadcast back over its channels, and a sum over a group is one MXU product with the
-tile's same-group indicator matrix (`same_group`, an input read once: (BC, BC), 1 where two
-channels share a group). A group of a multiple of 128 channels is summed on its own lanes
-instead (lane-aligned slices, no MXU work): the indicator product runs at f32 precision, six
-MXU passes over (BM, BC) x (BC, BC), which cost more than the matmul itself at BC = 1024 and
-made libtpu's static profile of the kernel run past 18 GiB. No lane-splitting reshape is needed
-in the kernel. Ragged rows and a
+value broadcast back over its channels. A group of a multiple of 128 channels is summed on its
+own lanes (lane-aligned slices, no MXU work); a narrower group by MXU products with the tile's
+same-group indicator matrix (`same_group`, a bf16 input read once: (BC, BC), 1 where two
+channels share a group), three bf16 products of the value's high, middle and low parts (the
+indicator is exact in bf16, so all 24 bits count; a HIGHEST product would split both sides, six
+passes). The indicator products cost more than the matmul itself at BC = 1024 and made libtpu's
+static profile of a 4096-cube kernel run past 18 GiB. No lane-splitting reshape is needed in the
+kernel. Ragged rows and a
 ragged edge of whole groups use cdiv grids; a ragged depth is zeroed past its end.
 """
 
@@ -181,6 +182,11 @@ def match(ctx):
     return ms, epilogue, groups, gsize
 
 
+def _indicator_width(bc, gsize):
+    """The same-group indicator's side (the module's `width`): 128 when groups tile the lanes."""
+    return G.LANE if G.LANE % gsize == 0 and bc % G.LANE == 0 else bc
+
+
 def _tile_options(c, gsize):
     """Channel tiles that hold whole groups and are lane-aligned (or the whole row)."""
     unit = gsize * 128 // math.gcd(gsize, 128)
@@ -217,7 +223,7 @@ def emit(ctx, m) -> G.Generated:
 
     def vmem(bm, bc, bk):
         ins = [((bm, bk), x_dt), ((bk, bc), w_dt)]
-        ins += [((8, G.LANE) if lanes else (bc, bc), "float32")]
+        ins += [((16, G.LANE) if lanes else (_indicator_width(bc, gsize),) * 2, "bfloat16")]
         ins += [((1 if kind == "col" else bm, bc), v.aval.dtype) for v, _, kind in ops
                 if kind != "scalar"]
         # the accumulator plus about four f32 tiles of the group program alive at once
@@ -227,8 +233,8 @@ def emit(ctx, m) -> G.Generated:
         mb, cb, kb = -(-ms.m // bm), -(-ms.n // bc), -(-ms.k // bk)
         traffic = ms.m * ms.k * G.itemsize(x_dt) * cb + ms.k * ms.n * G.itemsize(w_dt) * mb
         seconds = MT.gemm_seconds(ctx, traffic, (mb, cb, kb), (bm, bc, bk), x_dt, w_dt)
-        if not lanes:  # each group sum: an f32 product with the indicator, six MXU passes
-            seconds += mb * cb * em.group_sums * 6 * 2 * bm * bc * bc / peak
+        if not lanes:  # each group sum: three bf16 products with the indicator
+            seconds += mb * cb * em.group_sums * 3 * 2 * bm * bc * _indicator_width(bc, gsize) / peak
         return seconds
 
     best = None
@@ -281,7 +287,7 @@ def emit(ctx, m) -> G.Generated:
 
 def _group_sum(v, same_group, valid, group_size):
     """Each channel's group total, broadcast back over the group. A group of whole 128-lane
-    columns is summed on its own lane-aligned slice; a narrower one by one MXU product with the
+    columns is summed on its own lane-aligned slice; a narrower one by MXU products with the
     same-group indicator (no lane-splitting reshape). `valid` masks an edge tile's channels past
     the end (garbage there would reach every sum)."""
     if valid is not None:
@@ -292,8 +298,24 @@ def _group_sum(v, same_group, valid, group_size):
             [jnp.broadcast_to(jnp.sum(v[:, g:g + group_size], axis=1, keepdims=True),
                               (rows, group_size)) for g in range(0, v.shape[1], group_size)],
             axis=1)
-    return jnp.dot(v, same_group, preferred_element_type=jnp.float32,
-                   precision=jax.lax.Precision.HIGHEST)
+    # Groups that tile 128 lanes never straddle a 128-lane column: each column is summed with a
+    # (128, 128) indicator. The indicator is exact in bf16, so three bf16 products of the high,
+    # middle and low 8 bits of the mantissa carry all 24: half the passes of a HIGHEST product.
+    # Each part is cut with a bit mask, so its bf16 cast is exact and nothing is unpacked back
+    # (libtpu 0.0.42's static profile aborts on unpacking packed bf16).
+    width = same_group.shape[0]
+    sums = []
+    for g in range(0, v.shape[1], width):
+        rest = v[:, g:g + width]
+        total = jnp.zeros(rest.shape, jnp.float32)
+        for _ in range(3):
+            high = jax.lax.bitcast_convert_type(
+                jax.lax.bitcast_convert_type(rest, jnp.uint32) & jnp.uint32(0xFFFF0000), jnp.float32)
+            total = total + jnp.dot(high.astype(jnp.bfloat16), same_group,
+                                    preferred_element_type=jnp.float32)
+            rest = rest - high
+        sums.append(total)
+    return sums[0] if len(sums) == 1 else jnp.concatenate(sums, axis=1)
 
 
 def _matmul_group_norm_kernel({refs},
@@ -331,10 +353,11 @@ def _matmul_group_norm_kernel({refs},
            "    bc = c",
            f"bk = _fit_tile(BLOCK_K, k, {k_align})",
            "if group_size % 128 == 0:  # sums on lanes: a placeholder block, never read",
-           "    same_group = jnp.zeros((8, 128), jnp.float32)",
+           "    same_group = jnp.zeros((16, 128), jnp.bfloat16)",
            "else:",
-           "    channel_group = jnp.arange(bc, dtype=jnp.int32) // group_size",
-           "    same_group = (channel_group[:, None] == channel_group[None, :]).astype(jnp.float32)"]
+           "    width = 128 if 128 % group_size == 0 and bc % 128 == 0 else bc  # groups within 128 lanes",
+           "    channel_group = jnp.arange(width, dtype=jnp.int32) // group_size",
+           "    same_group = (channel_group[:, None] == channel_group[None, :]).astype(jnp.bfloat16)"]
     args = ["x2", w_name, "same_group"]
     for v, n, kind in ops:
         if kind == "col":
