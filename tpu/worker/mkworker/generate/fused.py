@@ -50,8 +50,7 @@ def choose_tiles(m, n, k, row_align, k_align, vmem_fn, cost_fn, budget, whole_k=
     up to WHOLE_K_MAX: past it Mosaic's unrolled body grows the compile (a 14336-deep bf16 down
     projection took 15.8 GB of compiler memory)."""
     best = None
-    deep = whole_k and TILE_SIZES[-1] < k <= WHOLE_K_MAX and k % k_align == 0
-    depths = TILE_SIZES + ((k,) if deep else ())
+    depths = depth_options(k, k_align) if whole_k else TILE_SIZES
     for bm in TILE_SIZES:
         if bm % row_align and bm < m:
             continue
@@ -71,6 +70,12 @@ def choose_tiles(m, n, k, row_align, k_align, vmem_fn, cost_fn, budget, whole_k=
                     best = (key, (min(bm, _cap(m, row_align)), min(bn, _cap(n, G.LANE)),
                                   bk if bk > TILE_SIZES[-1] else min(bk, _cap(k, k_align)), v))
     return None if best is None else best[1]
+
+
+def depth_options(k, k_align):
+    """TILE_SIZES, and the whole K (one step per tile) where it lies past them, up to WHOLE_K_MAX."""
+    deep = TILE_SIZES[-1] < k <= WHOLE_K_MAX and k % k_align == 0
+    return TILE_SIZES + ((k,) if deep else ())
 
 
 def _cap(dim, align):

@@ -15,8 +15,8 @@ in VMEM scratch. The channel tile BC holds whole groups, so a group's statistics
 at the last K step: every value of the group program is held as a (BM, BC) tile, a per-group
 value broadcast back over its channels. A group of a multiple of 128 channels is summed on its
 own lanes (lane-aligned slices, no MXU work); a narrower group by MXU products with the tile's
-same-group indicator matrix (`same_group`, a bf16 input read once: (BC, BC), 1 where two
-channels share a group), three bf16 products of the value's high, middle and low parts (the
+same-group indicator matrix (`same_group`, a bf16 input read once, 1 where two channels share
+a group: (128, 128) per 128-lane column when the groups tile the lanes, else (BC, BC)), three bf16 products of the value's high, middle and low parts (the
 indicator is exact in bf16, so all 24 bits count; a HIGHEST product would split both sides, six
 passes). The indicator products cost more than the matmul itself at BC = 1024 and made libtpu's
 static profile of a 4096-cube kernel run past 18 GiB. No lane-splitting reshape is needed in the
@@ -193,7 +193,8 @@ def _tile_options(c, gsize):
     out = [b for b in range(unit, c, unit)]
     # Tiles that divide the channels, where there are some: a ragged last tile is all work and
     # traffic for part of it (768 of 4096 channels: 4608 computed).
-    return [b for b in out if c % b == 0] + [c] if any(c % b == 0 for b in out) else out + [c]
+    dividing = [b for b in out if c % b == 0]
+    return (dividing or out) + [c]
 
 
 def emit(ctx, m) -> G.Generated:
@@ -238,12 +239,11 @@ def emit(ctx, m) -> G.Generated:
         return seconds
 
     best = None
-    deep = F.TILE_SIZES[-1] < ms.k <= F.WHOLE_K_MAX and ms.k % k_align == 0
     for bc in _tile_options(ms.n, gsize):
         for bm in F.TILE_SIZES:
             if bm % sub and bm < ms.m:
                 continue
-            for bk in F.TILE_SIZES + ((ms.k,) if deep else ()):
+            for bk in F.depth_options(ms.k, k_align):
                 if bk % k_align and bk < ms.k:
                     continue
                 tm, tk = F.fit_tile(bm, ms.m, sub), F.fit_tile(bk, ms.k, k_align)
