@@ -62,7 +62,7 @@ export MAXKERNEL_BUILD="$root/$check_build" MAXKERNEL_LSP="$root/$check_build/bi
 suite "unit and host pool (GoogleTest)" ctest --test-dir "$check_build" --output-on-failure -j 2
 
 suite "protocol transcripts" "$py" -m pytest -q "${par[@]}" tests/transcript
-suite "cli on the corpus" "$py" -m pytest -q tests/cli
+suite "cli on the corpus" "$py" -m pytest -q "${par[@]}" tests/cli
 suite "package: stripped programs with their libraries, the wheel in a fresh venv" "$py" -m pytest -q tests/package
 suite "corpus lowers with real JAX" "$py" tests/corpus/verify_corpus.py
 suite "worker (real JAX processes)" "$py" -m pytest -q "${par[@]}" tests/worker

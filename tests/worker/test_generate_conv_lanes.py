@@ -1,8 +1,9 @@
 """generate: a 2-D convolution of an image XLA keeps with W in the lanes (channels not a multiple
 of 128) is written on that layout (templates/conv_lanes.py). Correct in interpret mode with a
-ragged last row tile, for SAME, VALID, a 5x5 window, uneven padding and bf16; and compiled for
-v5e by the TPU compiler (libtpu, no TPU) the program is the kernel: no copy of the image before
-it or of the output after it."""
+ragged last row tile, for SAME, VALID, a 5x5 window, uneven padding and bf16, and with strides
+(2 both ways, along one axis only, 3, with windows that read a phase before or past the edge);
+and compiled for v5e by the TPU compiler (libtpu, no TPU) the program is the kernel: no copy of
+the image before it or of the output after it, stride 2 included."""
 
 import importlib.util
 
@@ -32,6 +33,18 @@ CASES = {
     "uneven-pad": {"PADDING": "((0, 2), (2, 0))"},
     "bf16": {"N__H__W__CIN__COUT__KH__KW": "2, 10, 256, 16, 16, 3, 3", "DTYPE": "jnp.bfloat16",
              "TOLERANCES": '{"rtol": 2e-2, "atol": 2e-2}'},
+    # strided: 11 rows make 6 output rows, tiles of 4 (a ragged last tile reading past the image)
+    "s2-same": {"N__H__W__CIN__COUT__KH__KW": "2, 11, 256, 8, 16, 3, 3", "STRIDES": "(2, 2)"},
+    # 126 output columns of a 128-lane phase; taps 2 and 4 read a phase one and two lanes on
+    "s2-valid-5x5": {"N__H__W__CIN__COUT__KH__KW": "1, 13, 256, 8, 8, 5, 5", "PADDING": '"VALID"',
+                     "STRIDES": "(2, 2)"},
+    "s2-rows-only": {"N__H__W__CIN__COUT__KH__KW": "2, 11, 256, 8, 16, 3, 3", "STRIDES": "(2, 1)"},
+    # two columns of left padding: taps 0 and 1 read the lane before, masked at the edge
+    "s2-columns-uneven-pad": {"STRIDES": "(1, 2)", "PADDING": "((0, 2), (2, 0))"},
+    "s2-bf16": {"N__H__W__CIN__COUT__KH__KW": "2, 11, 256, 16, 16, 3, 3", "STRIDES": "(2, 2)",
+                "DTYPE": "jnp.bfloat16", "TOLERANCES": '{"rtol": 2e-2, "atol": 2e-2}'},
+    # 24 channels do not divide 128: one row a transpose
+    "s3-24ch": {"N__H__W__CIN__COUT__KH__KW": "1, 10, 384, 24, 8, 3, 3", "STRIDES": "(3, 3)"},
 }
 
 
@@ -40,6 +53,8 @@ def test_the_lanes_form_is_correct_with_a_ragged_last_tile(worker, tmp_path, cas
     task = _task(**CASES[case])
     r = H.generate(worker, task)
     assert r["class"] == "conv2d" and "W in the lanes" in r["description"], r["description"]
+    strides = CASES[case].get("STRIDES", "(1, 1)")
+    assert ("_phase_split" in r["source"]) == (not strides.endswith(" 1)")), strides
     H.evaluate(worker, task, r, tmp_path, source=H.set_constant(r["source"], "BLOCK_ROWS", 4),
                seeds=[5])
 
@@ -51,8 +66,9 @@ def test_channels_that_fill_the_lanes_keep_the_implicit_gemm(worker):
 
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
                     reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
-def test_compiled_for_tpu_the_program_is_the_kernel_with_no_copies(tmp_path):
-    task = _task(N__H__W__CIN__COUT__KH__KW="1, 256, 512, 32, 32, 3, 3")
+@pytest.mark.parametrize("strides,cout", [("(1, 1)", 32), ("(2, 2)", 64)])
+def test_compiled_for_tpu_the_program_is_the_kernel_with_no_copies(tmp_path, strides, cout):
+    task = _task(N__H__W__CIN__COUT__KH__KW=f"1, 256, 512, 32, {cout}, 3, 3", STRIDES=strides)
     w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
     try:
         r = H.generate(w, task)

@@ -307,7 +307,7 @@ def emit(ctx, m) -> G.Generated:
                 if chan_ops or scal_ops or after else "")
         lanes = conv_lanes.emit(ctx, x=x, w_input=w_input, prologue_lines=lines, w_expr=w_name,
                                 epi=epi, out=out, xs=xs, ws=ws, lhs_spec=lhs_spec,
-                                rhs_spec=rhs_spec, out_spec=out_spec, pad=pad,
+                                rhs_spec=rhs_spec, out_spec=out_spec, pad=pad, strides=strides,
                                 description_tail=tail, chan_ops=chan_ops, scal_ops=scal_ops)
         if lanes is not None:
             return lanes

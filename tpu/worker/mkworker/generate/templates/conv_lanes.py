@@ -13,9 +13,19 @@ of that column with the kh input rows stacked as (kh * Ci, W); the products are 
 the lanes by a roll (a lane past the image's edge is masked to zero) and summed, and the
 epilogue (bias, activation) runs on the (Co, Wo) row before it is stored.
 
-Covered: 2-D, stride 1, no dilation, a window that reaches at most kh - 1 rows and kw - 1
-columns past the image on each side, Ci and Co multiples of the sublane tile (8 for f32, 16
-for bf16), and the input and output both in that layout; otherwise conv.py's form is used."""
+A stride sh along H only changes which rows a tile reads (sh * BLOCK_ROWS of its own, the
+window's output row r stacks rows sh * r ...). A stride sw along W would need a lane-strided
+read, which Mosaic has not: instead, when a step gathers its rows, each row's columns are split
+into their sw phases (column sw * q + p goes to phase p, lane q) by a transpose (W in the
+sublanes), a sublane-strided read per phase and a transpose back, g rows at a time so the
+transposes are 128 lanes wide. A window column dw then reads phase (dw - pw) mod sw, shifted by
+(dw - pw) // sw lanes: each output row is still kw products, each Wo wide (the stride-1 width
+divided by sw: no product is computed for a column the stride skips).
+
+Covered: 2-D, no dilation, a window that reaches at most kh - 1 rows and kw - 1 columns past
+the image on each side, Ci and Co multiples of the sublane tile (8 for f32, 16 for bf16), any
+stride (along W: W a multiple of 128 * sw), and the input and output both in that layout;
+otherwise conv.py's form is used."""
 
 from __future__ import annotations
 
@@ -34,22 +44,34 @@ def _view(spec) -> tuple[int, int, int, int]:
 
 
 def applies(xs, ws, out_shape, lhs_spec, rhs_spec, out_spec, pad, strides, dilation, dtype) -> bool:
-    if len(xs) != 4 or any(s != 1 for s in strides) or any(d != 1 for d in dilation):
+    if len(xs) != 4 or any(s < 1 for s in strides) or any(d != 1 for d in dilation):
         return False
     cin, cout = xs[lhs_spec[1]], ws[rhs_spec[0]]
     kh, kw = ws[rhs_spec[2]], ws[rhs_spec[3]]
     h, w = xs[lhs_spec[2]], xs[lhs_spec[3]]
     ho, wo = out_shape[out_spec[2]], out_shape[out_spec[3]]
+    sh, sw = strides
     sub = G.sublane_multiple(dtype)
+    # along W a stride splits the columns into sw phases of W / sw lanes each, whole lane tiles
+    if sw > 1 and (w % sw or (w // sw) % 128):
+        return False
     return (cin % sub == 0 and cout % 8 == 0
             and all(0 <= a <= k - 1 for q, k in zip(pad, (kh, kw)) for a in q)
-            and ho <= h and wo <= w
+            # every row tile's own rows start inside the image; every output column is a lane
+            # of the (phase) products
+            and sh * (ho - 1) < h and wo <= w // sw
             and device_layout.major_to_minor(xs) == _view(lhs_spec)
             and device_layout.major_to_minor(out_shape) == _view(out_spec))
 
 
+def _plus(*terms) -> str:
+    """`a + b + ...` without the zero terms."""
+    kept = [str(t) for t in terms if t != 0]
+    return " + ".join(kept) if kept else "0"
+
+
 def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec, rhs_spec,
-         out_spec, pad, description_tail, chan_ops, scal_ops) -> G.Generated:
+         out_spec, pad, strides, description_tail, chan_ops, scal_ops) -> G.Generated:
     """The module. `w_expr` is the weight as (kh, kw, Ci, Co) after the reference's own flips
     and transposes (`prologue_lines` compute it); `epi` is conv.py's epilogue writer."""
     x_dt, out_dt = x.aval.dtype, out.aval.dtype
@@ -59,14 +81,26 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
     out_shape = tuple(int(d) for d in out.aval.shape)
     ho, wo = out_shape[out_spec[2]], out_shape[out_spec[3]]
     (pt, pb), (pw, pe) = pad
+    sh, sw = strides
+    wp = w // sw  # lanes of a phase (the whole row at sw = 1)
+    # the rows a tile reads: pt above its own sh * bh, and below them what the last window reaches
+    above, below = pt, max(0, kh - sh - pt)
+    # sw > 1: rows are split into phases g at a time, g * cin lanes in the transposes
+    group = 128 // cin if 128 % cin == 0 else 1
+    t_lanes = -(-(group * cin) // 128) * 128
 
     def vmem(bh):
-        ins = [((bh, cin, w), x_dt)] + [((1, cin, w), x_dt)] * (kh - 1)
+        ins = [((sh * bh, cin, w), x_dt)] + [((1, cin, w), x_dt)] * (above + below)
         ins.append(((kw, cout, kh * cin), x_dt))
         ins += [((cout, 1), v.aval.dtype) for v, _ in chan_ops]
-        scratch = [((bh + kh - 1, cin, w), x_dt)]
-        # a row's live f32 values: the stacked rows, kw products, their sum
-        scratch += [((kh * cin, w), "float32")] + [((cout, w), "float32")] * (kw + 2)
+        rows = above + sh * bh + below
+        if sw == 1:
+            scratch = [((rows, cin, w), x_dt)]
+        else:
+            scratch = [((rows, sw, cin, wp), "float32"), ((w, t_lanes), "float32"),
+                       ((w, t_lanes), "float32")]  # the transposed rows, also as a value
+        # a row's live f32 values: the stacked rows (a stack per phase), kw products, their sum
+        scratch += [((kh * cin, wp), "float32")] * sw + [((cout, wp), "float32")] * (kw + 2)
         return G.step_vmem(ins, [((bh, cout, wo), out_dt)], scratch)
 
     fitting = [b for b in ROW_OPTIONS if (b <= ho or b == 1) and vmem(b) <= ctx.vmem_budget]
@@ -74,75 +108,131 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
         return None
     # the largest tile up to 8 rows: more rows a step make a longer body for no fewer bytes
     bh = next((b for b in fitting if b <= 8), fitting[-1])
-    above, below = pt, kh - 1 - pt
     x_name = ctx.name_of_invar(x)
     halo_refs = [f"up{a}_ref" for a in range(above)] + [f"down{b}_ref" for b in range(below)]
     chan_refs = [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
-    refs = ", ".join(["x_ref"] + halo_refs + ["w_ref"] + chan_refs + ["o_ref", "s_ref"])
-    fill = [f"rows = x_ref[0]  # this tile's {bh} input rows (those past the image are zeroed)"]
-    fill.append("for j in range(bh):")
-    fill.append(f"    s_ref[{above} + j] = jnp.where(i * bh + j < h, rows[j], 0).astype(s_ref.dtype)")
-    for a in range(above):
-        fill.append(f"s_ref[{a}] = jnp.where(i * bh - {above - a} >= 0, up{a}_ref[0, 0], 0)"
+    refs = ["x_ref"] + halo_refs + ["w_ref"] + chan_refs + ["o_ref", "s_ref"]
+    refs += ["t_ref"] if sw > 1 else []
+    rin = "bh" if sh == 1 else "rows_in"  # the tile's own input rows, in the kernel
+    fill = []
+    if sw == 1:
+        fill.append(f"rows = x_ref[0]  # this tile's {sh * bh} input rows (those past the image "
+                    "are zeroed)")
+        fill.append(f"for j in range({rin}):")
+        fill.append(f"    s_ref[{above} + j] = jnp.where(i * {rin} + j < h, rows[j], 0)"
                     ".astype(s_ref.dtype)")
-    for b in range(below):
-        fill.append(f"s_ref[{above} + bh + {b}] = jnp.where(i * bh + bh + {b} < h, "
-                    f"down{b}_ref[0, 0], 0).astype(s_ref.dtype)")
-    shifts = []
+        for a in range(above):
+            fill.append(f"s_ref[{a}] = jnp.where(i * {rin} - {above - a} >= 0, up{a}_ref[0, 0], 0)"
+                        ".astype(s_ref.dtype)")
+        for b in range(below):
+            fill.append(f"s_ref[{above} + {rin} + {b}] = jnp.where(i * {rin} + {rin} + {b} < h, "
+                        f"down{b}_ref[0, 0], 0).astype(s_ref.dtype)")
+    else:
+        fill.append(f"# this tile's {sh * bh} input rows, {group} at a time, split into phases "
+                    "(rows past the image are zeroed)")
+        fill.append(f"for j in range(0, {rin}, {group}):")
+        fill.append(f"    g = min({group}, {rin} - j)")
+        fill.append("    row = jax.lax.broadcasted_iota(jnp.int32, (g, cin, w), 0) + i * "
+                    f"{rin} + j")
+        fill.append(f"    _phase_split(s_ref, t_ref, {_plus(above, 'j')}, "
+                    "jnp.where(row < h, x_ref[0, j:j + g], 0))")
+        for a in range(above):
+            fill.append(f"_phase_split(s_ref, t_ref, {a}, jnp.where(i * {rin} - {above - a} >= 0, "
+                        f"up{a}_ref[0], 0))")
+        for b in range(below):
+            fill.append(f"_phase_split(s_ref, t_ref, {_plus(above, rin, b)}, jnp.where("
+                        f"{_plus(f'i * {rin}', rin, b)} < h, down{b}_ref[0], 0))")
+    width = "w" if sw == 1 else "wp"  # the kernel's name for the products' lanes
+    start = "r" if sh == 1 else f"{sh} * r"
+    shifts, phases_read = [], []
     for dw in range(kw):
-        s = pw - dw  # output column c reads input column c + dw - pw
-        prod = f"jnp.dot(w_ref[{dw}], stack, preferred_element_type=jnp.float32)"
-        if s == 0:
+        # output column c reads input column sw * c + dw - pw: phase p, shifted by q lanes
+        p, q = (dw - pw) % sw, (dw - pw) // sw
+        stack = "stack" if sw == 1 else f"stack{p}"
+        if p not in phases_read:
+            phases_read.append(p)
+        prod = f"jnp.dot(w_ref[{dw}], {stack}, preferred_element_type=jnp.float32)"
+        if q == 0:
             shifts.append(f"acc = acc + {prod}" if shifts else f"acc = {prod}")
             continue
-        rolled = f"pltpu.roll({prod}, {s % w}, 1)"
-        keep = f"(lane >= {s})" if s > 0 else f"(lane < w + ({s}))"
+        rolled = f"pltpu.roll({prod}, {-q % wp}, 1)"
+        keep = f"(lane >= {-q})" if q < 0 else f"(lane < {width} + ({-q}))"
         term = f"jnp.where({keep}, {rolled}, 0.0)"
         shifts.append(f"acc = acc + {term}" if shifts else f"acc = {term}")
-    body = ["stack = s_ref[pl.ds(r, kh)].reshape(kh * cin, w)"] + shifts
-    body.append("y = acc" + ("" if wo == w else f"[:, :{wo}]"))
+    if sw == 1:
+        body = [f"stack = s_ref[pl.ds({start}, kh)].reshape(kh * cin, w)"]
+    else:
+        cast = "" if G.itemsize(x_dt) == 4 else ".astype(w_ref.dtype)"
+        body = [f"stack{p} = s_ref[pl.ds({start}, kh), {p}].reshape(kh * cin, wp){cast}"
+                for p in sorted(phases_read)]
+    body += shifts
+    body.append("y = acc" + ("" if wo == wp else f"[:, :{wo}]"))
     body += epi.lines
     body.append(f"o_ref[0, r] = jnp.broadcast_to({epi.code(out)}, y.shape).astype(o_ref.dtype)")
     body.append("return carry")
     kwargs = ["kh", "h"] + epi.statics
-    kernel = f'''
+    if sh == 1:
+        shapes = "    bh, cin, w = x_ref.shape[1:]"
+    else:
+        shapes = "    rows_in, cin, w = x_ref.shape[1:]\n    bh = o_ref.shape[1]"
+    if sw > 1:
+        shapes += f"\n    wp = w // {sw}  # lanes of a phase"
+    splitter = "" if sw == 1 else f"""
 
-def _conv_kernel({refs}, *, {", ".join(kwargs)}):
-    # x_ref: (1, bh, cin, w), the image as XLA keeps it (W in the lanes); o_ref: (1, bh, cout, wo)
+def _phase_split(s_ref, t_ref, at, rows):
+    # rows (g, cin, w) -> s_ref[at:at + g] as (g, {sw}, cin, w // {sw}): column {sw} * q + p goes to
+    # phase p, lane q. Lanes cannot be read with a stride: the rows are transposed (W in the
+    # sublanes), each phase read with a sublane stride and transposed back.
+    g, cin, w = rows.shape
+    t_ref[:, :g * cin] = rows.astype(jnp.float32).reshape(g * cin, w).T
+    for p in range({sw}):
+        phase = t_ref[pl.ds(p, w // {sw}, stride={sw}), :].T[:g * cin]
+        s_ref[pl.ds(at, g), p] = phase.reshape(g, cin, w // {sw})
+"""
+    layout = ("(1, bh, cin, w)" if sh == 1 else f"(1, {sh} * bh, cin, w)")
+    kernel = f"""{splitter}
+
+def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
+    # x_ref: {layout}, the image as XLA keeps it (W in the lanes); o_ref: (1, bh, cout, wo)
     i = pl.program_id(1)
-    bh, cin, w = x_ref.shape[1:]
+{shapes}
 {G.indent(chr(10).join(fill), 4)}
-    lane = jax.lax.broadcasted_iota(jnp.int32, (o_ref.shape[2], w), 1)
+    lane = jax.lax.broadcasted_iota(jnp.int32, (o_ref.shape[2], {width}), 1)
 
     def one_row(r, carry):
-        # kh input rows stacked along K: one (cout, kh * cin) x (kh * cin, w) product a window
+        # kh input rows stacked along K: one (cout, kh * cin) x (kh * cin, {width}) product a window
         # column, shifted into place along the lanes
 {G.indent(chr(10).join(body), 8)}
 
     jax.lax.fori_loop(0, bh, one_row, 0)
-'''
+"""
     xv = "x_hcw"
     perm = _view(lhs_spec)
     ent = [(f"{xv} = {x_name}.transpose({', '.join(map(str, perm))})  # (N, H, C, W): XLA's "
             "own layout of the image, a bitcast")]
     ent += prologue_lines
     ent += [f"n, h, cin, wd = {xv}.shape",
-            f"kh, kw, _, cout = {w_expr}.shape",
-            f"ho, wo = h + {pt + pb} - kh + 1, wd + {pw + pe} - kw + 1",
-            "bh = max(1, min(BLOCK_ROWS, ho))",
+            f"kh, kw, _, cout = {w_expr}.shape"]
+    if sh == 1 and sw == 1:
+        ent.append(f"ho, wo = h + {pt + pb} - kh + 1, wd + {pw + pe} - kw + 1")
+    else:
+        ent.append(f"ho, wo = (h + {pt + pb} - kh) // {sh} + 1, (wd + {pw + pe} - kw) // {sw} + 1"
+                   f"  # stride {sh}x{sw}")
+    ent += ["bh = max(1, min(BLOCK_ROWS, ho))",
             ("# per window column dw: the (cout, kh * cin) weights, K ordered (dh, cin) as the "
              "stacked rows"),
             (f"w_cols = jnp.transpose({w_expr}, (1, 3, 0, 2)).reshape(kw, cout, kh * cin)"
              f".astype({xv}.dtype)")]
-    specs = ["pl.BlockSpec((1, bh, cin, wd), lambda img, i: (img, i, 0, 0))"]
+    tile = "bh" if sh == 1 else f"{sh} * bh"
+    specs = [f"pl.BlockSpec((1, {tile}, cin, wd), lambda img, i: (img, i, 0, 0))"]
     args = [xv]
     for a in range(above):
-        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.maximum(i * bh - "
+        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.maximum(i * {tile} - "
                      f"{above - a}, 0), 0, 0))")
         args.append(xv)
     for b in range(below):
-        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.minimum(i * bh + bh "
-                     f"+ {b}, h - 1), 0, 0))")
+        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.minimum(i * {tile} + "
+                     f"{tile} + {b}, h - 1), 0, 0))")
         args.append(xv)
     specs.append("pl.BlockSpec((kw, cout, kh * cin), lambda img, i: (0, 0, 0))")
     args.append("w_cols")
@@ -160,7 +250,13 @@ def _conv_kernel({refs}, *, {", ".join(kwargs)}):
     for role, axis in zip((0, 2, 1, 3), out_spec):  # the kernel's (N, H, C, W) -> the reference's
         back[axis] = role
     params = G.compiler_params_code(("parallel", "parallel"), ctx, vmem(bh))
-    ent.append(f'''out = pl.pallas_call(
+    if sw == 1:
+        rows_text = "bh + kh - 1" if sh == 1 else f"{sh} * bh + {above + below}"
+        scratch = f"pltpu.VMEM(({rows_text}, cin, wd), {xv}.dtype)"
+    else:
+        scratch = (f"pltpu.VMEM(({tile} + {above + below}, {sw}, cin, wd // {sw}), jnp.float32), "
+                   f"pltpu.VMEM((wd, {t_lanes}), jnp.float32)")
+    ent.append(f"""out = pl.pallas_call(
     functools.partial(_conv_kernel, {", ".join(binds)}),
     out_shape=jax.ShapeDtypeStruct((n, ho, cout, wo), {G.dtype_code(out_dt)}),
     grid=(n, pl.cdiv(ho, bh)),
@@ -168,20 +264,21 @@ def _conv_kernel({refs}, *, {", ".join(kwargs)}):
 {spec_text}
     ],
     out_specs=pl.BlockSpec((1, bh, cout, wo), lambda img, i: (img, i, 0, 0)),
-    scratch_shapes=[pltpu.VMEM((bh + kh - 1, cin, wd), {xv}.dtype)],
+    scratch_shapes=[{scratch}],
     compiler_params={params},
-)({", ".join(args)})''')
+)({", ".join(args)})""")
     ent.append(f"return out.transpose({', '.join(map(str, back))})  # XLA's layout of the output: "
                "a bitcast")
-    entry = f'''
+    entry = f"""
 
 def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
-'''
+"""
+    stride_text = "" if sh == sw == 1 else f", stride {sh}x{sw}"
     description = (f"2-D convolution ({G.shape_text(xs)} * {kh}x{kw} window, {cin}->{cout} "
-                   f"channels, {G.dtype_name(x_dt)}) on the image as XLA keeps it (W in the lanes, "
-                   f"channels in the sublanes), one MXU product per window column a row"
-                   + description_tail)
+                   f"channels{stride_text}, {G.dtype_name(x_dt)}) on the image as XLA keeps it (W "
+                   f"in the lanes, channels in the sublanes), one MXU product per window column a "
+                   f"row" + description_tail)
     constants = [("BLOCK_ROWS", bh, "output rows of a tile")]
     source, imports, body_text = G.write_module(description=description, ctx=ctx,
                                                 kernel_class=KERNEL_CLASS, constants=constants,
@@ -190,6 +287,12 @@ def {ctx.entry}({ctx.signature}):
               f"{G.mib(ctx.vmem_budget)}); limit {G.mib(F.vmem_limit(vmem(bh), ctx))}"),
              ("the image read in XLA's layout (W in the lanes): no copy before or after the "
               "kernel and no padded copy of the image")]
+    if sw > 1:
+        notes.append(f"stride {sw} along W: each row's columns split into {sw} phases in VMEM "
+                     f"({group} rows a transpose), so no product is computed for a skipped column")
+    # the autotuner tries the next larger tile too (a strided image's tile reads sh times the rows)
+    larger = [b for b in fitting if b > bh][-1:]
     return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body_text,
-                       tunables={"BLOCK_ROWS": sorted(set(fitting[-4:] + [bh]))}, notes=notes)
+                       tunables={"BLOCK_ROWS": sorted(set(fitting[-4:] + [bh] + larger))},
+                       notes=notes)
