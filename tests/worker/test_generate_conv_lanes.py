@@ -1,7 +1,8 @@
 """generate: a 2-D convolution of an image XLA keeps with W in the lanes (channels not a multiple
 of 128) is written on that layout (templates/conv_lanes.py). Correct in interpret mode with a
 ragged last row tile, for SAME, VALID, a 5x5 window, uneven padding and bf16, and with strides
-(2 both ways, along one axis only, 3, with windows that read a phase before or past the edge);
+(2 both ways, along one axis only, 3, with windows that read a phase before or past the edge),
+and for NCHW, where XLA keeps the channels above H and the entry transposes (copies);
 and compiled for v5e by the TPU compiler (libtpu, no TPU) the program is the kernel: no copy of
 the image before it or of the output after it, stride 2 included."""
 
@@ -43,6 +44,12 @@ CASES = {
     "s2-columns-uneven-pad": {"STRIDES": "(1, 2)", "PADDING": "((0, 2), (2, 0))"},
     "s2-bf16": {"N__H__W__CIN__COUT__KH__KW": "2, 11, 256, 16, 16, 3, 3", "STRIDES": "(2, 2)",
                 "DTYPE": "jnp.bfloat16", "TOLERANCES": '{"rtol": 2e-2, "atol": 2e-2}'},
+    # NCHW with 16 rows: H ties with the 8 channels for the sublanes and XLA keeps (N, C, H, W),
+    # so the entry transposes into (N, H, C, W) and back (copies); 14 rows in tiles of 4
+    "nchw-copied": {"N__H__W__CIN__COUT__KH__KW": "2, 16, 256, 8, 16, 3, 3", "PADDING": '"VALID"',
+                    "LAYOUT": '"NCHW"'},
+    "nchw-s2": {"N__H__W__CIN__COUT__KH__KW": "1, 16, 256, 8, 8, 3, 3", "LAYOUT": '"NCHW"',
+                "STRIDES": "(2, 2)"},
     # 24 channels do not divide 128: one row a transpose
     "s3-24ch": {"N__H__W__CIN__COUT__KH__KW": "1, 10, 384, 24, 8, 3, 3", "STRIDES": "(3, 3)"},
 }
@@ -55,6 +62,8 @@ def test_the_lanes_form_is_correct_with_a_ragged_last_tile(worker, tmp_path, cas
     assert r["class"] == "conv2d" and "W in the lanes" in r["description"], r["description"]
     strides = CASES[case].get("STRIDES", "(1, 1)")
     assert ("_phase_split" in r["source"]) == (not strides.endswith(" 1)")), strides
+    (into,) = [ln for ln in r["source"].splitlines() if "(N, H, C, W):" in ln]
+    assert ("a copy" in into) == (case.startswith("nchw")), into
     H.evaluate(worker, task, r, tmp_path, source=H.set_constant(r["source"], "BLOCK_ROWS", 4),
                seeds=[5])
 

@@ -34,7 +34,7 @@ from mkworker.generate import common as G
 from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
-from mkworker.generate.templates import conv_lanes
+from mkworker.generate.templates import conv_lanes, conv_lanes3d
 from mkworker.generate.templates import conv_transpose as CT
 
 KERNEL_CLASS = "conv"  # the family; a kernel's class names its dims (conv1d, conv2d, conv3d)
@@ -289,9 +289,13 @@ def emit(ctx, m) -> G.Generated:
     scal_ops = [(v, nm) for v, nm, kd in epi.operands if kd == "scalar"]
 
     conv_out_shape = tuple(int(d) for d in conv_out.aval.shape)
-    if not transposed and conv_lanes.applies(xs, ws, conv_out_shape, lhs_spec, rhs_spec, out_spec,
-                                             pad, strides, dilation, x_dt):
-        # The image as XLA keeps it (W in the lanes): no copies around the kernel.
+    lanes2d = not transposed and conv_lanes.applies(xs, ws, conv_out_shape, lhs_spec, rhs_spec,
+                                                    out_spec, pad, strides, dilation, x_dt)
+    lanes3d = not transposed and conv_lanes3d.applies(xs, ws, lhs_spec, rhs_spec, pad, strides,
+                                                      dilation, x_dt)
+    if lanes2d or lanes3d:
+        # The image as XLA keeps it (a spatial axis in the lanes), the weight as (window...,
+        # cin, cout) in the input's spatial order.
         w_name, lines = ctx.name_of_invar(w_input), []
         for e in prologue:
             step = _weight_step(e, w_name)
@@ -299,16 +303,24 @@ def emit(ctx, m) -> G.Generated:
                 lines.append(f"w_rhs = {step}")
                 w_name = "w_rhs"
         rhs_hwio = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
-        if rhs_hwio != tuple(range(4)):
-            lines.append(f"w_hwio = {w_name}.transpose{_perm_code(rhs_hwio)}  # as (kh, kw, cin, cout)")
+        if rhs_hwio != tuple(range(k + 2)):
+            lines.append(f"w_hwio = {w_name}.transpose{_perm_code(rhs_hwio)}  # as (window..., "
+                         "cin, cout)")
             w_name = "w_hwio"
         after = [q for q in ("max", "logistic", "tanh", "erf", "min") if q in epi.prims]
         tail = ((" + " + " + ".join([f"`{nm}`" for _, nm in chan_ops + scal_ops] + after) + " fused")
                 if chan_ops or scal_ops or after else "")
-        lanes = conv_lanes.emit(ctx, x=x, w_input=w_input, prologue_lines=lines, w_expr=w_name,
-                                epi=epi, out=out, xs=xs, ws=ws, lhs_spec=lhs_spec,
-                                rhs_spec=rhs_spec, out_spec=out_spec, pad=pad, strides=strides,
-                                description_tail=tail, chan_ops=chan_ops, scal_ops=scal_ops)
+        if lanes2d:
+            lanes = conv_lanes.emit(ctx, x=x, w_input=w_input, prologue_lines=lines, w_expr=w_name,
+                                    epi=epi, out=out, xs=xs, ws=ws, lhs_spec=lhs_spec,
+                                    rhs_spec=rhs_spec, out_spec=out_spec, pad=pad,
+                                    strides=strides, description_tail=tail, chan_ops=chan_ops,
+                                    scal_ops=scal_ops)
+        else:
+            lanes = conv_lanes3d.emit(ctx, x=x, prologue_lines=lines, w_expr=w_name, epi=epi,
+                                      out=out, xs=xs, ws=ws, lhs_spec=lhs_spec, rhs_spec=rhs_spec,
+                                      out_spec=out_spec, pad=pad, description_tail=tail,
+                                      chan_ops=chan_ops, scal_ops=scal_ops)
         if lanes is not None:
             return lanes
 

@@ -4,6 +4,9 @@ channels in the sublanes. The implicit-GEMM form (conv.py) reads the image row-m
 copies it into that layout before the kernel and copies the output back, and the kernel pads
 the image once more in HBM; with 32 channels its lanes are a quarter full. This form reads the
 image as XLA keeps it (the transpose to (N, H, C, W) is a bitcast) and never pads it in HBM.
+Where XLA keeps W in the lanes but the channels above H (PyTorch's NCHW), the entry transposes
+into that view and out of it, and XLA copies: the implicit GEMM pays those copies too, and its
+narrow-channel patches on top (they took libtpu's profile past 15 GiB).
 
 A grid step (image n, tile i of BLOCK_ROWS output rows) gathers the input rows its windows read
 in a VMEM scratch: the tile's own rows and, as one-row blocks, the rows above and below it that
@@ -60,8 +63,8 @@ def applies(xs, ws, out_shape, lhs_spec, rhs_spec, out_spec, pad, strides, dilat
             # every row tile's own rows start inside the image; every output column is a lane
             # of the (phase) products
             and sh * (ho - 1) < h and wo <= w // sw
-            and device_layout.major_to_minor(xs) == _view(lhs_spec)
-            and device_layout.major_to_minor(out_shape) == _view(out_spec))
+            and device_layout.major_to_minor(xs)[-1] == lhs_spec[3]
+            and device_layout.major_to_minor(out_shape)[-1] == out_spec[3])
 
 
 def _plus(*terms) -> str:
@@ -208,8 +211,10 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
 """
     xv = "x_hcw"
     perm = _view(lhs_spec)
-    ent = [(f"{xv} = {x_name}.transpose({', '.join(map(str, perm))})  # (N, H, C, W): XLA's "
-            "own layout of the image, a bitcast")]
+    laid_out = device_layout.major_to_minor(xs) == perm
+    ent = [(f"{xv} = {x_name}.transpose({', '.join(map(str, perm))})  # (N, H, C, W): "
+            + ("XLA's own layout of the image, a bitcast" if laid_out else
+               "XLA keeps the channels above H, so this is a copy"))]
     ent += prologue_lines
     ent += [f"n, h, cin, wd = {xv}.shape",
             f"kh, kw, _, cout = {w_expr}.shape"]
@@ -267,8 +272,10 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     scratch_shapes=[{scratch}],
     compiler_params={params},
 )({", ".join(args)})""")
-    ent.append(f"return out.transpose({', '.join(map(str, back))})  # XLA's layout of the output: "
-               "a bitcast")
+    out_laid = device_layout.major_to_minor(out_shape) == _view(out_spec)
+    ent.append(f"return out.transpose({', '.join(map(str, back))})  # "
+               + ("XLA's layout of the output: a bitcast" if out_laid else
+                  "the reference's order: a copy"))
     entry = f"""
 
 def {ctx.entry}({ctx.signature}):
@@ -286,7 +293,10 @@ def {ctx.entry}({ctx.signature}):
     notes = [(f"tiles of {bh} output rows: {G.mib(vmem(bh))} of VMEM per step (budget "
               f"{G.mib(ctx.vmem_budget)}); limit {G.mib(F.vmem_limit(vmem(bh), ctx))}"),
              ("the image read in XLA's layout (W in the lanes): no copy before or after the "
-              "kernel and no padded copy of the image")]
+              "kernel and no padded copy of the image" if laid_out and out_laid else
+              "W in the lanes as XLA keeps it, no padded copy of the image; XLA copies "
+              + " and ".join(nm for nm, ok in (("the input", laid_out), ("the output", out_laid))
+                             if not ok) + " into the kernel's order")]
     if sw > 1:
         notes.append(f"stride {sw} along W: each row's columns split into {sw} phases in VMEM "
                      f"({group} rows a transpose), so no product is computed for a skipped column")
