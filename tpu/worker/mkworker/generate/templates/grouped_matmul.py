@@ -238,7 +238,11 @@ def _entry_code(ctx, x_name, w_name, sizes_name, w_transposed, out_dt, sub, k_al
            "bn = _fit_tile(BLOCK_N, n, 128)",
            f"bk = _fit_tile(BLOCK_K, k, {k_align})",
            "tiles = pl.cdiv(m, bm)",
-           f"visits = _group_visits({sizes_name}, m, bm, tiles)",
+           "# The visits live in HBM: XLA would keep such small vectors in VMEM, and libtpu's",
+           "# static profile aborts on their copy from there into SMEM (\"Unsupported DMA",
+           "# direction\"), so no cycles for the kernel.",
+           "visits = [pltpu.with_memory_space_constraint(a, pltpu.MemorySpace.HBM)",
+           f"          for a in _group_visits({sizes_name}, m, bm, tiles)]",
            "# Index maps get the grid indices, then the prefetched refs (tile, group, lo, hi).",
            f'''grid_spec = pltpu.PrefetchScalarGridSpec(
     num_scalar_prefetch=4,
