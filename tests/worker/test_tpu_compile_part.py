@@ -41,6 +41,17 @@ def test_the_part_cuts_count_axes_only_and_small_programs_get_none():
     args, _, _ = part.instance(lambda q, k: jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k), axis=-1),
                                [q, q], {}, min_bytes=0)
     assert [a.shape for a in args] == [(1, 256, 4, 64)] * 2
+    # NCHW with the bias as (1, C, 1, 1): its size-1 batch axis stretched by the add meets
+    # nothing, so the images are still cut
+    nchw = [jax.ShapeDtypeStruct((8, 32, 64, 64), jnp.float32),
+            jax.ShapeDtypeStruct((32, 32, 3, 3), jnp.float32), jax.ShapeDtypeStruct((32,), jnp.float32)]
+
+    def conv_nchw(x, w, b):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return jnp.tanh(y + b.reshape(1, -1, 1, 1))
+
+    args, _, desc = part.instance(conv_nchw, nchw, {}, min_bytes=0)
+    assert [a.shape for a in args] == [(1, 32, 64, 64), (32, 32, 3, 3), (32,)] and desc == "8 -> 1"
 
 
 def test_the_full_record_is_the_parts_scaled_and_says_so():

@@ -79,8 +79,14 @@ class _Flow:
                 len(sub.jaxpr.invars) == len(ins):
             return self.run(sub.jaxpr, ins)
         if name in ELEMENTWISE:
+            # An operand's size-1 axis stretched over a longer one (`y + b.reshape(1, -1, 1, 1)`
+            # with no broadcast_in_dim) meets nothing: it is the same value for every index.
             r = out_ranks[0]
-            return [[self.join([x[i] for x in ins if len(x) == r]) for i in range(r)]]
+            out_shape = tuple(getattr(eqn.outvars[0].aval, "shape", ()))
+            shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars]
+            return [[self.join([x[i] for x, sh in zip(ins, shapes) if len(x) == r
+                                and not (sh[i] == 1 and out_shape[i] != 1)])
+                     for i in range(r)]]
         if name == "broadcast_in_dim":
             out = [frozenset()] * out_ranks[0]
             in_shape = getattr(eqn.invars[0].aval, "shape", ())
