@@ -39,6 +39,7 @@ from mkworker.generate import fused as F
 KERNEL_CLASS = "conv2d"
 # Output rows of a tile: the rows of a step run in a loop, so the kernel's body stays one row.
 ROW_OPTIONS = (32, 16, 8, 4, 2, 1)
+STEP_OUTPUT = 1 << 18  # output elements of a step the default tile stays within (see emit)
 
 
 def _view(spec) -> tuple[int, int, int, int]:
@@ -109,12 +110,11 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
     fitting = [b for b in ROW_OPTIONS if (b <= ho or b == 1) and vmem(b) <= ctx.vmem_budget]
     if not fitting:
         return None
-    # The smallest tile that moves a MiB a step: more rows a step make a longer body for few
-    # cycles less, and libtpu's profile of the program grows with them (a 1024 x 1024 image of
-    # 32 -> 64 channels: 4.6 GiB at 2 rows a step, over 8 GiB at 8).
-    def moved(b):
-        return (sh * b * cin * w * G.itemsize(x_dt) + b * cout * wo * G.itemsize(out_dt))
-    bh = next((b for b in reversed(fitting) if moved(b) >= G.MIB), fitting[0])
+    # The largest tile up to 8 rows whose output is at most STEP_OUTPUT elements: more rows a
+    # step make a longer body for few cycles less, and libtpu's profile of the program grows
+    # with the step (a 1024 x 1024 image of 32 -> 64 channels, one image: 5.9 GiB at 4 rows a
+    # step, over 8 GiB at 8; 32 -> 32 channels at 8 rows: 5.7 GiB).
+    bh = next((b for b in fitting if b <= 8 and b * cout * wo <= STEP_OUTPUT), fitting[-1])
     x_name = ctx.name_of_invar(x)
     halo_refs = [f"up{a}_ref" for a in range(above)] + [f"down{b}_ref" for b in range(below)]
     chan_refs = [f"{nm}_ref" for _, nm in chan_ops + scal_ops]

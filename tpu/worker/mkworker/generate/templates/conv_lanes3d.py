@@ -25,6 +25,7 @@ from __future__ import annotations
 from mkworker.generate import common as G
 from mkworker.generate import device_layout
 from mkworker.generate import fused as F
+from mkworker.generate.templates import conv_lanes
 
 KERNEL_CLASS = "conv3d"
 ROW_OPTIONS = (8, 4, 2, 1)  # output rows along R1 a tile; each is R2 lines of the loop
@@ -93,13 +94,12 @@ def emit(ctx, *, x, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec, rhs_spec
     fitting = [b for b in ROW_OPTIONS if (b <= outs[r1] or b == 1) and vmem(b) <= budget]
     if not fitting:
         return None
-    # The smallest tile that moves a MiB a step: more rows a step cost no fewer cycles (libtpu's
-    # estimate is flat from 1 to 4 rows of a 32 x 32 plane) and make libtpu's profile of the
-    # step larger (3.7 GiB at one row, 7.8 GiB at four, for a 256-deep volume).
-    def moved(b):
-        return (b * cols * cin * lanes * G.itemsize(x_dt)
-                + b * cols_o * cout * lanes_o * G.itemsize(out_dt))
-    bh = next((b for b in reversed(fitting) if moved(b) >= G.MIB), fitting[0])
+    # As conv_lanes: the largest tile whose output is at most STEP_OUTPUT elements, else one
+    # row. More rows a step cost no fewer cycles (libtpu's estimate is flat from 1 to 4 rows of a
+    # 32 x 32 plane) and make libtpu's profile larger (3.7 GiB at one row, 7.8 GiB at four, for
+    # a 256-deep volume).
+    bh = next((b for b in fitting if b * cols_o * cout * lanes_o <= conv_lanes.STEP_OUTPUT),
+              fitting[-1])
     x_name = ctx.name_of_invar(x)
     halo_refs = [f"up{a}_ref" for a in range(above)] + [f"down{b}_ref" for b in range(below)]
     chan_refs = [f"{nm}_ref" for _, nm in chan_ops + scal_ops]
