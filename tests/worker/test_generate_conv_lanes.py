@@ -68,6 +68,20 @@ def test_the_lanes_form_is_correct_with_a_ragged_last_tile(worker, tmp_path, cas
                seeds=[5])
 
 
+@pytest.mark.parametrize("full, small, lines", [
+    ("1, 10, 384, 8, 8, 5, 5", "1, 10, 256, 8, 8, 5, 5", {"PADDING": '"VALID"'}),
+    ("1, 10, 768, 8, 8, 3, 3", "1, 10, 256, 8, 8, 3, 3", {"STRIDES": "(2, 2)"}),
+])
+def test_a_kernel_written_for_one_width_is_correct_at_another(worker, tmp_path, full, small,
+                                                              lines):
+    # The shrunk instance and the extra shapes run the module written for the task's own size:
+    # its shifts and its output width must be the kernel's own (a 1020-wide VALID output sliced
+    # at 1020 failed a 124-wide shrunk instance).
+    r = H.generate(worker, _task(N__H__W__CIN__COUT__KH__KW=full, **lines))
+    assert "W in the lanes" in r["description"], r["description"]
+    H.evaluate(worker, _task(N__H__W__CIN__COUT__KH__KW=small, **lines), r, tmp_path, seeds=[5])
+
+
 def test_channels_that_fill_the_lanes_keep_the_implicit_gemm(worker):
     r = H.generate(worker, _task(N__H__W__CIN__COUT__KH__KW="1, 8, 16, 128, 128, 3, 3"))
     assert r["class"] == "conv2d" and "implicit GEMM" in r["description"], r["description"]

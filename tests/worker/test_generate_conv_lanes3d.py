@@ -51,6 +51,13 @@ def test_the_3d_lanes_form_is_correct_with_a_ragged_last_tile(worker, tmp_path, 
                seeds=[5])
 
 
+def test_a_kernel_written_for_one_depth_is_correct_at_another(worker, tmp_path):
+    # the lane shifts are the kernel's own width's (a shrunk instance has another)
+    r = H.generate(worker, _task("1, 8, 384, 5, 6, 8"))
+    assert "D in the lanes" in r["description"], r["description"]
+    H.evaluate(worker, _task("1, 8, 256, 5, 6, 8"), r, tmp_path, seeds=[5])
+
+
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
                     reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
 def test_a_deep_narrow_volume_compiles_for_tpu_with_cycles_and_no_copies(tmp_path):

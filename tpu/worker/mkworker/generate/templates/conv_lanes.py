@@ -162,7 +162,8 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
         if q == 0:
             shifts.append(f"acc = acc + {prod}" if shifts else f"acc = {prod}")
             continue
-        rolled = f"pltpu.roll({prod}, {-q % wp}, 1)"
+        # the shift in the kernel's own width: a shrunk instance has another one
+        rolled = f"pltpu.roll({prod}, {-q}, 1)" if q < 0 else f"pltpu.roll({prod}, {width} - {q}, 1)"
         keep = f"(lane >= {-q})" if q < 0 else f"(lane < {width} + ({-q}))"
         term = f"jnp.where({keep}, {rolled}, 0.0)"
         shifts.append(f"acc = acc + {term}" if shifts else f"acc = {term}")
@@ -173,7 +174,7 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
         body = [f"stack{p} = s_ref[pl.ds({start}, kh), {p}].reshape(kh * cin, wp){cast}"
                 for p in sorted(phases_read)]
     body += shifts
-    body.append("y = acc" + ("" if wo == wp else f"[:, :{wo}]"))
+    body.append("y = acc" + ("" if wo == wp else "[:, :o_ref.shape[3]]"))
     body += epi.lines
     body.append(f"o_ref[0, r] = jnp.broadcast_to({epi.code(out)}, y.shape).astype(o_ref.dtype)")
     body.append("return carry")

@@ -128,7 +128,8 @@ def emit(ctx, *, x, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec, rhs_spec
             terms.append(f"acc = acc + {prod}" if terms else f"acc = {prod}")
             continue
         keep = f"(lane >= {s})" if s > 0 else f"(lane < w + ({s}))"
-        term = f"jnp.where({keep}, pltpu.roll({prod}, {s % lanes}, 1), 0.0)"
+        shift = f"{s}" if s > 0 else f"w - {-s}"  # in the kernel's own width (a shrunk one too)
+        term = f"jnp.where({keep}, pltpu.roll({prod}, {shift}, 1), 0.0)"
         terms.append(f"acc = acc + {term}" if terms else f"acc = {term}")
     # lax.div / lax.rem: `//` on a traced int lowers through sign(), which Mosaic lowers only
     # for a known device
