@@ -21,6 +21,18 @@ def infile(name, replace=None):
     return {"form": "infile", "source": text.replace(*replace), "filename": path}
 
 
+def infile_lines(folder, name, **lines):
+    """An in-file task of tasks/`folder` with some of its top lines replaced: NAME=value (the
+    value as written; `A__B` stands for the line `A, B = ...`)."""
+    text = read_task(folder, name)
+    for start, new in lines.items():
+        start = start.replace("__", ", ")
+        hits = [ln for ln in text.splitlines() if ln.startswith(start + " = ")]
+        assert len(hits) == 1, start
+        text = text.replace(hits[0], f"{start} = {new}")
+    return {"form": "infile", "source": text, "filename": task_path(folder, name)}
+
+
 def maxkernel(tmp_path, name, replace=None):
     """A copy of a MaxKernel folder, the line replaced in the reference and the YAML alike."""
     src = pathlib.Path(task_path(DIR, name))

@@ -9,19 +9,13 @@ import re
 
 import generate_rows_helpers as H
 import pytest
-from worker_harness import WorkerProcess, read_task, task_path
+from worker_harness import WorkerProcess
 
 DIR = "generate_conv"
 
 
 def _task(name, fixed_dir=DIR, **lines):
-    """The task with some of its top lines replaced: NAME=value (the value as written)."""
-    text = read_task(fixed_dir, name)
-    for line_start, new in lines.items():
-        hits = [ln for ln in text.splitlines() if ln.startswith(line_start.replace("__", ", ") + " = ")]
-        assert len(hits) == 1, line_start
-        text = text.replace(hits[0], f"{line_start.replace('__', ', ')} = {new}")
-    return {"form": "infile", "source": text, "filename": task_path(fixed_dir, name)}
+    return H.infile_lines(fixed_dir, name, **lines)
 
 
 def _conv1d(size="2, 8, 37, 16, 5", **lines):

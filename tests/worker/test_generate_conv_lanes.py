@@ -10,20 +10,14 @@ import importlib.util
 
 import generate_rows_helpers as H
 import pytest
-from worker_harness import WorkerProcess, read_task, task_path
+from worker_harness import WorkerProcess
 
 DIR = "generate_conv"
 NAME = "conv2d_nhwc_lanes.py"
 
 
 def _task(**lines):
-    text = read_task(DIR, NAME)
-    for start, new in lines.items():
-        start = start.replace("__", ", ")
-        hits = [ln for ln in text.splitlines() if ln.startswith(start + " = ")]
-        assert len(hits) == 1, start
-        text = text.replace(hits[0], f"{start} = {new}")
-    return {"form": "infile", "source": text, "filename": task_path(DIR, NAME)}
+    return H.infile_lines(DIR, NAME, **lines)
 
 
 CASES = {

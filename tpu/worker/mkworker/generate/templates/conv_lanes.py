@@ -68,6 +68,19 @@ def applies(xs, ws, out_shape, lhs_spec, rhs_spec, out_spec, pad, strides, dilat
             and device_layout.major_to_minor(out_shape)[-1] == out_spec[3])
 
 
+def epilogue_operands(ent, specs, args, chan_ops, scal_ops):
+    """The epilogue's per-channel operands as (Co, 1) sublane columns and its scalars as (1, 1)
+    blocks: their entry lines, BlockSpecs (a two-axis grid) and arguments, appended."""
+    for _, nm in chan_ops:
+        ent.append(f"{nm}_in = {nm}.reshape(cout, 1)  # per output channel: a sublane column")
+        specs.append("pl.BlockSpec((cout, 1), lambda img, i: (0, 0))")
+        args.append(f"{nm}_in")
+    for _, nm in scal_ops:
+        ent.append(f"{nm}_in = jnp.reshape({nm}, (1, 1))")
+        specs.append("pl.BlockSpec((1, 1), lambda img, i: (0, 0))")
+        args.append(f"{nm}_in")
+
+
 def _plus(*terms) -> str:
     """`a + b + ...` without the zero terms."""
     kept = [str(t) for t in terms if t != 0]
@@ -246,14 +259,7 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
         args.append(xv)
     specs.append("pl.BlockSpec((kw, cout, kh * cin), lambda img, i: (0, 0, 0))")
     args.append("w_cols")
-    for _, nm in chan_ops:
-        ent.append(f"{nm}_in = {nm}.reshape(cout, 1)  # per output channel: a sublane column")
-        specs.append("pl.BlockSpec((cout, 1), lambda img, i: (0, 0))")
-        args.append(f"{nm}_in")
-    for _, nm in scal_ops:
-        ent.append(f"{nm}_in = jnp.reshape({nm}, (1, 1))")
-        specs.append("pl.BlockSpec((1, 1), lambda img, i: (0, 0))")
-        args.append(f"{nm}_in")
+    epilogue_operands(ent, specs, args, chan_ops, scal_ops)
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
     binds = ["kh=kh", "h=h"] + [f"{a}={a}" for a in epi.statics]
     back = [0] * 4

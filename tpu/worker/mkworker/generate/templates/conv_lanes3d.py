@@ -187,14 +187,7 @@ def _conv_kernel({refs}, *, {", ".join(kwargs)}):
         args.append(xv)
     specs.append("pl.BlockSpec((kl, cout, kh * kw * cin), lambda img, i: (0, 0, 0))")
     args.append("w_taps")
-    for _, nm in chan_ops:
-        ent.append(f"{nm}_in = {nm}.reshape(cout, 1)  # per output channel: a sublane column")
-        specs.append("pl.BlockSpec((cout, 1), lambda img, i: (0, 0))")
-        args.append(f"{nm}_in")
-    for _, nm in scal_ops:
-        ent.append(f"{nm}_in = jnp.reshape({nm}, (1, 1))")
-        specs.append("pl.BlockSpec((1, 1), lambda img, i: (0, 0))")
-        args.append(f"{nm}_in")
+    conv_lanes.epilogue_operands(ent, specs, args, chan_ops, scal_ops)
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
     binds = ["kh=kh", "kw=kw", "h=h"] + [f"{a}={a}" for a in epi.statics]
     perm_out = view(out_spec, r)
