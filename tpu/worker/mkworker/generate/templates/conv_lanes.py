@@ -81,6 +81,60 @@ def epilogue_operands(ent, specs, args, chan_ops, scal_ops):
         args.append(f"{nm}_in")
 
 
+def halo_row_fill(above, below, rin, value, cols="") -> list[str]:
+    """Kernel lines that copy a tile's `rin` own input rows (the value `value`) and its one-row
+    halo blocks up{a}_ref / down{b}_ref into s_ref, a row outside the image written as zeros
+    (the reference's padding). `cols` indexes s_ref past the row (", 1:1 + c" in 3-D)."""
+    lines = [f"for j in range({rin}):",
+             (f"    s_ref[{above} + j{cols}] = jnp.where(i * {rin} + j < h, {value}[j], 0)"
+              ".astype(s_ref.dtype)")]
+    for a in range(above):
+        lines.append(f"s_ref[{a}{cols}] = jnp.where(i * {rin} - {above - a} >= 0, up{a}_ref[0, 0], "
+                     "0).astype(s_ref.dtype)")
+    for b in range(below):
+        lines.append(f"s_ref[{above} + {rin} + {b}{cols}] = jnp.where(i * {rin} + {rin} + {b} < h, "
+                     f"down{b}_ref[0, 0], 0).astype(s_ref.dtype)")
+    return lines
+
+
+def halo_specs(specs, args, xv, above, below, tile, block) -> None:
+    """The one-row halo blocks of the input `xv` (block `(1, 1, block...)`, index maps clamped at
+    the image's ends) for the rows above and below a tile of `tile` rows: specs and args,
+    appended."""
+    zeros = ", 0" * len(block.split(", "))
+    for a in range(above):
+        specs.append(f"pl.BlockSpec((1, 1, {block}), lambda img, i: (img, jnp.maximum(i * {tile} - "
+                     f"{above - a}, 0){zeros}))")
+        args.append(xv)
+    for b in range(below):
+        specs.append(f"pl.BlockSpec((1, 1, {block}), lambda img, i: (img, jnp.minimum(i * {tile} + "
+                     f"{tile} + {b}, h - 1){zeros}))")
+        args.append(xv)
+
+
+def lane_taps(kw, pw, sw, width) -> tuple[list[str], list[int]]:
+    """Kernel lines summing into `acc` one MXU product per window tap along the lanes: tap dw
+    reads phase (dw - pw) mod sw (the stack `stack`, or `stack{p}` when sw > 1), rolled by
+    (dw - pw) // sw lanes, a lane past the edge masked to zero; and the phases read."""
+    lines, phases = [], []
+    for dw in range(kw):
+        # output column c reads input column sw * c + dw - pw: phase p, shifted by q lanes
+        p, q = (dw - pw) % sw, (dw - pw) // sw
+        stack = "stack" if sw == 1 else f"stack{p}"
+        if p not in phases:
+            phases.append(p)
+        prod = f"jnp.dot(w_ref[{dw}], {stack}, preferred_element_type=jnp.float32)"
+        if q == 0:
+            lines.append(f"acc = acc + {prod}" if lines else f"acc = {prod}")
+            continue
+        # the shift in the kernel's own width: a shrunk instance has another one
+        rolled = f"pltpu.roll({prod}, {-q}, 1)" if q < 0 else f"pltpu.roll({prod}, {width} - {q}, 1)"
+        keep = f"(lane >= {-q})" if q < 0 else f"(lane < {width} + ({-q}))"
+        term = f"jnp.where({keep}, {rolled}, 0.0)"
+        lines.append(f"acc = acc + {term}" if lines else f"acc = {term}")
+    return lines, phases
+
+
 def _plus(*terms) -> str:
     """`a + b + ...` without the zero terms."""
     kept = [str(t) for t in terms if t != 0]
@@ -138,15 +192,7 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
     if sw == 1:
         fill.append(f"rows = x_ref[0]  # this tile's {sh * bh} input rows (those past the image "
                     "are zeroed)")
-        fill.append(f"for j in range({rin}):")
-        fill.append(f"    s_ref[{above} + j] = jnp.where(i * {rin} + j < h, rows[j], 0)"
-                    ".astype(s_ref.dtype)")
-        for a in range(above):
-            fill.append(f"s_ref[{a}] = jnp.where(i * {rin} - {above - a} >= 0, up{a}_ref[0, 0], 0)"
-                        ".astype(s_ref.dtype)")
-        for b in range(below):
-            fill.append(f"s_ref[{above} + {rin} + {b}] = jnp.where(i * {rin} + {rin} + {b} < h, "
-                        f"down{b}_ref[0, 0], 0).astype(s_ref.dtype)")
+        fill += halo_row_fill(above, below, rin, "rows")
     else:
         fill.append(f"# this tile's {sh * bh} input rows, {group} at a time, split into phases "
                     "(rows past the image are zeroed)")
@@ -164,22 +210,7 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
                         f"{_plus(f'i * {rin}', rin, b)} < h, down{b}_ref[0], 0))")
     width = "w" if sw == 1 else "wp"  # the kernel's name for the products' lanes
     start = "r" if sh == 1 else f"{sh} * r"
-    shifts, phases_read = [], []
-    for dw in range(kw):
-        # output column c reads input column sw * c + dw - pw: phase p, shifted by q lanes
-        p, q = (dw - pw) % sw, (dw - pw) // sw
-        stack = "stack" if sw == 1 else f"stack{p}"
-        if p not in phases_read:
-            phases_read.append(p)
-        prod = f"jnp.dot(w_ref[{dw}], {stack}, preferred_element_type=jnp.float32)"
-        if q == 0:
-            shifts.append(f"acc = acc + {prod}" if shifts else f"acc = {prod}")
-            continue
-        # the shift in the kernel's own width: a shrunk instance has another one
-        rolled = f"pltpu.roll({prod}, {-q}, 1)" if q < 0 else f"pltpu.roll({prod}, {width} - {q}, 1)"
-        keep = f"(lane >= {-q})" if q < 0 else f"(lane < {width} + ({-q}))"
-        term = f"jnp.where({keep}, {rolled}, 0.0)"
-        shifts.append(f"acc = acc + {term}" if shifts else f"acc = {term}")
+    shifts, phases_read = lane_taps(kw, pw, sw, width)
     if sw == 1:
         body = [f"stack = s_ref[pl.ds({start}, kh)].reshape(kh * cin, w)"]
     else:
@@ -249,14 +280,7 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     tile = "bh" if sh == 1 else f"{sh} * bh"
     specs = [f"pl.BlockSpec((1, {tile}, cin, wd), lambda img, i: (img, i, 0, 0))"]
     args = [xv]
-    for a in range(above):
-        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.maximum(i * {tile} - "
-                     f"{above - a}, 0), 0, 0))")
-        args.append(xv)
-    for b in range(below):
-        specs.append(f"pl.BlockSpec((1, 1, cin, wd), lambda img, i: (img, jnp.minimum(i * {tile} + "
-                     f"{tile} + {b}, h - 1), 0, 0))")
-        args.append(xv)
+    halo_specs(specs, args, xv, above, below, tile, "cin, wd")
     specs.append("pl.BlockSpec((kw, cout, kh * cin), lambda img, i: (0, 0, 0))")
     args.append("w_cols")
     epilogue_operands(ent, specs, args, chan_ops, scal_ops)

@@ -110,27 +110,10 @@ def emit(ctx, *, x, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec, rhs_spec
         fill.append(f"s_ref[:, :{pc}] = jnp.zeros_like(s_ref[:, :{pc}])  # the padding columns")
     if pe:
         fill.append(f"s_ref[:, {pc} + c:] = jnp.zeros_like(s_ref[:, {pc} + c:])")
-    fill += [f"lines = x_ref[0]  # this tile's {bh} input rows (those past the volume are zeroed)",
-             "for j in range(bh):",
-             (f"    s_ref[{above} + j, {own}] = jnp.where(i * bh + j < h, lines[j], 0)"
-              ".astype(s_ref.dtype)")]
-    for a in range(above):
-        fill.append(f"s_ref[{a}, {own}] = jnp.where(i * bh - {above - a} >= 0, up{a}_ref[0, 0], "
-                    "0).astype(s_ref.dtype)")
-    for b in range(below):
-        fill.append(f"s_ref[{above} + bh + {b}, {own}] = jnp.where(i * bh + bh + {b} < h, "
-                    f"down{b}_ref[0, 0], 0).astype(s_ref.dtype)")
-    terms = []
-    for dl in range(kl):
-        s = pq - dl  # output lane q reads input lane q + dl - pq
-        prod = f"jnp.dot(w_ref[{dl}], stack, preferred_element_type=jnp.float32)"
-        if s == 0:
-            terms.append(f"acc = acc + {prod}" if terms else f"acc = {prod}")
-            continue
-        keep = f"(lane >= {s})" if s > 0 else f"(lane < w + ({s}))"
-        shift = f"{s}" if s > 0 else f"w - {-s}"  # in the kernel's own width (a shrunk one too)
-        term = f"jnp.where({keep}, pltpu.roll({prod}, {shift}, 1), 0.0)"
-        terms.append(f"acc = acc + {term}" if terms else f"acc = {term}")
+    fill.append(f"lines = x_ref[0]  # this tile's {bh} input rows (those past the volume are "
+                "zeroed)")
+    fill += conv_lanes.halo_row_fill(above, below, "bh", "lines", f", {own}")
+    terms, _ = conv_lanes.lane_taps(kl, pq, 1, "w")
     # lax.div / lax.rem: `//` on a traced int lowers through sign(), which Mosaic lowers only
     # for a known device
     body = ["row, col = jax.lax.div(t, co), jax.lax.rem(t, co)",
@@ -177,14 +160,7 @@ def _conv_kernel({refs}, *, {", ".join(kwargs)}):
              f"kh * kw * cin).astype({xv}.dtype)")]
     specs = ["pl.BlockSpec((1, bh, c, cin, wd), lambda img, i: (img, i, 0, 0, 0))"]
     args = [xv]
-    for a in range(above):
-        specs.append(f"pl.BlockSpec((1, 1, c, cin, wd), lambda img, i: (img, jnp.maximum(i * bh - "
-                     f"{above - a}, 0), 0, 0, 0))")
-        args.append(xv)
-    for b in range(below):
-        specs.append(f"pl.BlockSpec((1, 1, c, cin, wd), lambda img, i: (img, jnp.minimum(i * bh + "
-                     f"bh + {b}, h - 1), 0, 0, 0))")
-        args.append(xv)
+    conv_lanes.halo_specs(specs, args, xv, above, below, "bh", "c, cin, wd")
     specs.append("pl.BlockSpec((kl, cout, kh * kw * cin), lambda img, i: (0, 0, 0))")
     args.append("w_taps")
     conv_lanes.epilogue_operands(ent, specs, args, chan_ops, scal_ops)
