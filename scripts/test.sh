@@ -14,6 +14,12 @@ failed=0
 failed_names=()
 MAXKERNEL_SKIP_LOG="$(mktemp)"
 export MAXKERNEL_SKIP_LOG
+# One persistent XLA compilation cache for every JAX process the suites start: the same references
+# and kernels are compiled again and again across tests and suites (each test starts its own workers),
+# and a repeat loads the executable instead of compiling it. It lives for this run only. The TPU
+# compile child never uses it (its cycles come from the dump a real compile writes).
+JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"
+export JAX_COMPILATION_CACHE_DIR JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.2
 
 suite() {  # suite NAME COMMAND...
   local name="$1"
@@ -114,6 +120,7 @@ else
   echo "skips: none"
 fi
 rm -f "$MAXKERNEL_SKIP_LOG"
+rm -rf "$JAX_COMPILATION_CACHE_DIR"
 if ((failed > 0)); then echo "failed suites: ${failed_names[*]}"; fi
 echo "suites: $passed passed, $failed failed"
 ((failed == 0))

@@ -226,6 +226,9 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_platforms", "cpu")
+    # Cycles come from the dump a real compile writes: an executable loaded from a persistent
+    # compilation cache (JAX_COMPILATION_CACHE_DIR, which the test script sets) would write none.
+    jax.config.update("jax_enable_compilation_cache", False)
     from jax.experimental import topologies
 
     devices = {}
