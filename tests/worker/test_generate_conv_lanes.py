@@ -2,7 +2,8 @@
 of 128) is written on that layout (templates/conv_lanes.py). Correct in interpret mode with a
 ragged last row tile, for SAME, VALID, a 5x5 window, uneven padding and bf16, and with strides
 (2 both ways, along one axis only, 3, with windows that read a phase before or past the edge),
-and for NCHW, where XLA keeps the channels above H and the entry transposes (copies);
+and for NCHW, where XLA keeps the channels above H and the entry transposes (copies); a
+transposed convolution as its output phases' stride-1 form, in PyTorch's and lax's spellings;
 and compiled for v5e by the TPU compiler (libtpu, no TPU) the program is the kernel: no copy of
 the image before it or of the output after it, stride 2 included."""
 
@@ -62,6 +63,32 @@ def test_the_lanes_form_is_correct_with_a_ragged_last_tile(worker, tmp_path, cas
                seeds=[5])
 
 
+CT2D = "conv_transpose2d_bias_relu.py"
+TRANSPOSED = {
+    # PyTorch's spelling, k4 s2 p1: every phase a 3x3 window; 10 rows in tiles of 4 (ragged)
+    "torch-k4s2p1": {"N__CIN__H__W__COUT__K": "2, 8, 10, 256, 8, 4"},
+    # k3 s2 p1 with an output padding: phases of unequal windows (1 and 2 taps)
+    "torch-k3s2-outpad": {"N__CIN__H__W__COUT__K": "1, 8, 9, 128, 16, 3",
+                          "STRIDE__PAD__OUT_PAD": "2, 1, 1"},
+    # lax.conv_transpose's spelling (NHWC, HWIO), bf16
+    "lax-same-bf16": {"N__CIN__H__W__COUT__K": "1, 16, 10, 256, 16, 4", "LAYOUT": '"NHWC"',
+                      "DTYPE": "jnp.bfloat16", "TOLERANCES": '{"rtol": 2e-2, "atol": 2e-2}'},
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSPOSED))
+def test_a_transposed_convolution_is_the_lanes_form_over_its_output_phases(worker, tmp_path,
+                                                                           case):
+    # Its (phase, channel) stride-1 form on the undilated image, W in the lanes; the phases are
+    # interleaved after the kernel.
+    task = H.infile_lines(DIR, CT2D, **TRANSPOSED[case])
+    r = H.generate(worker, task)
+    assert r["class"] == "conv_transpose2d" and "W in the lanes" in r["description"], r
+    assert "lhs_dilation" not in r["source"] and "w_phases" in r["source"]
+    H.evaluate(worker, task, r, tmp_path, source=H.set_constant(r["source"], "BLOCK_ROWS", 4),
+               seeds=[5])
+
+
 @pytest.mark.parametrize("full, small, lines", [
     ("1, 10, 384, 8, 8, 5, 5", "1, 10, 256, 8, 8, 5, 5", {"PADDING": '"VALID"'}),
     ("1, 10, 768, 8, 8, 3, 3", "1, 10, 256, 8, 8, 3, 3", {"STRIDES": "(2, 2)"}),
@@ -96,3 +123,25 @@ def test_compiled_for_tpu_the_program_is_the_kernel_with_no_copies(tmp_path, str
     # the kernel and the weight's and bias's small rearrangements, nothing the size of the image
     kernel = max(cand["ops"].values())
     assert sum(cand["ops"].values()) - kernel < 0.05 * kernel, cand["ops"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_a_transposed_convolution_compiles_for_tpu_with_cycles(tmp_path):
+    # PyTorch's NCHW upsampling step (k4 s2 p1, 32 -> 16 channels): the kernel, the input's copy
+    # into (N, H, C, W) and the phases' interleave; libtpu profiles it (the implicit GEMM's
+    # narrow-channel patches did not profile at the suite's size).
+    task = H.infile_lines(DIR, CT2D, N__CIN__H__W__COUT__K="1, 32, 128, 512, 16, 4")
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = H.generate(w, task)
+        assert r["class"] == "conv_transpose2d" and "W in the lanes" in r["description"]
+        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()
+    # the kernel, the copies (counted at the bytes they move) and the weight's and bias's small
+    # rearrangements: nothing else computes at the image's size
+    kernel = max(cand["ops"].values())
+    rest = sum(c for op, c in cand["ops"].items() if op not in cand["zero_cycle_ops"]) - kernel
+    assert kernel > 0 and rest < 0.1 * kernel, cand["ops"]
+    assert not any("convolution" in op for op in cand["ops"]), cand["ops"]

@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from mkworker.generate import common as G
+from mkworker.generate import device_layout
 from mkworker.generate import expr as E
 from mkworker.generate import fused as F
 from mkworker.generate.common import NoTemplate
@@ -293,6 +294,24 @@ def emit(ctx, m) -> G.Generated:
                                                     out_spec, pad, strides, dilation, x_dt)
     lanes3d = not transposed and conv_lanes3d.applies(xs, ws, lhs_spec, rhs_spec, pad, strides,
                                                       dilation, x_dt)
+    interleave = None
+    if transposed and k == 2 and not strided:
+        # W in the lanes, transposed: the (phase, channel) stride-1 convolution below is a
+        # lanes-form convolution of the undilated image with a qh x qw window, whose padding
+        # makes its output rows the output's u = y // s; the phases are interleaved after it.
+        t_pad = tuple((-a.base, outs[i] - size[i] + a.window - 1 + a.base)
+                      for i, a in enumerate(axes))
+        t_ws = (out_phases * cout, cin, *qwin)  # as OIHW
+        t_out = [0] * 4
+        for role, extent in zip(out_spec, (xs[lhs_spec[0]], out_phases * cout, *outs)):
+            t_out[role] = extent
+        if (conv_lanes.applies(xs, t_ws, tuple(t_out), lhs_spec, (0, 1, 2, 3), out_spec, t_pad,
+                               (1, 1), (1, 1), x_dt)
+                and device_layout.major_to_minor(conv_out_shape)[-1] == out_spec[3]):
+            lanes2d = True
+            extents = [f"({nm} - 1) * {dilation[i]} + {pad[i][0] + pad[i][1] + 2 - win[i]}"
+                       for i, nm in enumerate(("h", "wd"))]
+            interleave = conv_lanes.Interleave(tuple(dilation), tuple(extents))
     if lanes2d or lanes3d:
         # The image as XLA keeps it (a spatial axis in the lanes), the weight as (window...,
         # cin, cout) in the input's spatial order.
@@ -310,7 +329,18 @@ def emit(ctx, m) -> G.Generated:
         after = [q for q in ("max", "logistic", "tanh", "erf", "min") if q in epi.prims]
         tail = ((" + " + " + ".join([f"`{nm}`" for _, nm in chan_ops + scal_ops] + after) + " fused")
                 if chan_ops or scal_ops or after else "")
-        if lanes2d:
+        if interleave:
+            lines += [(f"cin, co = {w_name}.shape[2:]  # the output's channels; the kernel's are "
+                      "(phase, channel)")]
+            lines.append(f"qh, qw = {qwin[0]}, {qwin[1]}  # every phase's window")
+            lines += CT.weight_lines(w_name, axes, ["qh", "qw"])
+            lanes = conv_lanes.emit(ctx, x=x, w_input=w_input, prologue_lines=lines,
+                                    w_expr="w_phases", epi=epi, out=out, xs=xs, ws=t_ws,
+                                    lhs_spec=lhs_spec, rhs_spec=(0, 1, 2, 3), out_spec=out_spec,
+                                    pad=t_pad, strides=(1, 1), description_tail=tail,
+                                    chan_ops=chan_ops, scal_ops=scal_ops, interleave=interleave,
+                                    imports=_imports_with_itertools())
+        elif lanes2d:
             lanes = conv_lanes.emit(ctx, x=x, w_input=w_input, prologue_lines=lines, w_expr=w_name,
                                     epi=epi, out=out, xs=xs, ws=ws, lhs_spec=lhs_spec,
                                     rhs_spec=rhs_spec, out_spec=out_spec, pad=pad,

@@ -25,12 +25,20 @@ transposes are 128 lanes wide. A window column dw then reads phase (dw - pw) mod
 (dw - pw) // sw lanes: each output row is still kw products, each Wo wide (the stride-1 width
 divided by sw: no product is computed for a column the stride skips).
 
-Covered: 2-D, no dilation, a window that reaches at most kh - 1 rows and kw - 1 columns past
+A transposed convolution (input dilation s, conv.py with conv_transpose.py) comes here as its
+phase form: one stride-1 convolution of the undilated image whose output rows are the s_h * s_w
+output phases' channels (`Interleave`); the entry interleaves the phases, y = s * u + r, after
+the kernel (an XLA copy), so neither the dilated image's zeros nor the narrow-channel patches of
+the implicit GEMM are ever read.
+
+Covered: 2-D, no dilation (or a transposed convolution's phase form), a window that reaches at most kh - 1 rows and kw - 1 columns past
 the image on each side, Ci and Co multiples of the sublane tile (8 for f32, 16 for bf16), any
 stride (along W: W a multiple of 128 * sw), and the input and output both in that layout;
 otherwise conv.py's form is used."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from mkworker.generate import common as G
 from mkworker.generate import device_layout
@@ -40,6 +48,14 @@ KERNEL_CLASS = "conv2d"
 # Output rows of a tile: the rows of a step run in a loop, so the kernel's body stays one row.
 ROW_OPTIONS = (32, 16, 8, 4, 2, 1)
 STEP_OUTPUT = 1 << 18  # output elements of a step the default tile stays within (see emit)
+
+
+class Interleave(NamedTuple):
+    """A transposed convolution in this form (conv.py): the kernel is the stride-1 convolution
+    whose output channels are (phase row, phase column, channel), and the entry interleaves the
+    phases into y = s * u + r after it."""
+    phases: tuple  # the input dilation (sh, sw): the transposed convolution's stride
+    extents: tuple  # the output's (H, W) as code on the entry's `h` and `wd`
 
 
 def _view(spec) -> tuple[int, int, int, int]:
@@ -68,11 +84,16 @@ def applies(xs, ws, out_shape, lhs_spec, rhs_spec, out_spec, pad, strides, dilat
             and device_layout.major_to_minor(out_shape)[-1] == out_spec[3])
 
 
-def epilogue_operands(ent, specs, args, chan_ops, scal_ops):
+def epilogue_operands(ent, specs, args, chan_ops, scal_ops, phases=1):
     """The epilogue's per-channel operands as (Co, 1) sublane columns and its scalars as (1, 1)
-    blocks: their entry lines, BlockSpecs (a two-axis grid) and arguments, appended."""
+    blocks: their entry lines, BlockSpecs (a two-axis grid) and arguments, appended. With
+    `phases` > 1 the kernel's channels are (phase, channel): a column repeats per phase."""
     for _, nm in chan_ops:
-        ent.append(f"{nm}_in = {nm}.reshape(cout, 1)  # per output channel: a sublane column")
+        if phases > 1:
+            ent.append(f"{nm}_in = jnp.tile({nm}.reshape(1, -1), ({phases}, 1)).reshape(cout, 1)"
+                       "  # per (phase, channel) row")
+        else:
+            ent.append(f"{nm}_in = {nm}.reshape(cout, 1)  # per output channel: a sublane column")
         specs.append("pl.BlockSpec((cout, 1), lambda img, i: (0, 0))")
         args.append(f"{nm}_in")
     for _, nm in scal_ops:
@@ -142,17 +163,24 @@ def _plus(*terms) -> str:
 
 
 def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec, rhs_spec,
-         out_spec, pad, strides, description_tail, chan_ops, scal_ops) -> G.Generated:
+         out_spec, pad, strides, description_tail, chan_ops, scal_ops, interleave=None,
+         imports=None) -> G.Generated:
     """The module. `w_expr` is the weight as (kh, kw, Ci, Co) after the reference's own flips
-    and transposes (`prologue_lines` compute it); `epi` is conv.py's epilogue writer."""
+    and transposes (`prologue_lines` compute it); `epi` is conv.py's epilogue writer. With
+    `interleave` (an Interleave) the convolution is a transposed one's phase form and `ws` the
+    phase weight's shape (OIHW); `imports` are the module's own where it needs more."""
     x_dt, out_dt = x.aval.dtype, out.aval.dtype
     cin, cout = xs[lhs_spec[1]], ws[rhs_spec[0]]
     kh, kw = ws[rhs_spec[2]], ws[rhs_spec[3]]
     w = xs[lhs_spec[3]]
     out_shape = tuple(int(d) for d in out.aval.shape)
-    ho, wo = out_shape[out_spec[2]], out_shape[out_spec[3]]
     (pt, pb), (pw, pe) = pad
     sh, sw = strides
+    if interleave:  # the kernel's rows and columns are the output's u = y // s and v = x // s
+        ho = xs[lhs_spec[2]] + pt + pb - kh + 1
+        wo = w + pw + pe - kw + 1
+    else:
+        ho, wo = out_shape[out_spec[2]], out_shape[out_spec[3]]
     wp = w // sw  # lanes of a phase (the whole row at sw = 1)
     # the rows a tile reads: pt above its own sh * bh, and below them what the last window reaches
     above, below = pt, max(0, kh - sh - pt)
@@ -283,7 +311,8 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     halo_specs(specs, args, xv, above, below, tile, "cin, wd")
     specs.append("pl.BlockSpec((kw, cout, kh * cin), lambda img, i: (0, 0, 0))")
     args.append("w_cols")
-    epilogue_operands(ent, specs, args, chan_ops, scal_ops)
+    n_phases = interleave.phases[0] * interleave.phases[1] if interleave else 1
+    epilogue_operands(ent, specs, args, chan_ops, scal_ops, n_phases)
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
     binds = ["kh=kh", "h=h"] + [f"{a}={a}" for a in epi.statics]
     back = [0] * 4
@@ -308,6 +337,14 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     compiler_params={params},
 )({", ".join(args)})""")
     out_laid = device_layout.major_to_minor(out_shape) == _view(out_spec)
+    if interleave:
+        (rh, rw), (hf, wf) = interleave.phases, interleave.extents
+        ent += [f"hf, wf = {hf}, {wf}  # the output's extents",
+                ("# The phases into place, y = s * u + r (the last ones past the end cut off): XLA "
+                "copies"),
+                (f"out = out.reshape(n, ho, {rh}, {rw}, co, wo).transpose(0, 1, 2, 4, 5, 3)"
+                 f".reshape(n, ho * {rh}, co, wo * {rw})[:, :hf, :, :wf]")]
+        out_laid = False
     ent.append(f"return out.transpose({', '.join(map(str, back))})  # "
                + ("XLA's layout of the output: a bitcast" if out_laid else
                   "the reference's order: a copy"))
@@ -317,14 +354,23 @@ def {ctx.entry}({ctx.signature}):
 {G.indent(chr(10).join(ent), 4)}
 """
     stride_text = "" if sh == sw == 1 else f", stride {sh}x{sw}"
-    description = (f"2-D convolution ({G.shape_text(xs)} * {kh}x{kw} window, {cin}->{cout} "
-                   f"channels{stride_text}, {G.dtype_name(x_dt)}) on the image as XLA keeps it (W "
-                   f"in the lanes, channels in the sublanes), one MXU product per window column a "
-                   f"row" + description_tail)
+    if interleave:
+        (rh, rw), co = interleave.phases, cout // n_phases
+        description = (f"transposed 2-D convolution ({G.shape_text(xs)}, stride {rh}x{rw}, "
+                       f"{cin}->{co} channels, {G.dtype_name(x_dt)}) as one stride-1 convolution "
+                       f"of the undilated image ({kh}x{kw} window, {cout} (phase, channel) rows) "
+                       "on the image as XLA keeps it (W in the lanes), one MXU product per window "
+                       "column a row" + description_tail)
+    else:
+        description = (f"2-D convolution ({G.shape_text(xs)} * {kh}x{kw} window, {cin}->{cout} "
+                       f"channels{stride_text}, {G.dtype_name(x_dt)}) on the image as XLA keeps "
+                       f"it (W in the lanes, channels in the sublanes), one MXU product per window "
+                       f"column a row" + description_tail)
+    kernel_class = "conv_transpose2d" if interleave else KERNEL_CLASS
     constants = [("BLOCK_ROWS", bh, "output rows of a tile")]
     source, imports, body_text = G.write_module(description=description, ctx=ctx,
-                                                kernel_class=KERNEL_CLASS, constants=constants,
-                                                code=kernel + entry)
+                                                kernel_class=kernel_class, constants=constants,
+                                                code=kernel + entry, imports=imports)
     notes = [(f"tiles of {bh} output rows: {G.mib(vmem(bh))} of VMEM per step (budget "
               f"{G.mib(ctx.vmem_budget)}); limit {G.mib(F.vmem_limit(vmem(bh), ctx))}"),
              ("the image read in XLA's layout (W in the lanes): no copy before or after the "
@@ -332,12 +378,15 @@ def {ctx.entry}({ctx.signature}):
               "W in the lanes as XLA keeps it, no padded copy of the image; XLA copies "
               + " and ".join(nm for nm, ok in (("the input", laid_out), ("the output", out_laid))
                              if not ok) + " into the kernel's order")]
+    if interleave:
+        notes.append(f"transposed: the {n_phases} output phases are the kernel's (phase, channel) "
+                     "rows, interleaved by XLA after it (the dilated image's zeros are never read)")
     if sw > 1:
         notes.append(f"stride {sw} along W: each row's columns split into {sw} phases in VMEM "
                      f"({group} rows a transpose), so no product is computed for a skipped column")
     # the autotuner tries the next larger tile too
     larger = [b for b in fitting if b > bh][-1:]
-    return G.Generated(kernel_class=KERNEL_CLASS, description=description, source=source,
+    return G.Generated(kernel_class=kernel_class, description=description, source=source,
                        entry=ctx.entry, imports=imports, body=body_text,
                        tunables={"BLOCK_ROWS": sorted(set(fitting[-4:] + [bh] + larger))},
                        notes=notes)
