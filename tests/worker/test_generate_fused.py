@@ -123,6 +123,39 @@ def test_gated_mlp_ragged_small_instance_is_correct(worker, tmp_path):
     _evaluate(worker, task, r, tmp_path, _set(r["source"], **MLP_SMALL_TILES))
 
 
+def _bf16_mlp(size):
+    task = _task("swiglu_mlp.py", (MLP_SIZE, size))
+    text = task["source"].replace("jnp.float32", "jnp.bfloat16")
+    task["source"] = text.replace('{"rtol": 1e-4, "atol": 1e-4}', '{"rtol": 2e-2, "atol": 2e-2}')
+    return task
+
+
+def test_a_bf16_gated_mlp_with_ragged_depth_is_correct(worker, tmp_path):
+    # Every depth step of both projections zeroes what lies past its end; 16-bit tiles are
+    # masked in f32 (the compile test below says why).
+    task = _bf16_mlp("T, D, F = 50, 200, 300")
+    r = _generate(worker, task)
+    assert "tile.astype(jnp.float32)" in r["source"]
+    _evaluate(worker, task, r, tmp_path, _set(r["source"], **MLP_SMALL_TILES))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
+                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+def test_a_bf16_gated_mlp_with_ragged_depth_compiles_with_cycles(tmp_path):
+    # 1408 hidden columns in 1024-deep down-projection steps: the last step is ragged. Masked in
+    # bf16, libtpu's static profile aborted ("Expected vector-bf16packed, got vector-int16" on
+    # the MXU operand), and llama_mlp_bf16 (11008 hidden) had no cycles.
+    task = _bf16_mlp("T, D, F = 256, 512, 1408")
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = _generate(w, task)
+        r = dict(r, source=_set(r["source"], BLOCK_FK=1024))
+        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()
+    assert "profile_crash" not in cand, cand["profile_crash"][:500]
+
+
 # ---------------------------------------------------------------------------
 # matmul_group_norm
 

@@ -124,8 +124,12 @@ ZERO_PAST_HELPER = '''
 
 def _zero_past(tile, axis, start, total):
     """`tile` with the entries at or past `total` along `axis` set to zero (an edge block reads
-    past the array's end; zeros keep them out of a sum of products)."""
+    past the array's end; zeros keep them out of a sum of products). A 16-bit tile is masked in
+    f32 and cast back: libtpu's static profile aborts on a select of packed bf16 rows that feed
+    the MXU ("Expected vector-bf16packed, got vector-int16")."""
     idx = start + jax.lax.broadcasted_iota(jnp.int32, tile.shape, axis)
+    if tile.dtype.itemsize < 4:
+        return jnp.where(idx < total, tile.astype(jnp.float32), 0.0).astype(tile.dtype)
     return jnp.where(idx < total, tile, jnp.zeros_like(tile))
 '''
 
