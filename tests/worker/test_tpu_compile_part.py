@@ -54,6 +54,27 @@ def test_the_part_cuts_count_axes_only_and_small_programs_get_none():
     assert [a.shape for a in args] == [(1, 32, 64, 64), (32, 32, 3, 3), (32,)] and desc == "8 -> 1"
 
 
+def test_with_no_outer_count_axis_a_matmuls_rows_are_cut_to_whole_tiles():
+    # A linear layer with a log-softmax (no batch axis): its 8192 rows are cut to 1024, in the
+    # input and in the residual that shares them, never below INNER_MIN; rows as long as a
+    # feature axis stay whole; 1536 rows (under 2 x INNER_MIN) stay whole.
+    def linear_log_softmax(x, w, b, r):
+        return jax.nn.log_softmax(x @ w + b, axis=-1) + r
+
+    def specs(rows, d_in=2048):
+        return [jax.ShapeDtypeStruct(s, jnp.float32) for s in
+                ((rows, d_in), (d_in, 4096), (4096,), (rows, 4096))]
+
+    args, _, desc = part.instance(linear_log_softmax, specs(8192), {}, min_bytes=0)
+    assert [a.shape for a in args] == [(1024, 2048), (2048, 4096), (4096,), (1024, 4096)]
+    assert desc == "8192 -> 1024" and part.INNER_MIN == 1024
+    assert part.instance(linear_log_softmax, specs(8192, d_in=8192), {}, min_bytes=0) is None
+    assert part.instance(linear_log_softmax, specs(1536), {}, min_bytes=0) is None
+    # 6144 rows halve to 3072 and 1536, then stop: whole tiles of 512
+    args, _, desc = part.instance(linear_log_softmax, specs(6144), {}, min_bytes=0)
+    assert args[0].shape == (1536, 2048) and desc == "6144 -> 1536"
+
+
 def test_the_full_record_is_the_parts_scaled_and_says_so():
     small = {"status": "compiled", "cycles": 1000, "predicted_s": 1e-6, "ops": {"k": 1000}}
     full = {"status": "too_large", "reason": "too large to estimate: over the memory limit"}

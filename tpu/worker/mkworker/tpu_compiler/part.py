@@ -5,9 +5,12 @@ profile on this host (its memory grows with the kernel's body and grid: a conv2d
 
 A count axis is a set of independent instances of the same work, so the full program's cycles
 are the part's times the ratio of output elements (`factor`): every instance does what the
-part's instances do. Only outer count axes are cut (not among an input's last two axes, which
-kernels tile: 4096 rows of a matmul cut to 2 would be another program, its MXU passes nearly
-empty), each to 1. The record says it was extrapolated and from what."""
+part's instances do. Outer count axes are cut, each to 1. An axis among an input's last two is
+one that kernels tile (4096 rows of a matmul cut to 2 would be another program, its MXU passes
+nearly empty): only where no outer axis can be cut are an input's rows (its second-last axis)
+cut, where they are a count axis (a matmul's rows), and then only to whole tiles: halved while
+they keep at least INNER_MIN (8192 -> 1024).
+The record says it was extrapolated and from what."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from mkworker.tasks import count_axes
 
 # Programs whose inputs hold less than this profile at full size on this host: no part is made.
 PART_MIN_BYTES = 64 << 20
+# A tiled count axis (a matmul's rows) is cut no lower than this: whole tiles of every kernel.
+INNER_MIN = 1024
 
 
 def _nbytes(x) -> int:
@@ -48,9 +53,32 @@ def instance(reference, args, kwargs, min_bytes: int = PART_MIN_BYTES):
                 shape[i] = 1
         specs.append(jax.ShapeDtypeStruct(tuple(shape), x.dtype))
     if not cut:
+        specs, cut = _inner_cut(leaves, flags, features)
+    if not cut:
         return None
     part_args, part_kwargs = jax.tree_util.tree_unflatten(tree, specs)
     return part_args, part_kwargs, ", ".join(sorted(set(cut)))
+
+
+def _inner_cut(leaves, flags, features):
+    """(specs, cuts) with each input's rows (its second-last axis) halved while they keep
+    INNER_MIN, where they are a count axis; the same extent in every input's rows is cut alike."""
+    to = {}
+    for x, fl in zip(leaves, flags):
+        if len(x.shape) >= 2 and fl[-2]:
+            size = int(x.shape[-2])
+            if size >= 2 * INNER_MIN and size not in features:
+                small = size
+                while small % 2 == 0 and small // 2 >= INNER_MIN:
+                    small //= 2
+                to[size] = small
+    specs = []
+    for x, fl in zip(leaves, flags):
+        shape = list(x.shape)
+        if len(shape) >= 2 and fl[-2]:
+            shape[-2] = to.get(int(shape[-2]), shape[-2])
+        specs.append(jax.ShapeDtypeStruct(tuple(shape), x.dtype))
+    return specs, [f"{a} -> {b}" for a, b in sorted(to.items())]
 
 
 def factor(full_exported, part_exported) -> float | None:
