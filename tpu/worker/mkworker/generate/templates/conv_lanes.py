@@ -338,16 +338,25 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
 )({", ".join(args)})""")
     out_laid = device_layout.major_to_minor(out_shape) == _view(out_spec)
     if interleave:
+        # (n, u, (r_h, r_w, co), v) -> the reference's order with y = s * u + r: one transpose
         (rh, rw), (hf, wf) = interleave.phases, interleave.extents
+        role_at = dict(zip(out_spec, "NCHW"))
+        roles = [role_at[a] for a in range(4)]
+        groups = {"N": [0], "H": [1, 2], "C": [4], "W": [5, 3]}
+        sizes = {"N": "n", "H": f"ho * {rh}", "C": "co", "W": f"wo * {rw}"}
+        cuts = {"N": ":", "H": ":hf", "C": ":", "W": ":wf"}
+        perm = [a for r in roles for a in groups[r]]
+        out_laid = False  # the interleave is a copy whatever the layout
         ent += [f"hf, wf = {hf}, {wf}  # the output's extents",
-                ("# The phases into place, y = s * u + r (the last ones past the end cut off): XLA "
-                "copies"),
-                (f"out = out.reshape(n, ho, {rh}, {rw}, co, wo).transpose(0, 1, 2, 4, 5, 3)"
-                 f".reshape(n, ho * {rh}, co, wo * {rw})[:, :hf, :, :wf]")]
-        out_laid = False
-    ent.append(f"return out.transpose({', '.join(map(str, back))})  # "
-               + ("XLA's layout of the output: a bitcast" if out_laid else
-                  "the reference's order: a copy"))
+                ("# The phases into place, y = s * u + r, in the reference's order (the last ones "
+                 "past the end cut off): one XLA copy"),
+                (f"out = out.reshape(n, ho, {rh}, {rw}, co, wo).transpose({', '.join(map(str, perm))})"
+                 f".reshape({', '.join(sizes[r] for r in roles)})"),
+                f"return out[{', '.join(cuts[r] for r in roles)}]"]
+    else:
+        ent.append(f"return out.transpose({', '.join(map(str, back))})  # "
+                   + ("XLA's layout of the output: a bitcast" if out_laid else
+                      "the reference's order: a copy"))
     entry = f"""
 
 def {ctx.entry}({ctx.signature}):
