@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 
-from worker_harness import read_task, task_path
+import pytest
+from worker_harness import WorkerProcess, read_task, task_path
+
+# Compile tests need libtpu; a run without it skips them and says why.
+needs_libtpu = pytest.mark.skipif(
+    importlib.util.find_spec("libtpu") is None,
+    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
 
 SEEDS = [3, 4]
 DIR = "generate_rows"
@@ -123,3 +130,18 @@ def assert_compiles_with_cycles(worker, task, r, tmp_path, generation="v5e") -> 
     assert cand["status"] == "compiled", cand
     assert (cand.get("cycles") or 0) > 0, cand
     return cand
+
+
+def generate_and_compile(task, tmp_path, edit=None, words=None) -> tuple[dict, dict]:
+    """The task's module from a worker with the TPU compiler on (its description holding `words`,
+    its source passed through `edit`), compiled for v5e with cycles: (generate reply, the
+    candidate's compile record)."""
+    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
+    try:
+        r = generate(w, task)
+        assert words is None or words in r["description"], r["description"]
+        if edit is not None:
+            r = dict(r, source=edit(r["source"]))
+        return r, assert_compiles_with_cycles(w, task, r, tmp_path)
+    finally:
+        w.close()

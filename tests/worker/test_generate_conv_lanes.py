@@ -7,11 +7,9 @@ transposed convolution as its output phases' stride-1 form, in PyTorch's and lax
 and compiled for v5e by the TPU compiler (libtpu, no TPU) the program is the kernel: no copy of
 the image before it or of the output after it, stride 2 included."""
 
-import importlib.util
 
 import generate_rows_helpers as H
 import pytest
-from worker_harness import WorkerProcess
 
 DIR = "generate_conv"
 NAME = "conv2d_nhwc_lanes.py"
@@ -108,37 +106,24 @@ def test_channels_that_fill_the_lanes_keep_the_implicit_gemm(worker):
     assert r["class"] == "conv2d" and "implicit GEMM" in r["description"], r["description"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
-                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+@H.needs_libtpu
 @pytest.mark.parametrize("strides,cout", [("(1, 1)", 32), ("(2, 2)", 64)])
 def test_compiled_for_tpu_the_program_is_the_kernel_with_no_copies(tmp_path, strides, cout):
     task = _task(N__H__W__CIN__COUT__KH__KW=f"1, 256, 512, 32, {cout}, 3, 3", STRIDES=strides)
-    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
-    try:
-        r = H.generate(w, task)
-        assert "W in the lanes" in r["description"]
-        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
-    finally:
-        w.close()
+    _, cand = H.generate_and_compile(task, tmp_path, words="W in the lanes")
     # the kernel and the weight's and bias's small rearrangements, nothing the size of the image
     kernel = max(cand["ops"].values())
     assert sum(cand["ops"].values()) - kernel < 0.05 * kernel, cand["ops"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
-                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+@H.needs_libtpu
 def test_a_transposed_convolution_compiles_for_tpu_with_cycles(tmp_path):
     # PyTorch's NCHW upsampling step (k4 s2 p1, 32 -> 16 channels): the kernel, the input's copy
     # into (N, H, C, W) and the phases' interleave; libtpu profiles it (the implicit GEMM's
     # narrow-channel patches did not profile at the suite's size).
     task = H.infile_lines(DIR, CT2D, N__CIN__H__W__COUT__K="1, 32, 128, 512, 16, 4")
-    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
-    try:
-        r = H.generate(w, task)
-        assert r["class"] == "conv_transpose2d" and "W in the lanes" in r["description"]
-        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
-    finally:
-        w.close()
+    r, cand = H.generate_and_compile(task, tmp_path, words="W in the lanes")
+    assert r["class"] == "conv_transpose2d"
     # the kernel, the copies (counted at the bytes they move) and the weight's and bias's small
     # rearrangements: nothing else computes at the image's size
     kernel = max(cand["ops"].values())

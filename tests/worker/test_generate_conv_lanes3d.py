@@ -6,11 +6,9 @@ transposes: a copy), and bf16; compiled for v5e by the TPU compiler (libtpu, no 
 256-deep volume of 16 channels (a quarter of the suite's) has cycles and its program is the
 kernel alone (libtpu's profile of the 1024-deep one needs more than 8 GiB here)."""
 
-import importlib.util
 
 import generate_rows_helpers as H
 import pytest
-from worker_harness import WorkerProcess
 
 DIR = "generate_conv"
 NAME = "conv3d_bias_relu.py"
@@ -51,16 +49,9 @@ def test_a_kernel_written_for_one_depth_is_correct_at_another(worker, tmp_path):
     H.evaluate(worker, _task("1, 8, 256, 5, 6, 8"), r, tmp_path, seeds=[5])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
-                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+@H.needs_libtpu
 def test_a_deep_narrow_volume_compiles_for_tpu_with_cycles_and_no_copies(tmp_path):
-    task = _task("1, 16, 256, 32, 32, 32")
-    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
-    try:
-        r = H.generate(w, task)
-        assert "D in the lanes" in r["description"]
-        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
-    finally:
-        w.close()
+    _, cand = H.generate_and_compile(_task("1, 16, 256, 32, 32, 32"), tmp_path,
+                                     words="D in the lanes")
     kernel = max(cand["ops"].values())
     assert sum(cand["ops"].values()) - kernel < 0.05 * kernel, cand["ops"]

@@ -139,20 +139,13 @@ def test_a_bf16_gated_mlp_with_ragged_depth_is_correct(worker, tmp_path):
     _evaluate(worker, task, r, tmp_path, _set(r["source"], **MLP_SMALL_TILES))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None,
-                    reason="declared: libtpu is not installed (pip install -r scripts/requirements.txt)")
+@H.needs_libtpu
 def test_a_bf16_gated_mlp_with_ragged_depth_compiles_with_cycles(tmp_path):
     # 1408 hidden columns in 1024-deep down-projection steps: the last step is ragged. Masked in
     # bf16, libtpu's static profile aborted ("Expected vector-bf16packed, got vector-int16" on
     # the MXU operand), and llama_mlp_bf16 (11008 hidden) had no cycles.
-    task = _bf16_mlp("T, D, F = 256, 512, 1408")
-    w = WorkerProcess(extra_env={"MAXKERNEL_TPU_COMPILE": "1"})
-    try:
-        r = _generate(w, task)
-        r = dict(r, source=_set(r["source"], BLOCK_FK=1024))
-        cand = H.assert_compiles_with_cycles(w, task, r, tmp_path)
-    finally:
-        w.close()
+    _, cand = H.generate_and_compile(_bf16_mlp("T, D, F = 256, 512, 1408"), tmp_path,
+                                     edit=lambda src: _set(src, BLOCK_FK=1024))
     assert "profile_crash" not in cand, cand["profile_crash"][:500]
 
 
