@@ -95,8 +95,9 @@ def test_over_the_limit_is_too_large_to_estimate_and_the_worker_survives(worker)
     assert cand["status"] == "too_large", cand
     assert cand["reason"].startswith("too large to estimate: over the time limit")
     # The bound is the compile's own: libtpu's start (this worker's first v4 child) came before
-    # it and is named beside it, so a late "over the time limit" says where the time went.
-    assert cand["start_s"] >= 1 and cand["wait_s"] < 5, cand
+    # it and is named beside it, so a late "over the time limit" says where the time went. (The
+    # start is about a second; with libtpu's pages already cached it took 0.98 s once.)
+    assert cand["start_s"] >= 0.2 and cand["wait_s"] < 5, cand
     assert f"{cand['start_s']:.0f} s starting libtpu" in cand["reason"], cand
     assert r["compiled_by"] == "lowering"
     assert any("too_large" in w for w in r["warnings"])
