@@ -31,8 +31,8 @@ output phases' channels (`Interleave`); the entry interleaves the phases, y = s 
 the kernel (an XLA copy), so neither the dilated image's zeros nor the narrow-channel patches of
 the implicit GEMM are ever read.
 
-Covered: 2-D, no dilation (or a transposed convolution's phase form), a window that reaches at most kh - 1 rows and kw - 1 columns past
-the image on each side, Ci and Co multiples of the sublane tile (8 for f32, 16 for bf16), any
+Covered: 2-D, no dilation (or a transposed convolution's phase form), a window that reaches
+at most kh - 1 rows and kw - 1 columns past the image on each side, Ci and Co multiples of the sublane tile (8 for f32, 16 for bf16), any
 stride (along W: W a multiple of 128 * sw), and the input and output both in that layout;
 otherwise conv.py's form is used."""
 
@@ -176,6 +176,8 @@ def emit(ctx, *, x, w_input, prologue_lines, w_expr, epi, out, xs, ws, lhs_spec,
     out_shape = tuple(int(d) for d in out.aval.shape)
     (pt, pb), (pw, pe) = pad
     sh, sw = strides
+    (rh, rw) = interleave.phases if interleave else (1, 1)  # a transposed one's output phases
+    n_phases = rh * rw
     if interleave:  # the kernel's rows and columns are the output's u = y // s and v = x // s
         ho = xs[lhs_spec[2]] + pt + pb - kh + 1
         wo = w + pw + pe - kw + 1
@@ -311,7 +313,6 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     halo_specs(specs, args, xv, above, below, tile, "cin, wd")
     specs.append("pl.BlockSpec((kw, cout, kh * cin), lambda img, i: (0, 0, 0))")
     args.append("w_cols")
-    n_phases = interleave.phases[0] * interleave.phases[1] if interleave else 1
     epilogue_operands(ent, specs, args, chan_ops, scal_ops, n_phases)
     spec_text = G.indent("\n".join(s + "," for s in specs), 8)
     binds = ["kh=kh", "h=h"] + [f"{a}={a}" for a in epi.statics]
@@ -339,7 +340,7 @@ def _conv_kernel({", ".join(refs)}, *, {", ".join(kwargs)}):
     out_laid = device_layout.major_to_minor(out_shape) == _view(out_spec)
     if interleave:
         # (n, u, (r_h, r_w, co), v) -> the reference's order with y = s * u + r: one transpose
-        (rh, rw), (hf, wf) = interleave.phases, interleave.extents
+        hf, wf = interleave.extents
         role_at = dict(zip(out_spec, "NCHW"))
         roles = [role_at[a] for a in range(4)]
         groups = {"N": [0], "H": [1, 2], "C": [4], "W": [5, 3]}
@@ -364,7 +365,7 @@ def {ctx.entry}({ctx.signature}):
 """
     stride_text = "" if sh == sw == 1 else f", stride {sh}x{sw}"
     if interleave:
-        (rh, rw), co = interleave.phases, cout // n_phases
+        co = cout // n_phases
         description = (f"transposed 2-D convolution ({G.shape_text(xs)}, stride {rh}x{rw}, "
                        f"{cin}->{co} channels, {G.dtype_name(x_dt)}) as one stride-1 convolution "
                        f"of the undilated image ({kh}x{kw} window, {cout} (phase, channel) rows) "
